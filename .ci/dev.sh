@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Posthorn's one build script: installs what is missing (idempotently), builds the
+# server and the WASM bundle, runs a private PostgreSQL when DATABASE_URL is unset,
+# and runs or tests the product. Usage: .ci/dev.sh run|test|build|tools|pg|bench...
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+export PATH="$HOME/.cargo/bin:$ROOT/end2end/node_modules/.bin:$PATH"
+WASM_BINDGEN_VERSION=0.2.130
+PG_PORT="${POSTHORN_PG_PORT:-54329}"
+PG_DIR="$ROOT/.pgdata"
+PROFILE="${POSTHORN_PROFILE:-debug}"   # debug | release
+SITE="$CARGO_TARGET_DIR/site"
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_install() {
+  log "installing $* (apt)"
+  as_root apt-get install -y "$@" >/dev/null 2>&1 || { as_root apt-get update >/dev/null && as_root apt-get install -y "$@" >/dev/null; }
+}
+
+ensure_rust_tools() {
+  if ! rustup target list --installed | grep -q wasm32-unknown-unknown; then
+    log "adding the wasm32 target"; rustup target add wasm32-unknown-unknown
+  fi
+  if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
+    log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (~3 min)"
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+  fi
+}
+
+ensure_postgres_binaries() {
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then apt_install postgresql; fi
+}
+
+pg_bin() { ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1; }
+
+# Starts (creating if needed) the private cluster under .pgdata and exports DATABASE_URL.
+ensure_private_pg() {
+  ensure_postgres_binaries
+  local bin; bin="$(pg_bin)"
+  local run=()
+  if [ "$(id -u)" = 0 ]; then
+    id postgres >/dev/null 2>&1 || useradd --system --home "$PG_DIR" postgres
+    run=(runuser -u postgres --)
+  fi
+  if [ ! -f "$PG_DIR/PG_VERSION" ]; then
+    log "creating a private PostgreSQL cluster in $PG_DIR"
+    mkdir -p "$PG_DIR"
+    [ "$(id -u)" = 0 ] && chown postgres "$PG_DIR"
+    "${run[@]}" "$bin/initdb" -D "$PG_DIR" -U postgres --auth=trust >/dev/null
+  fi
+  if ! "${run[@]}" "$bin/pg_ctl" -D "$PG_DIR" status >/dev/null 2>&1; then
+    log "starting the private PostgreSQL on 127.0.0.1:$PG_PORT"
+    "${run[@]}" "$bin/pg_ctl" -D "$PG_DIR" -l "$PG_DIR/server.log" -w \
+      -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=${POSTHORN_PG_FSYNC:-on}" start >/dev/null
+  fi
+  export PGPORT="$PG_PORT"
+  "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='posthorn'" | grep -q 1 \
+    || "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE posthorn" >/dev/null
+  export DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/posthorn"
+}
+
+ensure_database() {
+  if [ -z "${DATABASE_URL:-}" ]; then ensure_private_pg; fi
+  log "database: $DATABASE_URL"
+}
+
+build() {
+  ensure_rust_tools
+  local cargo_profile=() wasm_profile=wasm-dev bin_dir="$CARGO_TARGET_DIR/debug"
+  if [ "$PROFILE" = release ]; then
+    cargo_profile=(--release); wasm_profile=wasm-release; bin_dir="$CARGO_TARGET_DIR/release"
+  fi
+  log "building the server ($PROFILE)"
+  cargo build -p server "${cargo_profile[@]}"
+  log "building the WASM bundle ($wasm_profile)"
+  cargo build -p frontend --lib --target wasm32-unknown-unknown --profile "$wasm_profile"
+  mkdir -p "$SITE/pkg"
+  wasm-bindgen --target web --no-typescript --out-dir "$SITE/pkg" --out-name posthorn \
+    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/$wasm_profile/frontend.wasm"
+  cp style/main.css "$SITE/pkg/posthorn.css"
+  export POSTHORN_BIN="$bin_dir/posthorn"
+  export LEPTOS_SITE_ROOT="$SITE"
+}
+
+run() {
+  build
+  ensure_database
+  "$POSTHORN_BIN" migrate
+  "$POSTHORN_BIN" seed-demo
+  log "Posthorn on http://${LEPTOS_SITE_ADDR:-127.0.0.1:3000} — sign in as owner@example.com / demo-password"
+  export POSTHORN_ALLOW_PRIVATE_TARGETS="${POSTHORN_ALLOW_PRIVATE_TARGETS:-true}"
+  exec "$POSTHORN_BIN" serve
+}
+
+ensure_test_tools() {
+  [ -x /usr/bin/chromium ] || apt_install chromium
+  command -v python3 >/dev/null || apt_install python3 python3-venv
+  if [ ! -x "$ROOT/.venv/bin/python" ]; then
+    log "creating .venv for the receiver-side checks"
+    python3 -m venv "$ROOT/.venv" || { apt_install python3-venv; python3 -m venv "$ROOT/.venv"; }
+  fi
+  "$ROOT/.venv/bin/python" -c "import standardwebhooks, requests" 2>/dev/null \
+    || "$ROOT/.venv/bin/pip" install -q -r end2end/requirements.txt
+  if [ ! -d end2end/node_modules/@playwright/test ]; then
+    log "installing Playwright (npm ci)"
+    (cd end2end && npm ci --no-audit --no-fund)
+  fi
+}
+
+test_all() {
+  ensure_test_tools
+  build
+  ensure_database
+  export POSTHORN_TEST_DATABASE_URL="$DATABASE_URL"
+  export POSTHORN_PYTHON="$ROOT/.venv/bin/python"
+  log "unit and integration tests"
+  cargo test -p app --features ssr --lib
+  cargo test -p server
+  log "end-to-end tests (Playwright, Chromium)"
+  (cd end2end && npx playwright test)
+}
+
+case "${1:-}" in
+  tools) ensure_rust_tools; ensure_test_tools ;;
+  build) build ;;
+  pg) ensure_private_pg; echo "DATABASE_URL=$DATABASE_URL" ;;
+  run) run ;;
+  test) test_all ;;
+  *) echo "usage: .ci/dev.sh run|test|build|tools|pg" >&2; exit 2 ;;
+esac

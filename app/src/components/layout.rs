@@ -1,0 +1,83 @@
+//! The `/developers` frame: navigation, signed-in user, project switcher. Anonymous
+//! visitors are sent to `/login`.
+
+use leptos::prelude::*;
+use leptos_router::components::{Redirect, A};
+
+use crate::{
+    auth::{get_viewer, Logout, SwitchProject},
+    model::Viewer,
+};
+
+#[component]
+pub fn Cabinet(#[prop(into)] title: String, children: ChildrenFn) -> impl IntoView {
+    let viewer = Resource::new(|| (), |_| get_viewer());
+    let children = StoredValue::new(children);
+    let title = StoredValue::new(title);
+    view! {
+        <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match viewer.await {
+                    Ok(Some(v)) => view! {
+                        <CabinetHeader viewer=v.clone()/>
+                        <main class="cabinet">
+                            <h1>{title.get_value()}</h1>
+                            {children.read_value()()}
+                        </main>
+                    }.into_any(),
+                    Ok(None) => view! { <Redirect path="/login"/> }.into_any(),
+                    Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn CabinetHeader(viewer: Viewer) -> impl IntoView {
+    let switch = ServerAction::<SwitchProject>::new();
+    let logout = ServerAction::<Logout>::new();
+    Effect::new(move |_| {
+        if let Some(Ok(())) = switch.value().get() {
+            let _ = window().location().reload();
+        }
+    });
+    let current_id = viewer.current.as_ref().map(|p| p.id).unwrap_or_default();
+    let current_name = viewer.current.as_ref().map(|p| p.name.clone()).unwrap_or_else(|| "No project".into());
+    let role = if viewer.is_support { "support" } else { "owner" };
+    view! {
+        <header class="topbar">
+            <a class="brand" href="/developers">"Posthorn"</a>
+            <nav>
+                <A href="/developers/deliveries">"Deliveries"</A>
+                <A href="/developers/webhooks">"Webhooks"</A>
+                <A href="/developers/keys">"API keys"</A>
+                <A href="/developers/events">"Events"</A>
+                <A href="/developers/team">"Team"</A>
+                <A href="/developers/audit">"Audit"</A>
+                <a href="/inspector">"Inspector"</a>
+            </nav>
+            <div class="who">
+                <label class="switcher" title="Switch project">
+                    <span class="sr-only">"Project"</span>
+                    <select data-testid="project-switcher" aria-label="Project"
+                        on:change=move |ev| {
+                            if let Ok(id) = event_target_value(&ev).parse::<i64>() {
+                                switch.dispatch(SwitchProject { project_id: id });
+                            }
+                        }>
+                        {viewer.projects.iter().map(|p| view! {
+                            <option value=p.id.to_string() selected=p.id == current_id>{p.name.clone()}</option>
+                        }).collect_view()}
+                    </select>
+                </label>
+                <span class="project-name" data-testid="project-name">{current_name}</span>
+                <span class="user" data-testid="user-email">{viewer.email.clone()}</span>
+                <span class=format!("role role-{role}")>{role}</span>
+                <ActionForm action=logout attr:class="inline">
+                    <button type="submit" class="link">"Sign out"</button>
+                </ActionForm>
+            </div>
+        </header>
+    }
+}

@@ -1,0 +1,4 @@
+//! Small pieces shared by the pages.
+
+pub mod layout;
+pub mod widgets;

@@ -1,0 +1,87 @@
+//! Status badges, times, copy buttons.
+
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+
+use crate::core::status::DeliveryStatus;
+
+#[component]
+pub fn StatusBadge(status: String) -> impl IntoView {
+    let label = DeliveryStatus::parse(&status).map(|s| s.label()).unwrap_or("Unknown");
+    view! { <span class=format!("badge badge-{status}")>{label}</span> }
+}
+
+pub fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let secs = (now - at).num_seconds();
+    let (n, future) = if secs < 0 { (-secs, true) } else { (secs, false) };
+    let text = match n {
+        0..=4 => return "just now".into(),
+        5..=59 => format!("{n}s"),
+        60..=3599 => format!("{}m", n / 60),
+        3600..=86_399 => format!("{}h", n / 3600),
+        _ => format!("{}d", n / 86_400),
+    };
+    if future { format!("in {text}") } else { format!("{text} ago") }
+}
+
+pub fn absolute(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string()
+}
+
+/// Relative time with the exact time on hover (and in the `datetime` attribute).
+#[component]
+pub fn Time(at: DateTime<Utc>) -> impl IntoView {
+    let iso = at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    view! { <time datetime=iso title=absolute(at)>{relative(at, Utc::now())}</time> }
+}
+
+pub fn copy_to_clipboard(text: &str) {
+    #[cfg(feature = "hydrate")]
+    {
+        let _ = window().navigator().clipboard().write_text(text);
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = text;
+}
+
+#[component]
+pub fn CopyButton(#[prop(into)] text: String, #[prop(optional, into)] label: Option<String>) -> impl IntoView {
+    let copied = RwSignal::new(false);
+    let label = label.unwrap_or_else(|| "Copy".into());
+    view! {
+        <button type="button" class="copy" title="Copy to clipboard"
+            on:click=move |ev| {
+                ev.stop_propagation();
+                copy_to_clipboard(&text);
+                copied.set(true);
+            }>
+            {move || if copied.get() { "Copied".to_string() } else { label.clone() }}
+        </button>
+    }
+}
+
+/// Pretty JSON when the text is JSON, the text itself otherwise. Always text, never HTML.
+pub fn pretty(text: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(text)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_else(|_| text.to_string())
+}
+
+#[component]
+pub fn HeaderTable(headers: Vec<(String, String)>) -> impl IntoView {
+    view! {
+        <table class="kv">
+            <tbody>
+                {headers.into_iter().map(|(k, v)| view! { <tr><th>{k}</th><td>{v}</td></tr> }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+/// The message of a server function error, without the transport's prefix.
+pub fn error_text(e: &ServerFnError) -> String {
+    match e {
+        ServerFnError::ServerError(m) => m.clone(),
+        other => other.to_string(),
+    }
+}

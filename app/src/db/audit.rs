@@ -1,0 +1,38 @@
+//! The record of manual actions: who did what, when.
+
+use sqlx::PgPool;
+
+use crate::{auth::Access, error::AppResult, model::AuditEntry};
+
+pub async fn record(
+    pool: &PgPool,
+    access: &Access,
+    action: &str,
+    target: &str,
+    detail: serde_json::Value,
+) -> AppResult<()> {
+    sqlx::query(
+        "INSERT INTO audit_log (project_id, user_id, actor, action, target, detail)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(access.project_id)
+    .bind(access.user_id)
+    .bind(&access.email)
+    .bind(action)
+    .bind(target)
+    .bind(detail)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+pub async fn list(pool: &PgPool, access: &Access, limit: i64) -> AppResult<Vec<AuditEntry>> {
+    Ok(sqlx::query_as::<_, AuditEntry>(
+        "SELECT id, actor, action, target, created_at FROM audit_log
+         WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2",
+    )
+    .bind(access.project_id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}

@@ -1,0 +1,248 @@
+//! The deliveries table as the dashboard and the API read it, and the manual actions
+//! (retry, redirect, test) that enqueue new attempts into it.
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgPool, Postgres, QueryBuilder};
+
+use crate::{
+    auth::Access,
+    core::{cursor::Cursor, ids::new_request_id},
+    deliveries::DeliveryFilter,
+    error::{AppError, AppResult},
+    model::DeliveryRow,
+};
+
+pub const ROW_COLUMNS: &str = "d.id, d.created_at, d.project_id, d.request_id, d.event_id, d.event_type,
+    d.endpoint_id, coalesce(e.url, d.target_url) AS endpoint_url, d.target_url, d.attempt, d.trigger,
+    d.triggered_by, d.status, d.scheduled_at, d.started_at, d.finished_at, d.duration_ms,
+    d.response_status, d.error_kind, d.error";
+
+/// One page of the dashboard list: newest first, `limit` rows after the cursor.
+/// Support staff searching by id search every project (`access` is then only the viewer).
+pub async fn list(
+    pool: &PgPool,
+    access: &Access,
+    filter: &DeliveryFilter,
+    retention_days: u32,
+    limit: i64,
+) -> AppResult<Vec<DeliveryRow>> {
+    let mut q: QueryBuilder<Postgres> = QueryBuilder::new(format!(
+        "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id WHERE "
+    ));
+    let search = filter.q.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    if search.is_some() && access.is_support {
+        q.push("true");
+    } else {
+        q.push("d.project_id = ").push_bind(access.project_id);
+    }
+    q.push(" AND d.created_at >= now() - make_interval(days => ")
+        .push_bind(retention_days as i32)
+        .push(")");
+    if let Some(s) = search {
+        if s.starts_with("req_") {
+            q.push(" AND d.request_id = ").push_bind(s.to_string());
+        } else {
+            q.push(" AND d.event_id = ").push_bind(s.to_string());
+        }
+    }
+    if let Some(status) = &filter.status {
+        q.push(" AND d.status = ").push_bind(status.clone());
+    }
+    if let Some(t) = &filter.event_type {
+        q.push(" AND d.event_type = ").push_bind(t.clone());
+    }
+    if let Some(ep) = filter.endpoint {
+        q.push(" AND d.endpoint_id = ").push_bind(ep);
+    }
+    if let Some(k) = &filter.error_kind {
+        q.push(" AND d.error_kind = ").push_bind(k.clone());
+    }
+    match filter.code.as_deref() {
+        None | Some("") => {}
+        Some("none") => {
+            q.push(" AND d.response_status IS NULL");
+        }
+        Some(class) if class.len() == 3 && class.ends_with("xx") => {
+            let base = class[..1].parse::<i16>().unwrap_or(0) * 100;
+            q.push(" AND d.response_status BETWEEN ")
+                .push_bind(base)
+                .push(" AND ")
+                .push_bind(base + 99);
+        }
+        Some(exact) => {
+            let code: i16 = exact.parse().map_err(|_| AppError::Invalid(format!("code `{exact}` is not a status code or class")))?;
+            q.push(" AND d.response_status = ").push_bind(code);
+        }
+    }
+    if let Some(since) = filter.since {
+        q.push(" AND d.created_at >= ").push_bind(since);
+    }
+    if let Some(until) = filter.until {
+        q.push(" AND d.created_at < ").push_bind(until);
+    }
+    if let Some(cursor) = filter.cursor.as_deref().filter(|c| !c.is_empty()) {
+        let c = Cursor::decode(cursor).map_err(AppError::Invalid)?;
+        q.push(" AND (d.created_at, d.id) < (")
+            .push_bind(c.created_at)
+            .push(", ")
+            .push_bind(c.id)
+            .push(")");
+    }
+    q.push(" ORDER BY d.created_at DESC, d.id DESC LIMIT ").push_bind(limit);
+    Ok(q.build_query_as::<DeliveryRow>().fetch_all(pool).await?)
+}
+
+/// Finds one attempt the viewer may see: in the access's project, or anywhere for support.
+pub async fn get_row(pool: &PgPool, access: &Access, id: i64) -> AppResult<DeliveryRow> {
+    sqlx::query_as::<_, DeliveryRow>(&format!(
+        "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
+         WHERE d.id = $1 AND d.project_id = $2"
+    ))
+    .bind(id)
+    .bind(access.project_id)
+    .fetch_optional(pool)
+    .await?
+    .ok_or(AppError::NotFound)
+}
+
+/// The parts of a row that only the expanded view needs.
+#[derive(sqlx::FromRow)]
+pub struct RowExtras {
+    pub request_headers: Option<sqlx::types::Json<Vec<(String, String)>>>,
+    pub response_headers: Option<sqlx::types::Json<Vec<(String, String)>>>,
+    pub response_body: Option<String>,
+    pub event_created_at: Option<DateTime<Utc>>,
+    pub data: Option<String>,
+}
+
+pub async fn extras(pool: &PgPool, row: &DeliveryRow) -> AppResult<RowExtras> {
+    Ok(sqlx::query_as::<_, RowExtras>(
+        "SELECT d.request_headers, d.response_headers, d.response_body,
+                ev.created_at AS event_created_at, ev.data::text AS data
+         FROM deliveries d LEFT JOIN events ev ON ev.event_id = d.event_id
+         WHERE d.id = $1 AND d.created_at = $2",
+    )
+    .bind(row.id)
+    .bind(row.created_at)
+    .fetch_one(pool)
+    .await?)
+}
+
+/// Every attempt of one event to one endpoint, oldest first.
+pub async fn attempts_of(pool: &PgPool, project_id: i64, event_id: &str, endpoint_id: i64) -> AppResult<Vec<DeliveryRow>> {
+    Ok(sqlx::query_as::<_, DeliveryRow>(&format!(
+        "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
+         WHERE d.event_id = $1 AND d.endpoint_id = $2 AND d.project_id = $3
+         ORDER BY d.created_at, d.id"
+    ))
+    .bind(event_id)
+    .bind(endpoint_id)
+    .bind(project_id)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// A new attempt to the endpoint's current URL. Refused while one of the same event and
+/// endpoint is queued or in flight. The advisory lock makes the check-then-insert atomic
+/// between two people pressing Retry at once.
+pub async fn retry(pool: &PgPool, access: &Access, id: i64) -> AppResult<DeliveryRow> {
+    let row = get_row(pool, access, id).await?;
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1), $2::int)")
+        .bind(&row.event_id)
+        .bind(row.endpoint_id as i32)
+        .execute(&mut *tx)
+        .await?;
+    let (busy, max_attempt): (bool, i32) = sqlx::query_as(
+        "SELECT coalesce(bool_or(status IN ('pending', 'in_flight') AND trigger <> 'redirect'), false),
+                coalesce(max(attempt) FILTER (WHERE trigger <> 'redirect'), 0)
+         FROM deliveries WHERE event_id = $1 AND endpoint_id = $2",
+    )
+    .bind(&row.event_id)
+    .bind(row.endpoint_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    if busy {
+        return Err(AppError::Conflict(
+            "An attempt of this event to this endpoint is already pending or in flight.".into(),
+        ));
+    }
+    let url: Option<String> = sqlx::query_scalar(
+        "SELECT url FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+    )
+    .bind(row.endpoint_id)
+    .bind(row.project_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let url = url.ok_or_else(|| AppError::Conflict("The endpoint has been deleted.".into()))?;
+    let new_id: i64 = sqlx::query_scalar(
+        "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                                 trigger, triggered_by, status, request_id)
+         VALUES ($1, $2, $3, $4, $5, $6, 'manual_retry', $7, 'pending', $8) RETURNING id",
+    )
+    .bind(row.project_id)
+    .bind(&row.event_id)
+    .bind(&row.event_type)
+    .bind(row.endpoint_id)
+    .bind(&url)
+    .bind(max_attempt + 1)
+    .bind(&access.email)
+    .bind(new_request_id())
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    get_row(pool, access, new_id).await
+}
+
+/// The same event, signed the same way, to an inspector bin; one attempt, never retried.
+pub async fn redirect(pool: &PgPool, access: &Access, id: i64, bin_url: &str) -> AppResult<DeliveryRow> {
+    let row = get_row(pool, access, id).await?;
+    let new_id: i64 = sqlx::query_scalar(
+        "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                                 trigger, triggered_by, status, request_id)
+         VALUES ($1, $2, $3, $4, $5, 1, 'redirect', $6, 'pending', $7) RETURNING id",
+    )
+    .bind(row.project_id)
+    .bind(&row.event_id)
+    .bind(&row.event_type)
+    .bind(row.endpoint_id)
+    .bind(bin_url)
+    .bind(&access.email)
+    .bind(new_request_id())
+    .fetch_one(pool)
+    .await?;
+    get_row(pool, access, new_id).await
+}
+
+/// The public API's list: ascending by (created_at, id) up to the commit horizon.
+pub async fn page(
+    pool: &PgPool,
+    project_id: i64,
+    after: Option<Cursor>,
+    since: Option<DateTime<Utc>>,
+    status: Option<&str>,
+    event_id: Option<&str>,
+    limit: i64,
+) -> AppResult<Vec<DeliveryRow>> {
+    let mut conn = pool.acquire().await?;
+    let horizon = super::events::commit_horizon(&mut conn).await?;
+    let (after_ts, after_id) = after.map(|c| (c.created_at, c.id)).unwrap_or((DateTime::<Utc>::MIN_UTC, 0));
+    Ok(sqlx::query_as::<_, DeliveryRow>(&format!(
+        "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
+         WHERE d.project_id = $1 AND (d.created_at, d.id) > ($2, $3) AND d.created_at < $4
+           AND ($5::timestamptz IS NULL OR d.created_at >= $5)
+           AND ($6::text IS NULL OR d.status = $6)
+           AND ($7::text IS NULL OR d.event_id = $7)
+         ORDER BY d.created_at, d.id LIMIT $8"
+    ))
+    .bind(project_id)
+    .bind(after_ts)
+    .bind(after_id)
+    .bind(horizon)
+    .bind(since)
+    .bind(status)
+    .bind(event_id)
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?)
+}

@@ -1,0 +1,145 @@
+//! Endpoints: where a project's events go, and the secrets that sign them.
+
+use sqlx::PgPool;
+
+use crate::{
+    auth::Access,
+    core::ids::new_endpoint_secret,
+    error::{AppError, AppResult},
+    model::EndpointView,
+};
+
+const COLUMNS: &str =
+    "id, project_id, url, description, event_types, enabled, disabled_reason, created_at";
+
+pub struct NewEndpoint<'a> {
+    pub url: &'a str,
+    pub event_types: &'a [String],
+    pub description: &'a str,
+}
+
+/// Returns the endpoint and its secret (shown to the creator).
+pub async fn create(pool: &PgPool, access: &Access, new: NewEndpoint<'_>) -> AppResult<(EndpointView, String)> {
+    let secret = new_endpoint_secret();
+    let ep = sqlx::query_as::<_, EndpointView>(&format!(
+        "INSERT INTO endpoints (project_id, url, event_types, description, secret)
+         VALUES ($1, $2, $3, $4, $5) RETURNING {COLUMNS}"
+    ))
+    .bind(access.project_id)
+    .bind(new.url)
+    .bind(new.event_types)
+    .bind(new.description)
+    .bind(&secret)
+    .fetch_one(pool)
+    .await?;
+    Ok((ep, secret))
+}
+
+pub async fn list(pool: &PgPool, access: &Access) -> AppResult<Vec<EndpointView>> {
+    Ok(sqlx::query_as::<_, EndpointView>(&format!(
+        "SELECT {COLUMNS} FROM endpoints WHERE project_id = $1 AND deleted_at IS NULL ORDER BY id"
+    ))
+    .bind(access.project_id)
+    .fetch_all(pool)
+    .await?)
+}
+
+pub async fn get(pool: &PgPool, access: &Access, id: i64) -> AppResult<EndpointView> {
+    sqlx::query_as::<_, EndpointView>(&format!(
+        "SELECT {COLUMNS} FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL"
+    ))
+    .bind(id)
+    .bind(access.project_id)
+    .fetch_optional(pool)
+    .await?
+    .ok_or(AppError::NotFound)
+}
+
+pub struct EndpointPatch {
+    pub url: Option<String>,
+    pub event_types: Option<Vec<String>>,
+    pub description: Option<String>,
+    pub enabled: Option<bool>,
+}
+
+pub async fn update(pool: &PgPool, access: &Access, id: i64, patch: EndpointPatch) -> AppResult<EndpointView> {
+    sqlx::query_as::<_, EndpointView>(&format!(
+        "UPDATE endpoints SET
+            url = coalesce($3, url),
+            event_types = coalesce($4, event_types),
+            description = coalesce($5, description),
+            enabled = coalesce($6, enabled),
+            disabled_reason = CASE WHEN coalesce($6, enabled) THEN NULL ELSE disabled_reason END,
+            updated_at = now()
+         WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL RETURNING {COLUMNS}"
+    ))
+    .bind(id)
+    .bind(access.project_id)
+    .bind(patch.url)
+    .bind(patch.event_types)
+    .bind(patch.description)
+    .bind(patch.enabled)
+    .fetch_optional(pool)
+    .await?
+    .ok_or(AppError::NotFound)
+}
+
+/// Soft-deletes the endpoint; its queued attempts become dead letters at once.
+pub async fn delete(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
+    let mut tx = pool.begin().await?;
+    let found = sqlx::query(
+        "UPDATE endpoints SET deleted_at = now(), enabled = false
+         WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+    )
+    .bind(id)
+    .bind(access.project_id)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if found == 0 {
+        return Err(AppError::NotFound);
+    }
+    sqlx::query(
+        "UPDATE deliveries SET status = 'dead_letter', finished_at = now(),
+            error_kind = 'endpoint_deleted', error = 'endpoint deleted'
+         WHERE endpoint_id = $1 AND status = 'pending'",
+    )
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The current secret (and the rotated-out one while it is still valid).
+pub async fn secrets(pool: &PgPool, access: &Access, id: i64) -> AppResult<(String, Option<String>)> {
+    sqlx::query_as::<_, (String, Option<String>)>(
+        "SELECT secret, CASE WHEN previous_secret_expires_at > now() THEN previous_secret END
+         FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+    )
+    .bind(id)
+    .bind(access.project_id)
+    .fetch_optional(pool)
+    .await?
+    .ok_or(AppError::NotFound)
+}
+
+/// A new secret; the old one keeps signing alongside it for 24 hours.
+pub async fn rotate_secret(pool: &PgPool, access: &Access, id: i64) -> AppResult<String> {
+    let secret = new_endpoint_secret();
+    let n = sqlx::query(
+        "UPDATE endpoints SET previous_secret = secret, previous_secret_expires_at = now() + interval '24 hours',
+            secret = $3, updated_at = now()
+         WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+    )
+    .bind(id)
+    .bind(access.project_id)
+    .bind(&secret)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    if n == 0 {
+        return Err(AppError::NotFound);
+    }
+    Ok(secret)
+}

@@ -1,0 +1,163 @@
+//! Event ingestion: the one way events enter Posthorn. The event row and one pending
+//! delivery per subscribed endpoint are written in one transaction.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+use crate::{
+    core::{
+        cursor::Cursor,
+        event_type::EventType,
+        ids::{new_event_id, new_request_id},
+    },
+    error::{AppError, AppResult},
+};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ingested {
+    pub event_id: String,
+    pub deliveries: i32,
+    pub created_at: DateTime<Utc>,
+    /// True when the client's idempotency key matched an earlier event.
+    pub repeated: bool,
+}
+
+/// Stores the event and fans it out to every enabled endpoint subscribed to its type.
+/// `data_json` must be valid JSON text; it is stored byte for byte.
+pub async fn ingest(
+    pool: &PgPool,
+    project_id: i64,
+    event_type: &EventType,
+    data_json: &str,
+    client_id: Option<&str>,
+) -> AppResult<Ingested> {
+    let mut tx = pool.begin().await?;
+    let targets: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT id, url FROM endpoints
+         WHERE project_id = $1 AND enabled AND deleted_at IS NULL
+           AND (event_types @> ARRAY['*'] OR event_types @> ARRAY[$2])
+         ORDER BY id",
+    )
+    .bind(project_id)
+    .bind(event_type.as_str())
+    .fetch_all(&mut *tx)
+    .await?;
+    let deliveries = targets.len() as i32;
+    let event_id = new_event_id();
+    let inserted: Option<DateTime<Utc>> = sqlx::query_scalar(
+        "INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries)
+         VALUES ($1, $2, $3, $4::json, $5, $6)
+         ON CONFLICT (project_id, client_id) WHERE client_id IS NOT NULL DO NOTHING
+         RETURNING created_at",
+    )
+    .bind(&event_id)
+    .bind(project_id)
+    .bind(event_type.as_str())
+    .bind(data_json)
+    .bind(client_id)
+    .bind(deliveries)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(created_at) = inserted else {
+        tx.rollback().await?;
+        let (event_id, deliveries, created_at) = sqlx::query_as::<_, (String, i32, DateTime<Utc>)>(
+            "SELECT event_id, deliveries, created_at FROM events WHERE project_id = $1 AND client_id = $2",
+        )
+        .bind(project_id)
+        .bind(client_id)
+        .fetch_one(pool)
+        .await?;
+        return Ok(Ingested { event_id, deliveries, created_at, repeated: true });
+    };
+    if !targets.is_empty() {
+        let (ids, urls): (Vec<i64>, Vec<String>) = targets.into_iter().unzip();
+        let request_ids: Vec<String> = ids.iter().map(|_| new_request_id()).collect();
+        sqlx::query(
+            "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url,
+                                     attempt, trigger, status, request_id)
+             SELECT $1, $2, $3, t.endpoint_id, t.url, 1, 'auto', 'pending', t.request_id
+             FROM unnest($4::bigint[], $5::text[], $6::text[]) AS t(endpoint_id, url, request_id)",
+        )
+        .bind(project_id)
+        .bind(&event_id)
+        .bind(event_type.as_str())
+        .bind(&ids)
+        .bind(&urls)
+        .bind(&request_ids)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(Ingested { event_id, deliveries, created_at, repeated: false })
+}
+
+#[derive(Clone, Debug, serde::Serialize, sqlx::FromRow)]
+pub struct StoredEvent {
+    #[serde(skip)]
+    pub seq: i64,
+    #[serde(rename = "id")]
+    pub event_id: String,
+    #[serde(rename = "event")]
+    pub event_type: String,
+    pub data: sqlx::types::Json<Box<serde_json::value::RawValue>>,
+    pub deliveries: i32,
+    pub created_at: DateTime<Utc>,
+}
+
+const EVENT_COLUMNS: &str = "id AS seq, event_id, event_type, data, deliveries, created_at";
+
+pub async fn get(pool: &PgPool, project_id: i64, event_id: &str) -> AppResult<StoredEvent> {
+    sqlx::query_as::<_, StoredEvent>(&format!(
+        "SELECT {EVENT_COLUMNS} FROM events WHERE event_id = $1 AND project_id = $2"
+    ))
+    .bind(event_id)
+    .bind(project_id)
+    .fetch_optional(pool)
+    .await?
+    .ok_or(AppError::NotFound)
+}
+
+/// Ascending by (created_at, id) after `after`, up to the commit horizon (see
+/// [`commit_horizon`]), so a poller walking the cursor sees every event exactly once.
+pub async fn page(
+    pool: &PgPool,
+    project_id: i64,
+    after: Option<Cursor>,
+    since: Option<DateTime<Utc>>,
+    event_type: Option<&str>,
+    limit: i64,
+) -> AppResult<Vec<StoredEvent>> {
+    let mut conn = pool.acquire().await?;
+    let horizon = commit_horizon(&mut conn).await?;
+    let (after_ts, after_id) = after.map(|c| (c.created_at, c.id)).unwrap_or((DateTime::<Utc>::MIN_UTC, 0));
+    Ok(sqlx::query_as::<_, StoredEvent>(&format!(
+        "SELECT {EVENT_COLUMNS} FROM events
+         WHERE project_id = $1 AND (created_at, id) > ($2, $3) AND created_at < $4
+           AND ($5::timestamptz IS NULL OR created_at >= $5)
+           AND ($6::text IS NULL OR event_type = $6)
+         ORDER BY created_at, id LIMIT $7"
+    ))
+    .bind(project_id)
+    .bind(after_ts)
+    .bind(after_id)
+    .bind(horizon)
+    .bind(since)
+    .bind(event_type)
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?)
+}
+
+/// The time before which no row can still appear. A row's `created_at` is its
+/// transaction's start time, so rows from transactions still open are at or after the
+/// oldest open transaction's start; everything before that is final.
+pub async fn commit_horizon(conn: &mut sqlx::PgConnection) -> AppResult<DateTime<Utc>> {
+    Ok(sqlx::query_scalar(
+        "SELECT least(statement_timestamp(), coalesce(min(xact_start), statement_timestamp()))
+         FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid()
+           AND backend_type = 'client backend' AND xact_start IS NOT NULL",
+    )
+    .fetch_one(conn)
+    .await?)
+}

@@ -1,0 +1,44 @@
+//! Housekeeping: delivery partitions ahead of time, retention, expired bins, counters.
+
+use sqlx::PgPool;
+
+use crate::error::AppResult;
+
+#[derive(Debug, Default)]
+pub struct Swept {
+    pub partitions_made: i32,
+    pub partitions_dropped: i32,
+    pub events_deleted: u64,
+    pub bins_deleted: u64,
+}
+
+pub async fn ensure_partitions(pool: &PgPool, days_back: i32, days_ahead: i32) -> AppResult<i32> {
+    Ok(sqlx::query_scalar(
+        "SELECT posthorn_ensure_delivery_partitions(
+            (now() AT TIME ZONE 'UTC')::date - $1, (now() AT TIME ZONE 'UTC')::date + $2)",
+    )
+    .bind(days_back)
+    .bind(days_ahead)
+    .fetch_one(pool)
+    .await?)
+}
+
+pub async fn sweep(pool: &PgPool, retention_days: u32) -> AppResult<Swept> {
+    let partitions_made = ensure_partitions(pool, 1, 7).await?;
+    // One day beyond the window is kept so "the last 14 days" is always whole.
+    let partitions_dropped: i32 = sqlx::query_scalar("SELECT posthorn_drop_delivery_partitions($1)")
+        .bind(retention_days as i32 + 1)
+        .fetch_one(pool)
+        .await?;
+    let events_deleted = sqlx::query(
+        "DELETE FROM events WHERE id IN (
+            SELECT id FROM events WHERE created_at < now() - make_interval(days => $1 + 1) LIMIT 10000)",
+    )
+    .bind(retention_days as i32)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    let bins_deleted = super::bins::delete_expired(pool).await?;
+    super::rate_counters::purge_before(pool, chrono::Utc::now().timestamp() - 3600).await?;
+    Ok(Swept { partitions_made, partitions_dropped, events_deleted, bins_deleted })
+}

@@ -1,0 +1,48 @@
+//! Fixed-window counters in PostgreSQL, so every server process shares one count.
+
+use sqlx::PgPool;
+
+use crate::error::AppResult;
+
+/// Counts one hit in `bucket` for the window starting at `window_start`; returns the
+/// count including this hit.
+pub async fn hit(pool: &PgPool, bucket: &str, window_start: i64) -> AppResult<u32> {
+    let count: i32 = sqlx::query_scalar(
+        "INSERT INTO rate_counters (bucket, window_start, count) VALUES ($1, $2, 1)
+         ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_counters.count + 1
+         RETURNING count",
+    )
+    .bind(bucket)
+    .bind(window_start)
+    .fetch_one(pool)
+    .await?;
+    Ok(count.max(0) as u32)
+}
+
+pub async fn current(pool: &PgPool, bucket: &str, window_start: i64) -> AppResult<u32> {
+    let count: Option<i32> =
+        sqlx::query_scalar("SELECT count FROM rate_counters WHERE bucket = $1 AND window_start = $2")
+            .bind(bucket)
+            .bind(window_start)
+            .fetch_optional(pool)
+            .await?;
+    Ok(count.unwrap_or(0).max(0) as u32)
+}
+
+pub async fn clear(pool: &PgPool, bucket: &str, window_start: i64) -> AppResult<()> {
+    sqlx::query("DELETE FROM rate_counters WHERE bucket = $1 AND window_start = $2")
+        .bind(bucket)
+        .bind(window_start)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Old windows are of no use; maintenance drops them.
+pub async fn purge_before(pool: &PgPool, window_start: i64) -> AppResult<u64> {
+    Ok(sqlx::query("DELETE FROM rate_counters WHERE window_start < $1")
+        .bind(window_start)
+        .execute(pool)
+        .await?
+        .rows_affected())
+}

@@ -1,0 +1,218 @@
+//! The delivery dashboard's server functions: list, detail, Retry, Redirect.
+
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{DeliveryDetail, DeliveryPage, DeliveryRow};
+
+pub const PAGE_SIZE: i64 = 50;
+
+/// The list's filters, as they appear in the page's query string.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryFilter {
+    pub status: Option<String>,
+    pub event_type: Option<String>,
+    pub endpoint: Option<i64>,
+    pub code: Option<String>,
+    pub error_kind: Option<String>,
+    pub since: Option<DateTime<Utc>>,
+    pub until: Option<DateTime<Utc>>,
+    pub q: Option<String>,
+    pub cursor: Option<String>,
+}
+
+impl DeliveryFilter {
+    /// Reads the filter from query pairs; unknown or empty values are ignored.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut f = DeliveryFilter::default();
+        let text = |v: &str| Some(v.trim().to_string()).filter(|s| !s.is_empty());
+        let time = |v: &str| {
+            DateTime::parse_from_rfc3339(v.trim())
+                .ok()
+                .map(|t| t.with_timezone(&Utc))
+        };
+        for (k, v) in pairs {
+            match k {
+                "status" => f.status = text(v).filter(|s| crate::core::status::DeliveryStatus::parse(s).is_some()),
+                "event_type" => f.event_type = text(v),
+                "endpoint" => f.endpoint = v.trim().parse().ok(),
+                "code" => f.code = text(v),
+                "error_kind" => f.error_kind = text(v),
+                "since" => f.since = time(v),
+                "until" => f.until = time(v),
+                "q" => f.q = text(v),
+                "cursor" => f.cursor = text(v),
+                _ => {}
+            }
+        }
+        f
+    }
+
+    /// The query string that reproduces this view (without the cursor unless asked).
+    pub fn to_query(&self, with_cursor: bool) -> String {
+        let mut parts: Vec<(&str, String)> = Vec::new();
+        if let Some(v) = &self.status { parts.push(("status", v.clone())); }
+        if let Some(v) = &self.event_type { parts.push(("event_type", v.clone())); }
+        if let Some(v) = self.endpoint { parts.push(("endpoint", v.to_string())); }
+        if let Some(v) = &self.code { parts.push(("code", v.clone())); }
+        if let Some(v) = &self.error_kind { parts.push(("error_kind", v.clone())); }
+        if let Some(v) = self.since { parts.push(("since", v.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))); }
+        if let Some(v) = self.until { parts.push(("until", v.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))); }
+        if let Some(v) = &self.q { parts.push(("q", v.clone())); }
+        if with_cursor {
+            if let Some(v) = &self.cursor { parts.push(("cursor", v.clone())); }
+        }
+        parts
+            .into_iter()
+            .map(|(k, v)| format!("{k}={}", encode_component(&v)))
+            .collect::<Vec<_>>()
+            .join("&")
+    }
+}
+
+pub fn encode_component(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+pub use crate::core::curl::curl_command;
+
+#[server(endpoint = "list_deliveries")]
+pub async fn list_deliveries(filter: DeliveryFilter) -> Result<DeliveryPage, ServerFnError> {
+    use crate::{auth::current_access, core::cursor::Cursor, ctx::server_ctx, db::deliveries};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    let mut rows = deliveries::list(&ctx.pool, &access, &filter, ctx.cfg.retention_days, PAGE_SIZE + 1).await?;
+    let next = if rows.len() as i64 > PAGE_SIZE {
+        rows.truncate(PAGE_SIZE as usize);
+        rows.last().map(|r| Cursor { created_at: r.created_at, id: r.id }.encode())
+    } else {
+        None
+    };
+    Ok(DeliveryPage { rows, next })
+}
+
+#[server(endpoint = "get_delivery_detail")]
+pub async fn get_delivery_detail(project_id: i64, id: i64) -> Result<DeliveryDetail, ServerFnError> {
+    use crate::{auth::access_to, core::payload::build_body, ctx::server_ctx, db::deliveries};
+    let ctx = server_ctx()?;
+    let access = access_to(project_id).await?;
+    let row = deliveries::get_row(&ctx.pool, &access, id).await?;
+    let extras = deliveries::extras(&ctx.pool, &row).await?;
+    let body = match (&extras.data, extras.event_created_at) {
+        (Some(data), Some(at)) => String::from_utf8_lossy(&build_body(&row.event_id, &row.event_type, at, data)).into_owned(),
+        _ => String::new(),
+    };
+    let payload = serde_json::from_str::<serde_json::Value>(&body)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_else(|_| body.clone());
+    let request_headers = extras.request_headers.map(|j| j.0).unwrap_or_default();
+    let curl = curl_command("POST", &row.target_url, &request_headers, &body);
+    let attempts = deliveries::attempts_of(&ctx.pool, row.project_id, &row.event_id, row.endpoint_id).await?;
+    Ok(DeliveryDetail {
+        row,
+        payload,
+        request_headers,
+        response_headers: extras.response_headers.map(|j| j.0).unwrap_or_default(),
+        response_body: extras.response_body,
+        attempts,
+        curl,
+    })
+}
+
+#[server(endpoint = "retry_delivery")]
+pub async fn retry_delivery(project_id: i64, id: i64) -> Result<DeliveryRow, ServerFnError> {
+    use crate::{auth::access_to, ctx::server_ctx, db::{audit, deliveries}};
+    let ctx = server_ctx()?;
+    let access = access_to(project_id).await?;
+    let row = deliveries::retry(&ctx.pool, &access, id).await?;
+    audit::record(&ctx.pool, &access, "retry", &row.event_id, serde_json::json!({"delivery": id, "new_delivery": row.id, "request_id": row.request_id})).await?;
+    Ok(row)
+}
+
+/// Redirects to the given bin (its id or URL), or to a new one.
+#[server(endpoint = "redirect_delivery")]
+pub async fn redirect_delivery(project_id: i64, id: i64, bin: Option<String>) -> Result<(DeliveryRow, String), ServerFnError> {
+    use crate::{auth::access_to, ctx::server_ctx, db::{audit, bins, deliveries}, error::AppError};
+    let ctx = server_ctx()?;
+    let access = access_to(project_id).await?;
+    let bin_id = match bin.as_deref().map(str::trim).filter(|b| !b.is_empty()) {
+        Some(given) => {
+            let id = given.trim_end_matches('/').rsplit('/').next().unwrap_or(given).to_string();
+            if bins::live(&ctx.pool, &id).await?.is_none() {
+                return Err(AppError::Invalid("That inspector bin does not exist or has expired.".into()).into());
+            }
+            id
+        }
+        None => bins::create(&ctx.pool, ctx.cfg.bin_ttl, None).await?.0,
+    };
+    let row = deliveries::redirect(&ctx.pool, &access, id, &ctx.cfg.bin_url(&bin_id)).await?;
+    audit::record(&ctx.pool, &access, "redirect", &row.event_id, serde_json::json!({"delivery": id, "bin": bin_id})).await?;
+    Ok((row, bin_id))
+}
+
+/// Fresh state of some rows (live status updates after Retry / Redirect).
+#[server(endpoint = "refresh_rows")]
+pub async fn refresh_rows(project_id: i64, ids: Vec<i64>) -> Result<Vec<DeliveryRow>, ServerFnError> {
+    use crate::{auth::access_to, ctx::server_ctx, db::deliveries};
+    let ctx = server_ctx()?;
+    let access = access_to(project_id).await?;
+    let mut out = Vec::new();
+    for id in ids.into_iter().take(50) {
+        if let Ok(row) = deliveries::get_row(&ctx.pool, &access, id).await {
+            out.push(row);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_round_trip_through_the_query_string() {
+        let f = DeliveryFilter::from_pairs([("status", "dead_letter"), ("code", "5xx"), ("q", "evt_1"), ("endpoint", "7")]);
+        assert_eq!(f.status.as_deref(), Some("dead_letter"));
+        assert_eq!(f.endpoint, Some(7));
+        assert_eq!(f.to_query(false), "status=dead_letter&endpoint=7&code=5xx&q=evt_1");
+    }
+
+    #[test]
+    fn unknown_statuses_are_ignored() {
+        assert_eq!(DeliveryFilter::from_pairs([("status", "bogus")]).status, None);
+    }
+
+}
+
+/// What the filter bar offers: the project's endpoints and the event types it has seen.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FilterOptions {
+    pub project_id: i64,
+    pub endpoints: Vec<(i64, String)>,
+    pub event_types: Vec<String>,
+}
+
+#[server(endpoint = "delivery_filter_options")]
+pub async fn delivery_filter_options() -> Result<FilterOptions, ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    let endpoints: Vec<(i64, String)> =
+        sqlx::query_as("SELECT id, url FROM endpoints WHERE project_id = $1 ORDER BY deleted_at IS NOT NULL, id")
+            .bind(access.project_id)
+            .fetch_all(&ctx.pool)
+            .await?;
+    let event_types: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT event_type FROM events WHERE project_id = $1 AND created_at > now() - interval '14 days' ORDER BY 1 LIMIT 200",
+    )
+    .bind(access.project_id)
+    .fetch_all(&ctx.pool)
+    .await?;
+    Ok(FilterOptions { project_id: access.project_id, endpoints, event_types })
+}

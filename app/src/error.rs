@@ -1,0 +1,51 @@
+//! The one error type of the domain and data layers; the API and the server functions
+//! each map it to their wire form in one place.
+
+use std::fmt;
+
+#[derive(Debug)]
+pub enum AppError {
+    /// Unknown, or not the caller's: the two are never told apart.
+    NotFound,
+    Conflict(String),
+    Invalid(String),
+    Unauthorized(String),
+    TooMany(String),
+    #[cfg(feature = "ssr")]
+    Db(sqlx::Error),
+}
+
+impl fmt::Display for AppError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AppError::NotFound => f.write_str("not found"),
+            AppError::Conflict(m) | AppError::Invalid(m) | AppError::Unauthorized(m) | AppError::TooMany(m) => {
+                f.write_str(m)
+            }
+            #[cfg(feature = "ssr")]
+            AppError::Db(_) => f.write_str("internal error"),
+        }
+    }
+}
+
+impl std::error::Error for AppError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            #[cfg(feature = "ssr")]
+            AppError::Db(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl From<sqlx::Error> for AppError {
+    fn from(e: sqlx::Error) -> Self {
+        match e {
+            sqlx::Error::RowNotFound => AppError::NotFound,
+            e => AppError::Db(e),
+        }
+    }
+}
+
+pub type AppResult<T> = Result<T, AppError>;

@@ -1,0 +1,70 @@
+//! Posthorn's application crate: domain code, data access (server side), pages and
+//! server functions. The `ssr` build runs in the server; `hydrate` in the browser.
+
+#![recursion_limit = "512"]
+
+pub mod core;
+pub mod error;
+pub mod model;
+pub mod components;
+pub mod pages;
+pub mod auth;
+pub mod deliveries;
+pub mod inspector;
+
+#[cfg(feature = "ssr")]
+pub mod cfg;
+#[cfg(feature = "ssr")]
+pub mod db;
+#[cfg(feature = "ssr")]
+pub mod ctx;
+
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_router::{
+    components::{Route, Router, Routes},
+    path,
+};
+
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <link rel="icon" href="data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Ccircle cx='8' cy='8' r='7' fill='%232457d6'/%3E%3C/svg%3E"/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    // Effects run only in the browser, after hydration: tests wait for this mark.
+    Effect::new(move |_| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
+    view! {
+        <Stylesheet id="leptos" href="/pkg/posthorn.css"/>
+        <Title text="Posthorn"/>
+        <Router>
+            <Routes fallback=pages::not_found::NotFound>
+                <Route path=path!("/") view=pages::home::Landing/>
+                <Route path=path!("/login") view=pages::login::LoginPage/>
+                <Route path=path!("/developers") view=pages::cabinet::CabinetHome/>
+                <Route path=path!("/developers/deliveries") view=pages::deliveries::DeliveriesPage/>
+                <Route path=path!("/inspector") view=pages::inspector::InspectorHome/>
+                <Route path=path!("/inspector/:id") view=pages::inspector::BinPage/>
+            </Routes>
+        </Router>
+    }
+}

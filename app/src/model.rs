@@ -1,0 +1,118 @@
+//! The shapes that cross from server to page: what server functions return.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
+pub struct ProjectRef {
+    pub id: i64,
+    pub name: String,
+    pub plan: String,
+}
+
+/// The signed-in user as the pages see them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Viewer {
+    pub user_id: i64,
+    pub email: String,
+    pub is_support: bool,
+    pub projects: Vec<ProjectRef>,
+    pub current: Option<ProjectRef>,
+}
+
+/// One line of the delivery list.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
+pub struct DeliveryRow {
+    pub id: i64,
+    pub created_at: DateTime<Utc>,
+    pub project_id: i64,
+    pub request_id: String,
+    pub event_id: String,
+    pub event_type: String,
+    pub endpoint_id: i64,
+    pub endpoint_url: String,
+    pub target_url: String,
+    pub attempt: i32,
+    pub trigger: String,
+    pub triggered_by: Option<String>,
+    pub status: String,
+    pub scheduled_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub duration_ms: Option<i32>,
+    pub response_status: Option<i16>,
+    pub error_kind: Option<String>,
+    pub error: Option<String>,
+}
+
+/// An expanded row: everything about one attempt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryDetail {
+    pub row: DeliveryRow,
+    pub payload: String,
+    pub request_headers: Vec<(String, String)>,
+    pub response_headers: Vec<(String, String)>,
+    pub response_body: Option<String>,
+    /// All attempts of the same event to the same endpoint, oldest first.
+    pub attempts: Vec<DeliveryRow>,
+    pub curl: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryPage {
+    pub rows: Vec<DeliveryRow>,
+    /// Cursor for the next (older) page, when there is one.
+    pub next: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
+pub struct EndpointView {
+    pub id: i64,
+    pub project_id: i64,
+    pub url: String,
+    pub description: String,
+    pub event_types: Vec<String>,
+    pub enabled: bool,
+    pub disabled_reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
+pub struct ApiKeyView {
+    pub id: i64,
+    pub name: String,
+    pub prefix: String,
+    pub created_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
+pub struct BinRequest {
+    pub id: i64,
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    #[cfg_attr(feature = "ssr", sqlx(json))]
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub size: i64,
+    pub status: i16,
+    pub remote_addr: Option<String>,
+    pub received_at: DateTime<Utc>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
+pub struct AuditEntry {
+    pub id: i64,
+    pub actor: String,
+    pub action: String,
+    pub target: String,
+    pub created_at: DateTime<Utc>,
+}

@@ -1,0 +1,420 @@
+//! `/developers/deliveries`: Webhook Delivery. The list renders complete on the server;
+//! once hydrated, rows expand, actions run, and queued rows update live.
+
+use chrono::{Duration, Utc};
+use leptos::{html, prelude::*};
+use leptos_router::hooks::{use_navigate, use_query_map};
+
+use crate::{
+    components::{
+        layout::Cabinet,
+        widgets::{absolute, error_text, pretty, relative, CopyButton, HeaderTable, StatusBadge, Time},
+    },
+    core::{duration::format_millis, status::{DeliveryStatus, ERROR_KINDS}},
+    deliveries::{
+        get_delivery_detail, delivery_filter_options, list_deliveries, redirect_delivery, retry_delivery, DeliveryFilter, FilterOptions,
+    },
+    model::DeliveryRow,
+};
+
+const FILTER_KEYS: [&str; 9] = ["status", "event_type", "endpoint", "code", "error_kind", "since", "until", "q", "cursor"];
+
+#[component]
+pub fn DeliveriesPage() -> impl IntoView {
+    view! { <Cabinet title="Webhook Delivery"><DeliveryView/></Cabinet> }
+}
+
+#[component]
+fn DeliveryView() -> impl IntoView {
+    let query = use_query_map();
+    let filter = Memo::new(move |_| {
+        let q = query.get();
+        let pairs: Vec<(&str, String)> = FILTER_KEYS.iter().filter_map(|k| q.get(k).map(|v| (*k, v))).collect();
+        DeliveryFilter::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())))
+    });
+    let page = Resource::new(move || filter.get(), list_deliveries);
+    let options = Resource::new(|| (), |_| delivery_filter_options());
+    let search_ref = NodeRef::<html::Input>::new();
+    view! {
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                let opts = options.await.unwrap_or_default();
+                view! { <FilterBar filter opts search_ref/> }
+            })}
+        </Suspense>
+        <Transition fallback=|| view! { <p class="loading">"Loading deliveries…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(data) => {
+                        let f = filter.get_untracked();
+                        let next = data.next.map(|c| {
+                            let mut nf = f.clone();
+                            nf.cursor = Some(c);
+                            format!("/developers/deliveries?{}", nf.to_query(true))
+                        });
+                        let first = f.cursor.is_some().then(|| format!("/developers/deliveries?{}", f.to_query(false)));
+                        view! {
+                            <DeliveryTable rows=data.rows search_ref/>
+                            <nav class="pager">
+                                {first.map(|href| view! { <a href=href class="button">"⇤ Newest"</a> })}
+                                {match next {
+                                    Some(href) => view! { <a href=href class="button" data-testid="next-page">"Older →"</a> }.into_any(),
+                                    None => view! { <span class="muted">"End of the last 14 days for this view."</span> }.into_any(),
+                                }}
+                            </nav>
+                        }.into_any()
+                    }
+                    Err(e) => view! { <p class="error" role="alert">{error_text(&e)}</p> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn FilterBar(filter: Memo<DeliveryFilter>, opts: FilterOptions, search_ref: NodeRef<html::Input>) -> impl IntoView {
+    let navigate = use_navigate();
+    let go = StoredValue::new(move |f: DeliveryFilter| {
+        navigate(&format!("/developers/deliveries?{}", f.to_query(false)), Default::default());
+    });
+    let set = move |apply: fn(&mut DeliveryFilter, String)| {
+        move |ev: leptos::ev::Event| {
+            let mut f = filter.get_untracked();
+            f.cursor = None;
+            apply(&mut f, event_target_value(&ev));
+            go.with_value(|go| go(f));
+        }
+    };
+    let f = filter.get_untracked();
+    let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+    let selected_range = match f.since {
+        Some(s) if f.until.is_none() => {
+            let age = Utc::now() - s;
+            if age <= Duration::minutes(61) { "1h" } else if age <= Duration::minutes(361) { "6h" } else if age <= Duration::hours(25) { "24h" } else { "" }
+        }
+        _ => "",
+    };
+    view! {
+        <form class="filters" on:submit=move |ev| {
+            ev.prevent_default();
+            let mut f = filter.get_untracked();
+            f.cursor = None;
+            f.q = search_ref.get().map(|i| i.value()).filter(|v| !v.trim().is_empty());
+            go.with_value(|go| go(f));
+        }>
+            <input type="search" name="q" placeholder="Search event id or request id  ( / )"
+                data-testid="search-input" node_ref=search_ref value=opt(&f.q) aria-label="Search by event id or request id"/>
+            <select name="status" data-testid="status-filter" aria-label="Status" on:change=set(|f, v| f.status = Some(v).filter(|v| !v.is_empty()))>
+                <option value="">"All statuses"</option>
+                {DeliveryStatus::ALL.iter().map(|s| view! {
+                    <option value=s.as_str() selected=f.status.as_deref() == Some(s.as_str())>{s.label()}</option>
+                }).collect_view()}
+            </select>
+            <select name="event_type" data-testid="event-type-filter" aria-label="Event type" on:change=set(|f, v| f.event_type = Some(v).filter(|v| !v.is_empty()))>
+                <option value="">"All event types"</option>
+                {opts.event_types.iter().map(|t| view! {
+                    <option value=t.clone() selected=f.event_type.as_deref() == Some(t.as_str())>{t.clone()}</option>
+                }).collect_view()}
+            </select>
+            <select name="endpoint" data-testid="endpoint-filter" aria-label="Endpoint" on:change=set(|f, v| f.endpoint = v.parse().ok())>
+                <option value="">"All endpoints"</option>
+                {opts.endpoints.iter().map(|(id, url)| view! {
+                    <option value=id.to_string() selected=f.endpoint == Some(*id)>{format!("#{id} {url}")}</option>
+                }).collect_view()}
+            </select>
+            <select name="code" data-testid="code-filter" aria-label="Response code" on:change=set(|f, v| f.code = Some(v).filter(|v| !v.is_empty()))>
+                <option value="">"Any response"</option>
+                {["2xx", "3xx", "4xx", "5xx", "none"].into_iter().map(|c| view! {
+                    <option value=c selected=f.code.as_deref() == Some(c)>{if c == "none" { "No response".to_string() } else { c.to_string() }}</option>
+                }).collect_view()}
+                {f.code.clone().filter(|c| c.parse::<u16>().is_ok()).map(|c| view! { <option value=c.clone() selected=true>{c.clone()}</option> })}
+            </select>
+            <select name="error_kind" data-testid="error-kind-filter" aria-label="Error kind" on:change=set(|f, v| f.error_kind = Some(v).filter(|v| !v.is_empty()))>
+                <option value="">"Any error"</option>
+                {ERROR_KINDS.iter().map(|(k, label)| view! {
+                    <option value=*k selected=f.error_kind.as_deref() == Some(*k)>{*label}</option>
+                }).collect_view()}
+            </select>
+            <select name="range" data-testid="range-filter" aria-label="Time range" on:change=set(|f, v| {
+                f.until = None;
+                f.since = match v.as_str() {
+                    "1h" => Some(Utc::now() - Duration::hours(1)),
+                    "6h" => Some(Utc::now() - Duration::hours(6)),
+                    "24h" => Some(Utc::now() - Duration::hours(24)),
+                    _ => None,
+                };
+            })>
+                <option value="" selected=selected_range.is_empty()>"Last 14 days"</option>
+                <option value="1h" selected=selected_range == "1h">"Last hour"</option>
+                <option value="6h" selected=selected_range == "6h">"Last 6 hours"</option>
+                <option value="24h" selected=selected_range == "24h">"Last 24 hours"</option>
+            </select>
+            <button type="submit">"Search"</button>
+            <a class="button link" href="/developers/deliveries">"Clear"</a>
+        </form>
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn is_live(status: &str) -> bool {
+    status == "pending" || status == "in_flight"
+}
+
+#[component]
+fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> impl IntoView {
+    let rows = RwSignal::new(rows);
+    let expanded = RwSignal::new(None::<i64>);
+    let selected = RwSignal::new(None::<usize>);
+    let tick = RwSignal::new(0u32);
+
+    #[cfg(not(feature = "hydrate"))]
+    let _ = search_ref;
+    #[cfg(feature = "hydrate")]
+    {
+        use crate::deliveries::refresh_rows;
+        use leptos::task::spawn_local;
+        // Queued rows move to their outcome without a reload.
+        let handle = set_interval_with_handle(
+            move || {
+                tick.update(|t| *t = t.wrapping_add(1));
+                let live: Vec<(i64, i64)> = rows.with_untracked(|v| {
+                    v.iter().filter(|r| is_live(&r.status)).map(|r| (r.project_id, r.id)).collect()
+                });
+                let Some(project_id) = live.first().map(|x| x.0) else { return };
+                let ids: Vec<i64> = live.iter().filter(|x| x.0 == project_id).map(|x| x.1).collect();
+                spawn_local(async move {
+                    if let Ok(fresh) = refresh_rows(project_id, ids).await {
+                        rows.update(|v| {
+                            for f in fresh {
+                                if let Some(r) = v.iter_mut().find(|r| r.id == f.id) {
+                                    *r = f;
+                                }
+                            }
+                        });
+                    }
+                });
+            },
+            std::time::Duration::from_millis(1000),
+        );
+        on_cleanup(move || {
+            if let Ok(h) = handle {
+                h.clear();
+            }
+        });
+        let keys = window_event_listener(leptos::ev::keydown, move |ev| {
+            let typing = ev
+                .target()
+                .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+                .map(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"))
+                .unwrap_or(false);
+            if typing || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
+                return;
+            }
+            let count = rows.with_untracked(|v| v.len());
+            match ev.key().as_str() {
+                "/" => {
+                    ev.prevent_default();
+                    if let Some(input) = search_ref.get_untracked() {
+                        let _ = input.focus();
+                    }
+                }
+                "j" if count > 0 => selected.update(|s| *s = Some(s.map(|i| (i + 1).min(count - 1)).unwrap_or(0))),
+                "k" if count > 0 => selected.update(|s| *s = Some(s.map(|i| i.saturating_sub(1)).unwrap_or(0))),
+                "Enter" => {
+                    if let Some(i) = selected.get_untracked() {
+                        if let Some(id) = rows.with_untracked(|v| v.get(i).map(|r| r.id)) {
+                            expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        });
+        on_cleanup(move || keys.remove());
+    }
+
+    view! {
+        <div class="deliveries" role="table" aria-label="Delivery attempts">
+            <div class="drow dhead" role="row">
+                <span role="columnheader">"Status"</span>
+                <span role="columnheader">"Event"</span>
+                <span role="columnheader">"Event id"</span>
+                <span role="columnheader">"Endpoint"</span>
+                <span role="columnheader" class="num">"Try"</span>
+                <span role="columnheader" class="num">"Code"</span>
+                <span role="columnheader" class="num">"Duration"</span>
+                <span role="columnheader" class="num">"When"</span>
+            </div>
+            {move || {
+                let list = rows.get();
+                if list.is_empty() {
+                    return view! { <p class="empty">"No deliveries match this view. " <a href="/developers/deliveries">"Clear the filters"</a></p> }.into_any();
+                }
+                list.into_iter().enumerate().map(|(i, row)| {
+                    view! { <Row row index=i rows expanded selected tick/> }
+                }).collect_view().into_any()
+            }}
+        </div>
+    }
+}
+
+#[component]
+fn Row(
+    row: DeliveryRow,
+    index: usize,
+    rows: RwSignal<Vec<DeliveryRow>>,
+    expanded: RwSignal<Option<i64>>,
+    selected: RwSignal<Option<usize>>,
+    tick: RwSignal<u32>,
+) -> impl IntoView {
+    let id = row.id;
+    let is_open = move || expanded.get() == Some(id);
+    let is_selected = move || selected.get() == Some(index);
+    let code = row.response_status.map(|c| c.to_string()).unwrap_or_else(|| "—".into());
+    let code_class = match row.response_status {
+        Some(c) if (200..300).contains(&c) => "code ok",
+        Some(c) if (400..500).contains(&c) => "code warn",
+        Some(_) => "code bad",
+        None => "code none",
+    };
+    let duration = row.duration_ms.map(|d| format_millis(d as i64)).unwrap_or_else(|| "—".into());
+    let trigger = (row.trigger != "auto").then(|| row.trigger.replace('_', " "));
+    let error_line = row.error.clone();
+    let r = row.clone();
+    view! {
+        <div class="dgroup" data-testid="delivery-row" data-status=row.status.clone()
+            data-request-id=row.request_id.clone() data-event-id=row.event_id.clone() data-id=id.to_string()
+            data-code=row.response_status.map(|c| c.to_string()).unwrap_or_default()
+            data-error-kind=row.error_kind.clone().unwrap_or_default() data-project=row.project_id.to_string()
+            class:open=is_open class:selected=is_selected>
+            <div class="drow" role="row" tabindex="0" aria-expanded=move || is_open().to_string()
+                on:click=move |_| {
+                    selected.set(Some(index));
+                    expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
+                }>
+                <span><StatusBadge status=row.status.clone()/></span>
+                <span class="etype">{row.event_type.clone()}{trigger.map(|t| view! { <em class="trigger">{t}</em> })}</span>
+                <span class="mono ellipsis" title=row.event_id.clone()>{row.event_id.clone()}</span>
+                <span class="ellipsis" title=row.target_url.clone()>{row.endpoint_url.clone()}
+                    {error_line.map(|e| view! { <small class="err ellipsis" title=e.clone()>{e.clone()}</small> })}
+                </span>
+                <span class="num">{row.attempt}</span>
+                <span class=format!("num {code_class}")>{code}</span>
+                <span class="num">{duration}</span>
+                <span class="num"><Time at=row.created_at/></span>
+            </div>
+            {move || is_open().then(|| view! { <Detail row=r.clone() rows tick/> })}
+        </div>
+    }
+}
+
+#[component]
+fn Detail(row: DeliveryRow, rows: RwSignal<Vec<DeliveryRow>>, tick: RwSignal<u32>) -> impl IntoView {
+    let (project_id, id) = (row.project_id, row.id);
+    let detail = Resource::new(move || (), move |_| get_delivery_detail(project_id, id));
+    let message = RwSignal::new(None::<(bool, String)>);
+    let bin_link = RwSignal::new(None::<String>);
+    let bin_input = RwSignal::new(String::new());
+    let retry = Action::new(move |_: &()| retry_delivery(project_id, id));
+    let redirect = Action::new(move |bin: &Option<String>| redirect_delivery(project_id, id, bin.clone()));
+    Effect::new(move |_| match retry.value().get() {
+        Some(Ok(new_row)) => {
+            message.set(Some((true, format!("Retry queued as {}.", new_row.request_id))));
+            rows.update(|v| v.insert(0, new_row));
+        }
+        Some(Err(e)) => message.set(Some((false, error_text(&e)))),
+        None => {}
+    });
+    Effect::new(move |_| match redirect.value().get() {
+        Some(Ok((new_row, bin))) => {
+            message.set(Some((true, format!("Redirected as {}.", new_row.request_id))));
+            bin_link.set(Some(bin));
+            rows.update(|v| v.insert(0, new_row));
+        }
+        Some(Err(e)) => message.set(Some((false, error_text(&e)))),
+        None => {}
+    });
+    view! {
+        <div class="detail" data-testid="delivery-detail">
+            <div class="actions">
+                <button type="button" data-testid="retry-button" class="primary"
+                    disabled=move || retry.pending().get()
+                    on:click=move |_| { retry.dispatch(()); }>"Retry"</button>
+                <button type="button" data-testid="redirect-button"
+                    disabled=move || redirect.pending().get()
+                    on:click=move |_| {
+                        let b = bin_input.get_untracked();
+                        redirect.dispatch(Some(b).filter(|b| !b.trim().is_empty()));
+                    }>"Redirect to inspector"</button>
+                <input type="text" class="bin-input" placeholder="bin URL (empty: a new bin)" aria-label="Inspector bin"
+                    prop:value=move || bin_input.get() on:input=move |ev| bin_input.set(event_target_value(&ev))/>
+                {move || bin_link.get().map(|b| view! {
+                    <a data-testid="bin-link" href=format!("/inspector/{b}") target="_blank">{format!("Open bin {b}")}</a>
+                })}
+                {move || message.get().map(|(ok, m)| view! {
+                    <span class=if ok { "note ok" } else { "note error" } role="status" data-testid="action-message">{m}</span>
+                })}
+            </div>
+            <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match detail.await {
+                        Ok(d) => {
+                            let r = d.row.clone();
+                            view! {
+                                <dl class="facts">
+                                    <dt>"Request id"</dt><dd class="mono" data-testid="detail-request-id">{r.request_id.clone()}" "<CopyButton text=r.request_id.clone()/></dd>
+                                    <dt>"Event id"</dt><dd class="mono">{r.event_id.clone()}" "<CopyButton text=r.event_id.clone()/></dd>
+                                    <dt>"Target URL"</dt><dd class="mono break">{r.target_url.clone()}</dd>
+                                    <dt>"Attempt"</dt><dd>{r.attempt}" · "{r.trigger.replace('_', " ")}{r.triggered_by.clone().map(|b| format!(" by {b}"))}</dd>
+                                    <dt>"Response"</dt><dd>{r.response_status.map(|s| s.to_string()).unwrap_or_else(|| "no response".into())}</dd>
+                                    <dt>"Duration"</dt><dd>{r.duration_ms.map(|d| format!("{d} ms")).unwrap_or_else(|| "—".into())}</dd>
+                                    <dt>"Scheduled"</dt><dd>{absolute(r.scheduled_at)}</dd>
+                                    <dt>"Started"</dt><dd>{r.started_at.map(absolute).unwrap_or_else(|| "—".into())}</dd>
+                                    <dt>"Finished"</dt><dd>{r.finished_at.map(absolute).unwrap_or_else(|| "—".into())}</dd>
+                                    {r.error.clone().map(|e| view! { <dt>"Error"</dt><dd class="err">{format!("{}: {e}", r.error_kind.clone().unwrap_or_default())}</dd> })}
+                                </dl>
+                                <section>
+                                    <h3>"Attempts of this event to this endpoint"</h3>
+                                    <ol class="timeline">
+                                        {d.attempts.iter().map(|a| {
+                                            let a = a.clone();
+                                            let current = a.id == r.id;
+                                            let scheduled = a.scheduled_at;
+                                            let pending = a.status == "pending";
+                                            view! {
+                                                <li class:current=current>
+                                                    <StatusBadge status=a.status.clone()/>
+                                                    " #"{a.attempt}" "{a.trigger.replace('_', " ")}" · "
+                                                    <span class="mono">{a.request_id.clone()}</span>" · "
+                                                    {a.response_status.map(|s| s.to_string()).unwrap_or_default()}" "
+                                                    <Time at=a.created_at/>
+                                                    {pending.then(|| view! {
+                                                        <span class="countdown">{move || { tick.get(); format!(" next attempt {}", relative(scheduled, Utc::now())) }}</span>
+                                                    })}
+                                                </li>
+                                            }
+                                        }).collect_view()}
+                                    </ol>
+                                </section>
+                                <div class="panes">
+                                    <section>
+                                        <h3>"Payload " <CopyButton text=d.payload.clone()/> " " <CopyButton text=d.curl.clone() label="Copy as curl"/></h3>
+                                        <pre class="code" data-testid="detail-payload">{d.payload.clone()}</pre>
+                                        <h3>"Request headers"</h3>
+                                        <HeaderTable headers=d.request_headers.clone()/>
+                                    </section>
+                                    <section>
+                                        <h3>"Response " {r.response_status.map(|s| s.to_string())}</h3>
+                                        <HeaderTable headers=d.response_headers.clone()/>
+                                        <pre class="code" data-testid="detail-response">{d.response_body.as_deref().map(pretty).unwrap_or_else(|| "(no body)".into())}</pre>
+                                    </section>
+                                </div>
+                            }.into_any()
+                        }
+                        Err(e) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </div>
+    }
+}

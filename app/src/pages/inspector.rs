@@ -1,0 +1,213 @@
+//! `/inspector` and `/inspector/{id}`: request bins. New requests appear without a reload;
+//! a pasted secret verifies Posthorn signatures in the browser and is never sent anywhere.
+
+use base64::{engine::general_purpose::STANDARD, Engine as _};
+use chrono::Utc;
+use leptos::prelude::*;
+use leptos_router::hooks::{use_navigate, use_params_map};
+
+use crate::{
+    components::widgets::{error_text, pretty, CopyButton, HeaderTable, Time},
+    core::{curl::curl_bytes, signing},
+    inspector::{get_bin_info, bin_requests, create_bin, BinInfo},
+    model::BinRequest,
+};
+
+#[component]
+pub fn InspectorHome() -> impl IntoView {
+    let create = Action::new(|_: &()| create_bin());
+    let navigate = use_navigate();
+    Effect::new(move |_| {
+        if let Some(Ok(bin)) = create.value().get() {
+            navigate(&format!("/inspector/{}", bin.id), Default::default());
+        }
+    });
+    view! {
+        <main class="narrow inspector">
+            <header class="topbar"><a class="brand" href="/">"Posthorn"</a><nav><a href="/developers">"Cabinet"</a></nav></header>
+            <h1>"Webhook inspector"</h1>
+            <p>"A bin is a URL that records every request sent to it — any method, any path below it — so you can see exactly what arrives. Bins live 7 days."</p>
+            <button type="button" class="primary" data-testid="create-bin-button" on:click=move |_| { create.dispatch(()); }
+                disabled=move || create.pending().get()>"Create new URL"</button>
+            {move || create.value().get().and_then(|r| r.err()).map(|e| view! { <p class="error">{error_text(&e)}</p> })}
+        </main>
+    }
+}
+
+#[component]
+pub fn BinPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.read().get("id").unwrap_or_default();
+    let info = Resource::new(id, get_bin_info);
+    view! {
+        <main class="inspector">
+            <header class="topbar"><a class="brand" href="/">"Posthorn"</a><nav><a href="/inspector">"Inspector"</a><a href="/developers">"Cabinet"</a></nav></header>
+            <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match info.await {
+                        Ok(bin) => view! { <BinView bin/> }.into_any(),
+                        Err(e) => view! {
+                            <h1>"Bin not found"</h1>
+                            <p class="error">{error_text(&e)}" — it may have expired. "<a href="/inspector">"Create a new one"</a></p>
+                        }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </main>
+    }
+}
+
+#[component]
+fn BinView(bin: BinInfo) -> impl IntoView {
+    let bin_id = bin.id.clone();
+    let initial = Resource::new(move || bin_id.clone(), |id| bin_requests(id, None));
+    let secret = RwSignal::new(String::new());
+    let bin_id = bin.id.clone();
+    view! {
+        <h1>"Bin " <span class="mono">{bin.id.clone()}</span></h1>
+        <p class="binurl">
+            <code data-testid="bin-url">{bin.url.clone()}</code>" "<CopyButton text=bin.url.clone()/>
+            " · expires "<Time at=bin.expires_at/>
+            " · JSON: "<a href=format!("/inspector/bins/{}/requests", bin.id)>"requests"</a>
+        </p>
+        <label class="secret">"Endpoint secret (checked here in your browser, never sent): "
+            <input type="password" data-testid="secret-input" placeholder="whsec_…" autocomplete="off"
+                prop:value=move || secret.get() on:input=move |ev| secret.set(event_target_value(&ev))/>
+        </label>
+        <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            {move || {
+                let bin_id = bin_id.clone();
+                Suspend::new(async move {
+                    match initial.await {
+                        Ok(list) => view! { <RequestList bin_id list secret/> }.into_any(),
+                        Err(e) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
+                    }
+                })
+            }}
+        </Suspense>
+    }
+}
+
+#[component]
+fn RequestList(bin_id: String, list: Vec<BinRequest>, secret: RwSignal<String>) -> impl IntoView {
+    let items = RwSignal::new(list);
+    let open = RwSignal::new(None::<i64>);
+    #[cfg(feature = "hydrate")]
+    {
+        use leptos::task::spawn_local;
+        let bin_id = bin_id.clone();
+        let busy = RwSignal::new(false);
+        let handle = set_interval_with_handle(
+            move || {
+                if busy.get_untracked() {
+                    return;
+                }
+                busy.set(true);
+                let after = items.with_untracked(|v| v.first().map(|r| r.id));
+                let bin_id = bin_id.clone();
+                spawn_local(async move {
+                    if let Ok(mut fresh) = bin_requests(bin_id, after).await {
+                        if !fresh.is_empty() {
+                            items.update(|v| {
+                                fresh.append(v);
+                                fresh.truncate(500);
+                                *v = fresh;
+                            });
+                        }
+                    }
+                    busy.set(false);
+                });
+            },
+            std::time::Duration::from_millis(1000),
+        );
+        on_cleanup(move || {
+            if let Ok(h) = handle {
+                h.clear();
+            }
+        });
+    }
+    let _ = &bin_id;
+    view! {
+        <p class="muted" data-testid="request-count">{move || format!("{} requests (newest first, live)", items.with(|v| v.len()))}</p>
+        <div class="requests">
+            {move || items.get().into_iter().map(|r| {
+                let id = r.id;
+                let is_open = move || open.get() == Some(id);
+                let r2 = r.clone();
+                view! {
+                    <div class="req" data-testid="bin-request" data-method=r.method.clone() class:open=is_open>
+                        <div class="reqline" on:click=move |_| open.update(|o| *o = if *o == Some(id) { None } else { Some(id) })>
+                            <span class="method">{r.method.clone()}</span>
+                            <span class="mono ellipsis">{r.path.clone()}{(!r.query.is_empty()).then(|| format!("?{}", r.query))}</span>
+                            <span class=if r.status == 200 { "code ok" } else { "code bad" }>{r.status}</span>
+                            <span class="num">{format!("{} B", r.size)}</span>
+                            <span class="muted">{r.remote_addr.clone().unwrap_or_default()}</span>
+                            <Time at=r.received_at/>
+                        </div>
+                        {move || is_open().then(|| view! { <RequestDetail r=r2.clone() secret/> })}
+                    </div>
+                }
+            }).collect_view()}
+        </div>
+    }
+}
+
+fn header<'a>(r: &'a BinRequest, name: &str) -> Option<&'a str> {
+    r.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+}
+
+#[component]
+fn RequestDetail(r: BinRequest, secret: RwSignal<String>) -> impl IntoView {
+    let host = header(&r, "host").unwrap_or("127.0.0.1:3000").to_string();
+    let url = format!("http://{host}{}{}", r.path, if r.query.is_empty() { String::new() } else { format!("?{}", r.query) });
+    let curl = curl_bytes(&r.method, &url, &r.headers, &r.body);
+    let body_view = match std::str::from_utf8(&r.body) {
+        Ok(text) => pretty(text),
+        Err(_) => format!("(binary, {} bytes, base64)\n{}", r.body.len(), STANDARD.encode(&r.body)),
+    };
+    let ts = header(&r, "x-botix-timestamp").or(header(&r, "webhook-timestamp")).and_then(|t| t.parse::<i64>().ok());
+    let msg_id = header(&r, "webhook-id").or(header(&r, "x-event-id")).unwrap_or_default().to_string();
+    let botix = header(&r, "x-botix-signature").map(str::to_string);
+    let standard = header(&r, "webhook-signature").map(str::to_string);
+    let signed = botix.is_some() || standard.is_some();
+    let body = r.body.clone();
+    let check = move || {
+        let s = secret.get();
+        let ts = ts?;
+        if s.trim().is_empty() {
+            return None;
+        }
+        Some(signing::verify(s.trim(), &msg_id, ts, &body, botix.as_deref(), standard.as_deref()))
+    };
+    let verdict = |v: Option<bool>| match v {
+        Some(true) => "valid",
+        Some(false) => "INVALID",
+        None => "absent",
+    };
+    view! {
+        <div class="reqdetail" data-testid="bin-request-detail">
+            <p><CopyButton text=curl.clone() label="Copy as curl"/></p>
+            {signed.then(|| view! {
+                <div class="sigcheck" data-testid="signature-check">
+                    {ts.map(|t| {
+                        let age = Utc::now().timestamp() - t;
+                        let fresh = signing::timestamp_is_fresh(t, Utc::now().timestamp());
+                        view! { <p data-testid="timestamp-fresh" data-fresh=fresh.to_string()>{format!("Timestamp {t}: {} ({age}s old)", if fresh { "fresh" } else { "stale" })}</p> }
+                    })}
+                    {move || match check() {
+                        Some(c) => view! {
+                            <p data-testid="signature-result" data-valid=(c.botix != Some(false) && c.standard != Some(false)).to_string()>
+                                {format!("X-Botix-Signature: {} · webhook-signature: {}", verdict(c.botix), verdict(c.standard))}
+                            </p>
+                        }.into_any(),
+                        None => view! { <p class="muted">"Paste the endpoint secret above to verify the signature."</p> }.into_any(),
+                    }}
+                </div>
+            })}
+            <h3>"Headers"</h3>
+            <HeaderTable headers=r.headers.clone()/>
+            <h3>"Body"</h3>
+            <pre class="code" data-testid="bin-request-body">{body_view}</pre>
+        </div>
+    }
+}

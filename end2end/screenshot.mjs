@@ -1,0 +1,25 @@
+// Screenshots of the main pages for review: node screenshot.mjs <base> <outdir>
+import { chromium } from "@playwright/test";
+const [base = "http://127.0.0.1:3000", out = "shots"] = process.argv.slice(2);
+const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"] });
+for (const width of [1440, 390]) {
+  const page = await browser.newPage({ viewport: { width, height: 900 } });
+  page.on("console", (m) => { if (m.type() === "error") console.log("console:", m.text()); });
+  page.on("pageerror", (e) => console.log("pageerror:", e.message));
+  await page.goto(`${base}/login`);
+  await page.waitForSelector("body[data-hydrated=true]", { timeout: 20000 });
+  await page.screenshot({ path: `${out}/login-${width}.png` });
+  await page.fill("[data-testid=login-email]", "owner@example.com");
+  await page.fill("[data-testid=login-password]", "demo-password");
+  await page.click("[data-testid=login-submit]");
+  await page.waitForURL("**/developers");
+  await page.screenshot({ path: `${out}/cabinet-${width}.png` });
+  await page.goto(`${base}/developers/deliveries`);
+  await page.waitForSelector("body[data-hydrated=true]");
+  await page.screenshot({ path: `${out}/deliveries-${width}.png` });
+  await page.click("[data-testid=delivery-row] >> nth=2");
+  await page.waitForSelector("[data-testid=detail-payload]");
+  await page.screenshot({ path: `${out}/deliveries-expanded-${width}.png`, fullPage: width > 1000 ? false : true });
+  await page.close();
+}
+await browser.close();

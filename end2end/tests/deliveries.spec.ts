@@ -1,0 +1,168 @@
+import { test, expect, Page } from "@playwright/test";
+import { api, createProject, hydrated, login, OWNER, startReceiver } from "./helpers";
+
+async function openDeliveries(page: Page, query = "") {
+  await page.goto(`/developers/deliveries${query}`);
+  await hydrated(page);
+  await expect(page.getByTestId("delivery-row").first()).toBeVisible();
+}
+
+test.describe("Webhook Delivery on the demo project", () => {
+  test.beforeEach(async ({ page }) => login(page, OWNER));
+
+  test("every status filter shows only rows of that status", async ({ page }) => {
+    await openDeliveries(page);
+    for (const status of ["pending", "in_flight", "succeeded", "failed", "dead_letter"]) {
+      await page.getByTestId("status-filter").selectOption(status);
+      await expect(page).toHaveURL(new RegExp(`status=${status}`));
+      const rows = page.getByTestId("delivery-row");
+      await expect(rows.first()).toHaveAttribute("data-status", status);
+      const statuses = await rows.evaluateAll((els) => els.map((e) => e.getAttribute("data-status")));
+      expect(statuses.length).toBeGreaterThan(0);
+      expect(new Set(statuses)).toEqual(new Set([status]));
+    }
+  });
+
+  test("the response-code and error-kind filters narrow the list", async ({ page }) => {
+    await openDeliveries(page);
+    await page.getByTestId("code-filter").selectOption("5xx");
+    await expect(page).toHaveURL(/code=5xx/);
+    await expect(page.getByTestId("delivery-row").first()).toHaveAttribute("data-code", /^5\d\d$/);
+    const codes = await page.getByTestId("delivery-row").evaluateAll((els) => els.map((e) => Number(e.getAttribute("data-code"))));
+    expect(codes.every((c) => c >= 500 && c < 600)).toBe(true);
+
+    await page.goto("/developers/deliveries?error_kind=timeout");
+    await hydrated(page);
+    const kinds = await page.getByTestId("delivery-row").evaluateAll((els) => els.map((e) => e.getAttribute("data-error-kind")));
+    expect(kinds.length).toBeGreaterThan(0);
+    expect(new Set(kinds)).toEqual(new Set(["timeout"]));
+  });
+
+  test("search finds a request id and an event id", async ({ page }) => {
+    await openDeliveries(page);
+    const row = page.getByTestId("delivery-row").nth(3);
+    const requestId = (await row.getAttribute("data-request-id"))!;
+    const eventId = (await row.getAttribute("data-event-id"))!;
+    await page.getByTestId("search-input").fill(requestId);
+    await page.getByTestId("search-input").press("Enter");
+    await expect(page.getByTestId("delivery-row")).toHaveCount(1);
+    await expect(page.getByTestId("delivery-row")).toHaveAttribute("data-request-id", requestId);
+
+    await page.getByTestId("search-input").fill(eventId);
+    await page.getByTestId("search-input").press("Enter");
+    await expect(page).toHaveURL(new RegExp(`q=${eventId}`));
+    const events = await page.getByTestId("delivery-row").evaluateAll((els) => els.map((e) => e.getAttribute("data-event-id")));
+    expect(events.length).toBeGreaterThan(0);
+    expect(new Set(events)).toEqual(new Set([eventId]));
+  });
+
+  test("a row expands to payload, response and request id", async ({ page }) => {
+    await openDeliveries(page, "?status=dead_letter&code=404");
+    const row = page.getByTestId("delivery-row").first();
+    const requestId = (await row.getAttribute("data-request-id"))!;
+    await row.click();
+    const detail = page.getByTestId("delivery-detail");
+    await expect(detail).toBeVisible();
+    await expect(detail.getByTestId("detail-request-id")).toContainText(requestId);
+    await expect(detail.getByTestId("detail-payload")).toContainText('"event_id"');
+    await expect(detail.getByTestId("detail-response")).toContainText("Not Found");
+  });
+
+  test("hostile text in payloads and response bodies is shown as text", async ({ page }) => {
+    let dialogs = 0;
+    page.on("dialog", (d) => { dialogs++; d.dismiss(); });
+    await openDeliveries(page, "?code=404");
+    await page.getByTestId("delivery-row").first().click();
+    await expect(page.getByTestId("detail-response")).toContainText("<script>alert('from receiver')</script>");
+    expect(await page.locator(".detail script").count()).toBe(0);
+    await page.goto("/developers/deliveries?event_type=contact.created");
+    await hydrated(page);
+    for (const row of await page.getByTestId("delivery-row").all()) {
+      await row.locator(".drow").click();
+      const payload = page.getByTestId("detail-payload");
+      await expect(payload).toBeVisible();
+      if ((await payload.textContent())!.includes("<script>")) {
+        await expect(payload).toContainText("<img src=x onerror=alert(1)>");
+        expect(await page.locator(".detail img").count()).toBe(0);
+        break;
+      }
+    }
+    expect(dialogs).toBe(0);
+  });
+
+  test("Retry is refused while an attempt of the same event is pending", async ({ page }) => {
+    await openDeliveries(page, "?status=pending");
+    await page.getByTestId("delivery-row").first().click();
+    await page.getByTestId("retry-button").click();
+    await expect(page.getByTestId("action-message")).toContainText("already pending or in flight");
+  });
+
+  test("pagination walks three pages with no row twice and none missing", async ({ page }) => {
+    await openDeliveries(page);
+    const seen: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const ids = await page.getByTestId("delivery-row").evaluateAll((els) => els.map((e) => e.getAttribute("data-id")!));
+      expect(ids.length).toBe(50);
+      seen.push(...ids);
+      await page.getByTestId("next-page").click();
+      await expect(page).toHaveURL(/cursor=/);
+      await expect(page.getByTestId("delivery-row").first()).not.toHaveAttribute("data-id", ids[0]);
+    }
+    expect(new Set(seen).size).toBe(150);
+    // None missing: the three pages are exactly the newest 150 ids in order.
+    const sorted = [...seen].map(Number);
+    for (let i = 1; i < sorted.length; i++) expect(sorted[i]).not.toBe(sorted[i - 1]);
+  });
+
+  test("keyboard: / focuses search, j/k move, Enter expands", async ({ page }) => {
+    await openDeliveries(page);
+    await page.keyboard.press("/");
+    await expect(page.getByTestId("search-input")).toBeFocused();
+    await page.getByTestId("search-input").blur();
+    await page.keyboard.press("j");
+    await page.keyboard.press("j");
+    await page.keyboard.press("k");
+    await page.keyboard.press("Enter");
+    await expect(page.getByTestId("delivery-detail")).toBeVisible();
+    await expect(page.getByTestId("delivery-row").nth(0)).toHaveClass(/open/);
+  });
+});
+
+test("Retry sends a new attempt with a new request id that succeeds live; Redirect lands in a bin", async ({ page, request }) => {
+  const receiver = await startReceiver();
+  const p = createProject("Retry shop");
+  const hook = await api(request, p.apiKey, "POST", "/webhooks", { url: receiver.url, events: ["*"] });
+  expect(hook.status()).toBe(201);
+  const ev = await api(request, p.apiKey, "POST", "/events", { event: "payment.succeeded", data: { amount: 42 } });
+  expect(ev.status()).toBe(202);
+  await expect.poll(() => receiver.received.length).toBe(1);
+
+  await login(page, { email: p.email, password: p.password });
+  await openDeliveries(page);
+  const first = page.getByTestId("delivery-row").first();
+  await expect(first).toHaveAttribute("data-status", "succeeded");
+  const oldRequestId = await first.getAttribute("data-request-id");
+  await first.click();
+  await page.getByTestId("retry-button").click();
+  await expect(page.getByTestId("action-message")).toContainText("Retry queued");
+  const top = page.getByTestId("delivery-row").first();
+  await expect(top).not.toHaveAttribute("data-request-id", oldRequestId!);
+  await expect(top).toHaveAttribute("data-status", "succeeded", { timeout: 15_000 });
+  await expect.poll(() => receiver.received.length).toBe(2);
+  expect(receiver.received[1].headers["x-request-id"]).toBe(await top.getAttribute("data-request-id"));
+  expect(receiver.received[1].headers["x-delivery-attempt"]).toBe("2");
+
+  // Redirect: the same event, signed, into a new inspector bin.
+  await page.getByTestId("delivery-row").nth(1).locator(".drow").click();
+  await page.getByTestId("redirect-button").click();
+  const link = page.getByTestId("bin-link");
+  await expect(link).toBeVisible();
+  const href = (await link.getAttribute("href"))!;
+  await page.goto(href);
+  await hydrated(page);
+  await expect(page.getByTestId("bin-request").first()).toBeVisible({ timeout: 15_000 });
+  await page.getByTestId("bin-request").first().locator(".reqline").click();
+  await expect(page.getByTestId("bin-request-body")).toContainText('"amount": 42');
+  expect(receiver.received.length).toBe(2);
+  receiver.close();
+});

@@ -1,0 +1,225 @@
+//! The public API (`/public/v1`): API-key auth and per-minute rate limits in front of one
+//! file per resource. Errors are `{"error":{"code","message"}}` everywhere.
+
+pub mod deliveries;
+pub mod events;
+pub mod openapi;
+pub mod webhooks;
+
+use std::net::SocketAddr;
+
+use app::{
+    core::ratelimit::{quota, retry_after, window_start, Plan},
+    db::{api_keys, rate_counters},
+    error::AppError,
+};
+use axum::{
+    body::Bytes,
+    extract::{ConnectInfo, FromRequest, Request, State},
+    http::{header, HeaderValue, StatusCode},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+    Json, Router,
+};
+use serde::de::DeserializeOwned;
+
+use crate::web::AppState;
+
+/// Request bodies above this are refused with 413.
+pub const MAX_BODY: usize = 256 * 1024;
+
+pub fn router(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/webhooks", post(webhooks::create).get(webhooks::list))
+        .route("/webhooks/{id}", get(webhooks::get).patch(webhooks::update).delete(webhooks::delete))
+        .route("/webhooks/{id}/rotate-secret", post(webhooks::rotate))
+        .route("/events", post(events::create).get(events::list))
+        .route("/events/{id}", get(events::get))
+        .route("/deliveries", get(deliveries::list))
+        .route("/deliveries/{id}", get(deliveries::get))
+        .route("/deliveries/{id}/retry", post(deliveries::retry))
+        .route("/openapi.json", get(openapi::document))
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
+        .layer(middleware::from_fn_with_state(state, authenticate_and_limit))
+}
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, code, message: message.into() }
+    }
+    pub fn invalid(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+impl From<AppError> for ApiError {
+    fn from(e: AppError) -> ApiError {
+        match e {
+            AppError::NotFound => ApiError::new(StatusCode::NOT_FOUND, "not_found", "not found"),
+            AppError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
+            AppError::Invalid(m) => ApiError::invalid(m),
+            AppError::Unauthorized(m) => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", m),
+            AppError::TooMany(m) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", m),
+            AppError::Db(e) => {
+                tracing::error!(error = %e, "database error in the API");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error")
+            }
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> ApiError {
+        AppError::from(e).into()
+    }
+}
+
+/// The project a request's key belongs to.
+#[derive(Clone, Copy, Debug)]
+pub struct Caller {
+    pub project_id: i64,
+    pub key_id: i64,
+}
+
+/// JSON bodies with this API's errors: 413 over the limit, 400 malformed, 422 wrong shape.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
+        let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY).await.map_err(|_| {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", format!("request body is over {} KiB", MAX_BODY / 1024))
+        })?;
+        parse_json(&bytes).map(ApiJson)
+    }
+}
+
+pub fn parse_json<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, ApiError> {
+    if bytes.is_empty() {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "malformed", "request body must be a JSON object"));
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de);
+    match value {
+        Ok(v) => {
+            de.end().map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "malformed", format!("malformed JSON: {e}")))?;
+            Ok(v)
+        }
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if inner.is_syntax() || inner.is_eof() {
+                Err(ApiError::new(StatusCode::BAD_REQUEST, "malformed", format!("malformed JSON: {inner}")))
+            } else if path == "." {
+                Err(ApiError::invalid(inner.to_string()))
+            } else {
+                Err(ApiError::invalid(format!("{path}: {inner}")))
+            }
+        }
+    }
+}
+
+/// Authenticates the key and counts the request against its minute; every response,
+/// errors included, carries the rate-limit headers.
+async fn authenticate_and_limit(
+    State(state): State<AppState>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let now = chrono::Utc::now().timestamp();
+    let bearer = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(|k| k.trim().to_string());
+    let owner = match &bearer {
+        Some(key) => match api_keys::authenticate(&state.pool, key).await {
+            Ok(o) => o,
+            Err(e) => return ApiError::from(e).into_response(),
+        },
+        None => None,
+    };
+    let (bucket, limit) = match &owner {
+        Some(o) => (format!("key:{}", o.key_id), o.plan.per_minute()),
+        None => (format!("ip:{}", addr.ip()), Plan::Trial.per_minute()),
+    };
+    let count = match rate_counters::hit(&state.pool, &bucket, window_start(now)).await {
+        Ok(c) => c,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let q = quota(limit, count, now);
+    let mut response = if !q.allowed {
+        let wait = retry_after(&q, now);
+        let mut r = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!("rate limit of {limit} requests per minute reached; retry in {wait} s"),
+        )
+        .into_response();
+        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait));
+        r
+    } else if req.uri().path().ends_with("/openapi.json") {
+        next.run(req).await
+    } else {
+        match owner {
+            Some(o) => {
+                req.extensions_mut().insert(Caller { project_id: o.project_id, key_id: o.key_id });
+                next.run(req).await
+            }
+            None => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                if bearer.is_some() { "the API key is not valid" } else { "missing Authorization: Bearer <api key>" },
+            )
+            .into_response(),
+        }
+    };
+    let h = response.headers_mut();
+    h.insert("x-ratelimit-limit", HeaderValue::from(q.limit));
+    h.insert("x-ratelimit-remaining", HeaderValue::from(q.remaining));
+    h.insert("x-ratelimit-reset", HeaderValue::from(q.reset));
+    response
+}
+
+/// `limit` query values: 1..=200, default 50.
+pub fn page_limit(limit: Option<i64>) -> Result<i64, ApiError> {
+    match limit {
+        None => Ok(50),
+        Some(n) if (1..=200).contains(&n) => Ok(n),
+        Some(n) => Err(ApiError::invalid(format!("limit must be between 1 and 200, not {n}"))),
+    }
+}
+
+pub fn parse_cursor(c: Option<&str>) -> Result<Option<app::core::cursor::Cursor>, ApiError> {
+    c.filter(|c| !c.is_empty())
+        .map(|c| app::core::cursor::Cursor::decode(c).map_err(ApiError::invalid))
+        .transpose()
+}
+
+pub fn parse_since(s: Option<&str>) -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
+    s.filter(|s| !s.is_empty())
+        .map(|s| {
+            chrono::DateTime::parse_from_rfc3339(s)
+                .map(|t| t.with_timezone(&chrono::Utc))
+                .map_err(|_| ApiError::invalid(format!("since must be an RFC 3339 time, not `{s}`")))
+        })
+        .transpose()
+}

@@ -1,0 +1,127 @@
+//! `/webhooks`: a project's endpoints.
+
+use app::{
+    auth::system_access,
+    core::{endpoint_url::parse_endpoint_url, event_type::parse_subscription},
+    db::endpoints::{self, EndpointPatch, NewEndpoint},
+    model::EndpointView,
+};
+use axum::{
+    extract::{Path, State},
+    http::StatusCode,
+    response::IntoResponse,
+    Extension, Json,
+};
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+
+use super::{ApiError, ApiJson, Caller};
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateWebhook {
+    pub url: String,
+    pub events: Vec<String>,
+    pub description: Option<String>,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateWebhook {
+    pub url: Option<String>,
+    pub events: Option<Vec<String>>,
+    pub description: Option<String>,
+    pub enabled: Option<bool>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Webhook {
+    pub id: i64,
+    pub url: String,
+    pub events: Vec<String>,
+    pub description: String,
+    pub enabled: bool,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+impl Webhook {
+    fn from_view(e: EndpointView, secret: Option<String>) -> Webhook {
+        Webhook { id: e.id, url: e.url, events: e.event_types, description: e.description, enabled: e.enabled, created_at: e.created_at, secret }
+    }
+}
+
+#[utoipa::path(post, path = "/webhooks", request_body = CreateWebhook, responses((status = 201, body = Webhook)))]
+pub async fn create(
+    State(pool): State<PgPool>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(body): ApiJson<CreateWebhook>,
+) -> Result<impl IntoResponse, ApiError> {
+    let url = parse_endpoint_url(&body.url).map_err(ApiError::invalid)?;
+    let events = parse_subscription(&body.events).map_err(ApiError::invalid)?;
+    let access = system_access(caller.project_id, "api");
+    let (ep, secret) = endpoints::create(
+        &pool,
+        &access,
+        NewEndpoint { url: url.as_str(), event_types: &events, description: body.description.as_deref().unwrap_or("") },
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(Webhook::from_view(ep, Some(secret)))))
+}
+
+#[utoipa::path(get, path = "/webhooks", responses((status = 200, body = Vec<Webhook>)))]
+pub async fn list(State(pool): State<PgPool>, Extension(caller): Extension<Caller>) -> Result<impl IntoResponse, ApiError> {
+    let access = system_access(caller.project_id, "api");
+    let list: Vec<Webhook> = endpoints::list(&pool, &access).await?.into_iter().map(|e| Webhook::from_view(e, None)).collect();
+    Ok(Json(serde_json::json!({ "data": list })))
+}
+
+#[utoipa::path(get, path = "/webhooks/{id}", responses((status = 200, body = Webhook), (status = 404)))]
+pub async fn get(State(pool): State<PgPool>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<Json<Webhook>, ApiError> {
+    let access = system_access(caller.project_id, "api");
+    let ep = endpoints::get(&pool, &access, parse_id(&id)?).await?;
+    Ok(Json(Webhook::from_view(ep, None)))
+}
+
+#[utoipa::path(patch, path = "/webhooks/{id}", request_body = UpdateWebhook, responses((status = 200, body = Webhook), (status = 404)))]
+pub async fn update(
+    State(pool): State<PgPool>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<UpdateWebhook>,
+) -> Result<Json<Webhook>, ApiError> {
+    let id = parse_id(&id)?;
+    let url = body.url.as_deref().map(parse_endpoint_url).transpose().map_err(ApiError::invalid)?;
+    let events = body.events.as_deref().map(parse_subscription).transpose().map_err(ApiError::invalid)?;
+    let access = system_access(caller.project_id, "api");
+    let ep = endpoints::update(
+        &pool,
+        &access,
+        id,
+        EndpointPatch { url: url.map(|u| u.to_string()), event_types: events, description: body.description, enabled: body.enabled },
+    )
+    .await?;
+    Ok(Json(Webhook::from_view(ep, None)))
+}
+
+#[utoipa::path(delete, path = "/webhooks/{id}", responses((status = 204), (status = 404)))]
+pub async fn delete(State(pool): State<PgPool>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    let access = system_access(caller.project_id, "api");
+    endpoints::delete(&pool, &access, parse_id(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/webhooks/{id}/rotate-secret", responses((status = 200, body = Webhook), (status = 404)))]
+pub async fn rotate(State(pool): State<PgPool>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<Json<Webhook>, ApiError> {
+    let id = parse_id(&id)?;
+    let access = system_access(caller.project_id, "api");
+    let secret = endpoints::rotate_secret(&pool, &access, id).await?;
+    let ep = endpoints::get(&pool, &access, id).await?;
+    Ok(Json(Webhook::from_view(ep, Some(secret))))
+}
+
+/// Ids that are not numbers are simply unknown.
+pub fn parse_id(id: &str) -> Result<i64, ApiError> {
+    id.parse().map_err(|_| app::error::AppError::NotFound.into())
+}

@@ -1,0 +1,130 @@
+//! The `posthorn` command line.
+
+use std::sync::Arc;
+
+use app::cfg::Config;
+use clap::{Parser, Subcommand};
+use tokio::sync::watch;
+
+use crate::{dispatcher::Dispatcher, metrics::Metrics, web};
+
+#[derive(Parser)]
+#[command(name = "posthorn", about = "Webhook delivery: API, dashboard, inspector and dispatcher", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Serve the dashboard, public API and inspector, and run the dispatcher (the default).
+    Serve,
+    /// Run only the dispatcher; any number may run against one database.
+    Dispatch,
+    /// Apply database migrations.
+    Migrate,
+    /// Create the demo project, users, endpoints and deliveries (idempotent).
+    SeedDemo,
+    /// Create a project and its owner; prints {"project_id":…,"api_key":…}.
+    CreateProject {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        owner_email: String,
+        #[arg(long)]
+        owner_password: String,
+        #[arg(long, default_value = "trial", value_parser = ["trial", "business"])]
+        plan: String,
+    },
+    /// Create a user (support staff read every project).
+    CreateUser {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        password: String,
+        #[arg(long, default_value = "support", value_parser = ["support", "user"])]
+        role: String,
+    },
+}
+
+pub type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+pub async fn run(cli: Cli) -> Result<(), Failure> {
+    let cfg = Arc::new(Config::from_env().map_err(|e| format!("configuration: {e}"))?);
+    let command = cli.command.unwrap_or(Command::Serve);
+    let pool_size = match command {
+        Command::Serve | Command::Dispatch => 32,
+        _ => 4,
+    };
+    let pool = app::db::connect(&cfg.database_url, pool_size).await.map_err(|e| format!("cannot connect to the database: {e}"))?;
+    app::db::migrate(&pool).await?;
+    web::session_store(&pool).migrate().await?;
+    app::db::maintenance::ensure_partitions(&pool, 15, 7).await?;
+    match command {
+        Command::Migrate => {
+            tracing::info!("migrations applied");
+        }
+        Command::SeedDemo => {
+            let id = crate::seed::seed_demo(&pool).await?;
+            tracing::info!(project_id = id, "demo data ready");
+        }
+        Command::CreateProject { name, owner_email, owner_password, plan } => {
+            let owner = app::db::users::upsert(&pool, &owner_email, &owner_password, "user").await?;
+            let project = app::db::projects::create(&pool, &name, &plan, owner.id).await?;
+            let (key, _) = app::db::api_keys::create(&pool, project.id, "created by create-project").await?;
+            println!("{}", serde_json::json!({ "project_id": project.id, "api_key": key }));
+        }
+        Command::CreateUser { email, password, role } => {
+            let user = app::db::users::upsert(&pool, &email, &password, &role).await?;
+            println!("{}", serde_json::json!({ "user_id": user.id, "email": user.email, "role": user.role }));
+        }
+        Command::Dispatch => {
+            let (tx, rx) = watch::channel(false);
+            tokio::spawn(async move {
+                shutdown_signal().await;
+                let _ = tx.send(true);
+            });
+            Dispatcher::new(pool, cfg, Arc::new(Metrics::default())).run(rx).await;
+        }
+        Command::Serve => serve(pool, cfg).await?,
+    }
+    Ok(())
+}
+
+async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
+    let metrics = Arc::new(Metrics::default());
+    let (tx, rx) = watch::channel(false);
+    let dispatcher = tokio::spawn(Dispatcher::new(pool.clone(), cfg.clone(), metrics.clone()).run(rx.clone()));
+    let maintenance = tokio::spawn(crate::maintenance::run(pool.clone(), cfg.retention_days, rx.clone()));
+    let state = web::AppState { leptos_options: web::leptos_options(&cfg), pool, cfg: cfg.clone(), metrics };
+    let listener = tokio::net::TcpListener::bind(cfg.site_addr).await.map_err(|e| format!("cannot listen on {}: {e}", cfg.site_addr))?;
+    tracing::info!("listening on http://{}", cfg.site_addr);
+    let mut stop = rx.clone();
+    let served = web::serve(state, listener, async move {
+        let _ = stop.wait_for(|s| *s).await;
+    });
+    let signal = async move {
+        shutdown_signal().await;
+        let _ = tx.send(true);
+    };
+    let (result, _) = tokio::join!(served, signal);
+    result?;
+    let _ = dispatcher.await;
+    let _ = maintenance.await;
+    Ok(())
+}
+
+pub async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,235 @@
+//! The deliveries table as a queue: claim due rows with a lease, renew leases, record
+//! outcomes in batches, hand back what a stopping worker did not finish.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+/// A claimed attempt with everything needed to send it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Claimed {
+    pub id: i64,
+    pub created_at: DateTime<Utc>,
+    pub project_id: i64,
+    pub event_id: String,
+    pub event_type: String,
+    pub endpoint_id: i64,
+    pub target_url: String,
+    pub attempt: i32,
+    pub trigger: String,
+    pub request_id: String,
+    pub chain_started_at: Option<DateTime<Utc>>,
+    pub lease_expires_at: DateTime<Utc>,
+    pub event_created_at: DateTime<Utc>,
+    pub data: String,
+    pub endpoint_url: String,
+    pub secret: String,
+    pub previous_secret: Option<String>,
+    pub custom_headers: sqlx::types::Json<Vec<(String, String)>>,
+}
+
+/// Claims up to `limit` due rows, skipping rows other workers hold and endpoints this
+/// worker has saturated. Disabled endpoints' rows stay pending; redirects and test sends
+/// go out regardless of the endpoint's state.
+pub async fn claim_due(
+    pool: &PgPool,
+    worker: &str,
+    limit: i64,
+    lease: std::time::Duration,
+    saturated: &[i64],
+) -> Result<Vec<Claimed>, sqlx::Error> {
+    sqlx::query_as::<_, Claimed>(
+        "WITH due AS (
+            SELECT d.id, d.created_at FROM deliveries d
+            JOIN endpoints e ON e.id = d.endpoint_id
+            WHERE d.status = 'pending' AND d.scheduled_at <= now()
+              AND (d.trigger IN ('redirect', 'test') OR (e.enabled AND e.deleted_at IS NULL))
+              AND NOT (d.endpoint_id = ANY($4))
+            ORDER BY d.scheduled_at
+            LIMIT $2
+            FOR UPDATE OF d SKIP LOCKED
+         )
+         UPDATE deliveries d
+            SET status = 'in_flight', started_at = now(), claimed_by = $1,
+                lease_expires_at = now() + $3
+           FROM due, events ev, endpoints e
+          WHERE d.id = due.id AND d.created_at = due.created_at
+            AND ev.event_id = d.event_id AND e.id = d.endpoint_id
+         RETURNING d.id, d.created_at, d.project_id, d.event_id, d.event_type, d.endpoint_id,
+                   d.target_url, d.attempt, d.trigger, d.request_id, d.chain_started_at,
+                   d.lease_expires_at, ev.created_at AS event_created_at, ev.data::text AS data,
+                   e.url AS endpoint_url, e.secret,
+                   CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
+                   e.custom_headers",
+    )
+    .bind(worker)
+    .bind(limit)
+    .bind(chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60)))
+    .bind(saturated)
+    .fetch_all(pool)
+    .await
+}
+
+/// Extends the leases of rows this worker still holds.
+pub async fn renew_leases(pool: &PgPool, worker: &str, ids: &[i64], lease: std::time::Duration) -> Result<u64, sqlx::Error> {
+    Ok(sqlx::query(
+        "UPDATE deliveries SET lease_expires_at = now() + $3
+         WHERE id = ANY($2) AND status = 'in_flight' AND claimed_by = $1",
+    )
+    .bind(worker)
+    .bind(ids)
+    .bind(chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60)))
+    .execute(pool)
+    .await?
+    .rows_affected())
+}
+
+/// Rows whose worker vanished go back to the queue with the same request id.
+pub async fn recover_expired(pool: &PgPool) -> Result<u64, sqlx::Error> {
+    Ok(sqlx::query(
+        "UPDATE deliveries SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL
+         WHERE status = 'in_flight' AND lease_expires_at < now()",
+    )
+    .execute(pool)
+    .await?
+    .rows_affected())
+}
+
+/// A stopping worker hands back what it holds but did not finish.
+pub async fn release_all(pool: &PgPool, worker: &str) -> Result<u64, sqlx::Error> {
+    Ok(sqlx::query(
+        "UPDATE deliveries SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL
+         WHERE status = 'in_flight' AND claimed_by = $1",
+    )
+    .bind(worker)
+    .execute(pool)
+    .await?
+    .rows_affected())
+}
+
+/// The recorded outcome of one attempt, and the attempt it schedules, if any.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub id: i64,
+    pub created_at: DateTime<Utc>,
+    pub status: &'static str,
+    pub finished_at: DateTime<Utc>,
+    pub duration_ms: i32,
+    pub request_headers: Vec<(String, String)>,
+    pub response_status: Option<i16>,
+    pub response_headers: Option<Vec<(String, String)>>,
+    pub response_body: Option<String>,
+    pub error_kind: Option<String>,
+    pub error: Option<String>,
+    pub chain_started_at: DateTime<Utc>,
+    pub next: Option<NextAttempt>,
+}
+
+#[derive(Clone, Debug)]
+pub struct NextAttempt {
+    pub project_id: i64,
+    pub event_id: String,
+    pub event_type: String,
+    pub endpoint_id: i64,
+    pub target_url: String,
+    pub attempt: i32,
+    pub scheduled_at: DateTime<Utc>,
+    pub request_id: String,
+}
+
+/// Writes a batch of outcomes and their follow-up attempts in one transaction: one
+/// UPDATE and at most one INSERT however large the batch. Rows this worker no longer
+/// holds (its lease was taken over) are left alone, and their follow-ups are not queued.
+pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u64, sqlx::Error> {
+    if batch.is_empty() {
+        return Ok(0);
+    }
+    let mut tx = pool.begin().await?;
+    let ids: Vec<i64> = batch.iter().map(|o| o.id).collect();
+    let created: Vec<DateTime<Utc>> = batch.iter().map(|o| o.created_at).collect();
+    let status: Vec<&str> = batch.iter().map(|o| o.status).collect();
+    let finished: Vec<DateTime<Utc>> = batch.iter().map(|o| o.finished_at).collect();
+    let duration: Vec<i32> = batch.iter().map(|o| o.duration_ms).collect();
+    let req_headers: Vec<serde_json::Value> = batch.iter().map(|o| serde_json::json!(o.request_headers)).collect();
+    let resp_status: Vec<Option<i16>> = batch.iter().map(|o| o.response_status).collect();
+    let resp_headers: Vec<Option<serde_json::Value>> =
+        batch.iter().map(|o| o.response_headers.as_ref().map(|h| serde_json::json!(h))).collect();
+    let resp_body: Vec<Option<String>> = batch.iter().map(|o| o.response_body.clone()).collect();
+    let error_kind: Vec<Option<String>> = batch.iter().map(|o| o.error_kind.clone()).collect();
+    let error: Vec<Option<String>> = batch.iter().map(|o| o.error.clone()).collect();
+    let chain: Vec<DateTime<Utc>> = batch.iter().map(|o| o.chain_started_at).collect();
+    let updated: Vec<i64> = sqlx::query_scalar(
+        "UPDATE deliveries d SET status = u.status, finished_at = u.finished_at, duration_ms = u.duration_ms,
+                request_headers = u.request_headers, response_status = u.response_status,
+                response_headers = u.response_headers, response_body = u.response_body,
+                error_kind = u.error_kind, error = u.error, chain_started_at = u.chain_started_at,
+                lease_expires_at = NULL
+           FROM unnest($2::bigint[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::int[], $7::jsonb[],
+                       $8::smallint[], $9::jsonb[], $10::text[], $11::text[], $12::text[], $13::timestamptz[])
+                AS u(id, created_at, status, finished_at, duration_ms, request_headers, response_status,
+                     response_headers, response_body, error_kind, error, chain_started_at)
+          WHERE d.id = u.id AND d.created_at = u.created_at AND d.status = 'in_flight' AND d.claimed_by = $1
+          RETURNING d.id",
+    )
+    .bind(worker)
+    .bind(&ids)
+    .bind(&created)
+    .bind(&status)
+    .bind(&finished)
+    .bind(&duration)
+    .bind(&req_headers)
+    .bind(&resp_status)
+    .bind(&resp_headers)
+    .bind(&resp_body)
+    .bind(&error_kind)
+    .bind(&error)
+    .bind(&chain)
+    .fetch_all(&mut *tx)
+    .await?;
+    let next: Vec<(&NextAttempt, DateTime<Utc>)> = batch
+        .iter()
+        .filter(|o| updated.contains(&o.id))
+        .filter_map(|o| o.next.as_ref().map(|n| (n, o.chain_started_at)))
+        .collect();
+    if !next.is_empty() {
+        sqlx::query(
+            "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                                     trigger, status, scheduled_at, request_id, chain_started_at)
+             SELECT n.project_id, n.event_id, n.event_type, n.endpoint_id, n.target_url, n.attempt,
+                    'auto', 'pending', n.scheduled_at, n.request_id, n.chain_started_at
+             FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::int[],
+                         $7::timestamptz[], $8::text[], $9::timestamptz[])
+                  AS n(project_id, event_id, event_type, endpoint_id, target_url, attempt, scheduled_at,
+                       request_id, chain_started_at)",
+        )
+        .bind(next.iter().map(|(n, _)| n.project_id).collect::<Vec<_>>())
+        .bind(next.iter().map(|(n, _)| n.event_id.clone()).collect::<Vec<_>>())
+        .bind(next.iter().map(|(n, _)| n.event_type.clone()).collect::<Vec<_>>())
+        .bind(next.iter().map(|(n, _)| n.endpoint_id).collect::<Vec<_>>())
+        .bind(next.iter().map(|(n, _)| n.target_url.clone()).collect::<Vec<_>>())
+        .bind(next.iter().map(|(n, _)| n.attempt).collect::<Vec<_>>())
+        .bind(next.iter().map(|(n, _)| n.scheduled_at).collect::<Vec<_>>())
+        .bind(next.iter().map(|(n, _)| n.request_id.clone()).collect::<Vec<_>>())
+        .bind(next.iter().map(|(_, c)| *c).collect::<Vec<_>>())
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(updated.len() as u64)
+}
+
+/// Queue depth and the age of the oldest due pending row, for /metrics.
+pub async fn queue_stats(pool: &PgPool) -> Result<(i64, f64), sqlx::Error> {
+    sqlx::query_as(
+        "SELECT count(*), coalesce(extract(epoch FROM now() - min(scheduled_at)), 0)::float8
+         FROM deliveries WHERE status = 'pending' AND scheduled_at <= now()",
+    )
+    .fetch_one(pool)
+    .await
+}
+
+/// When the next scheduled row falls due (so the loop can sleep exactly that long).
+pub async fn next_due(pool: &PgPool) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+    sqlx::query_scalar("SELECT min(scheduled_at) FROM deliveries WHERE status = 'pending' AND scheduled_at > now()")
+        .fetch_one(pool)
+        .await
+}

@@ -1,0 +1,222 @@
+//! One attempt over HTTP: sign, send, read at most 64 KiB of the answer, classify.
+
+use std::time::{Duration, Instant};
+
+use app::{
+    cfg::Config,
+    core::{
+        classify::{classify_error, classify_status, TransportError, Verdict},
+        ids::new_request_id,
+        payload::build_body,
+        retry::Next,
+        signing::sign_all,
+    },
+};
+use chrono::Utc;
+use futures::StreamExt;
+use reqwest::{redirect, Client};
+
+use super::{
+    guard::{self, is_public, RefusedTarget},
+    queue::{Claimed, NextAttempt, Outcome},
+};
+
+/// Response bodies are kept up to this many bytes.
+pub const MAX_RESPONSE_BODY: usize = 64 * 1024;
+
+pub struct Sender {
+    /// For customers' endpoints: non-public addresses refused unless configured otherwise.
+    guarded: Client,
+    /// For Posthorn's own inspector bins, which are always allowed.
+    trusted: Client,
+    cfg: std::sync::Arc<Config>,
+}
+
+impl Sender {
+    pub fn new(cfg: std::sync::Arc<Config>) -> reqwest::Result<Sender> {
+        let base = || {
+            Client::builder()
+                .redirect(redirect::Policy::none())
+                .connect_timeout(cfg.connect_timeout)
+                .pool_idle_timeout(Duration::from_secs(60))
+                .pool_max_idle_per_host(64)
+                .tcp_nodelay(true)
+                .user_agent(concat!("Posthorn-Webhooks/", env!("CARGO_PKG_VERSION")))
+        };
+        let guarded = if cfg.allow_private_targets { base() } else { base().dns_resolver(guard::resolver()) };
+        Ok(Sender { guarded: guarded.build()?, trusted: base().build()?, cfg })
+    }
+
+    fn is_own_bin(&self, url: &str) -> bool {
+        url.starts_with(&format!("{}/r/", self.cfg.public_url))
+    }
+
+    /// Sends one claimed attempt and decides what follows. Never fails: every failure is
+    /// an outcome to record.
+    pub async fn attempt(&self, row: &Claimed, jitter: f64) -> Outcome {
+        let body = build_body(&row.event_id, &row.event_type, row.event_created_at, &row.data);
+        let timestamp = Utc::now().timestamp();
+        let mut secrets = vec![row.secret.as_str()];
+        if let Some(prev) = row.previous_secret.as_deref() {
+            secrets.push(prev);
+        }
+        let sigs = sign_all(&secrets, &row.event_id, timestamp, &body);
+        let mut headers: Vec<(String, String)> = vec![
+            ("Content-Type".into(), "application/json".into()),
+            ("X-Botix-Signature".into(), sigs.botix),
+            ("X-Botix-Timestamp".into(), timestamp.to_string()),
+            ("X-Event-Id".into(), row.event_id.clone()),
+            ("X-Event-Type".into(), row.event_type.clone()),
+            ("X-Delivery-Attempt".into(), row.attempt.to_string()),
+            ("X-Request-Id".into(), row.request_id.clone()),
+            ("webhook-id".into(), row.event_id.clone()),
+            ("webhook-timestamp".into(), timestamp.to_string()),
+            ("webhook-signature".into(), sigs.standard),
+        ];
+        if row.trigger != "redirect" {
+            for (k, v) in row.custom_headers.0.iter() {
+                if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(k)) {
+                    headers.push((k.clone(), v.clone()));
+                }
+            }
+        }
+        let started = Instant::now();
+        let result = self.send(&row.target_url, &headers, body).await;
+        let finished_at = Utc::now();
+        let duration_ms = started.elapsed().as_millis().min(i32::MAX as u128) as i32;
+        let (verdict, response_status, response_headers, response_body, error_kind, error) = match result {
+            Ok((status, resp_headers, resp_body)) => {
+                let retry_after = resp_headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
+                    .map(|(_, v)| v.clone());
+                let verdict = classify_status(status, retry_after.as_deref(), finished_at);
+                let (kind, err) = match verdict {
+                    Verdict::Succeeded => (None, None),
+                    _ => (Some("http_status".to_string()), Some(format!("endpoint answered {status}"))),
+                };
+                (verdict, Some(status as i16), Some(resp_headers), Some(resp_body), kind, err)
+            }
+            Err((kind, message)) => (classify_error(kind), None, None, None, Some(kind.kind().to_string()), Some(message)),
+        };
+        let chain_start = row.chain_started_at.unwrap_or(row.created_at.min(finished_at));
+        let chains = row.trigger == "auto";
+        let next = self.cfg.retry.next_attempt(verdict, row.attempt as u32, chains, chain_start, finished_at, jitter);
+        let (status, next) = match next {
+            Next::Succeeded => ("succeeded", None),
+            Next::DeadLetter => ("dead_letter", None),
+            Next::RetryAt(at) => (
+                "failed",
+                Some(NextAttempt {
+                    project_id: row.project_id,
+                    event_id: row.event_id.clone(),
+                    event_type: row.event_type.clone(),
+                    endpoint_id: row.endpoint_id,
+                    target_url: row.endpoint_url.clone(),
+                    attempt: row.attempt + 1,
+                    scheduled_at: at,
+                    request_id: new_request_id(),
+                }),
+            ),
+        };
+        Outcome {
+            id: row.id,
+            created_at: row.created_at,
+            status,
+            finished_at,
+            duration_ms,
+            request_headers: headers,
+            response_status,
+            response_headers,
+            response_body,
+            error_kind,
+            error,
+            chain_started_at: chain_start,
+            next,
+        }
+    }
+
+    async fn send(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+    ) -> Result<(u16, Vec<(String, String)>, String), (TransportError, String)> {
+        let own_bin = self.is_own_bin(url);
+        let parsed = reqwest::Url::parse(url).map_err(|e| (TransportError::Other, format!("bad target URL: {e}")))?;
+        // An IP literal never reaches the resolver, so it is checked here.
+        if !own_bin && !self.cfg.allow_private_targets {
+            let literal = match parsed.host() {
+                Some(url::Host::Ipv4(ip)) => Some(std::net::IpAddr::V4(ip)),
+                Some(url::Host::Ipv6(ip)) => Some(std::net::IpAddr::V6(ip)),
+                _ => None,
+            };
+            if let Some(ip) = literal.filter(|ip| !is_public(*ip)) {
+                return Err((TransportError::RefusedTarget, RefusedTarget(ip).to_string()));
+            }
+        }
+        let client = if own_bin { &self.trusted } else { &self.guarded };
+        let mut req = client.post(parsed).body(body);
+        for (k, v) in headers {
+            req = req.header(k, v);
+        }
+        let exchange = async {
+            let resp = req.send().await.map_err(|e| classify_reqwest(&e))?;
+            let status = resp.status().as_u16();
+            let resp_headers: Vec<(String, String)> = resp
+                .headers()
+                .iter()
+                .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                .collect();
+            let mut stream = resp.bytes_stream();
+            let mut buf: Vec<u8> = Vec::new();
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| classify_reqwest(&e))?;
+                let room = MAX_RESPONSE_BODY - buf.len();
+                buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if buf.len() >= MAX_RESPONSE_BODY {
+                    break; // the rest is not read at all
+                }
+            }
+            Ok((status, resp_headers, String::from_utf8_lossy(&buf).into_owned()))
+        };
+        match tokio::time::timeout(self.cfg.read_timeout, exchange).await {
+            Ok(r) => r,
+            Err(_) => Err((
+                TransportError::Timeout,
+                format!("no complete response within {} ms", self.cfg.read_timeout.as_millis()),
+            )),
+        }
+    }
+}
+
+fn classify_reqwest(e: &reqwest::Error) -> (TransportError, String) {
+    let mut chain = String::new();
+    let mut source: Option<&dyn std::error::Error> = Some(e);
+    let mut refused = false;
+    while let Some(err) = source {
+        if err.downcast_ref::<RefusedTarget>().is_some() {
+            refused = true;
+        }
+        if !chain.is_empty() {
+            chain.push_str(": ");
+        }
+        chain.push_str(&err.to_string());
+        source = err.source();
+    }
+    let lower = chain.to_lowercase();
+    let kind = if refused || lower.contains("refused target") {
+        TransportError::RefusedTarget
+    } else if e.is_timeout() {
+        TransportError::Timeout
+    } else if lower.contains("dns error") || lower.contains("failed to lookup") || lower.contains("name or service not known") {
+        TransportError::Dns
+    } else if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") {
+        TransportError::Tls
+    } else if e.is_connect() {
+        TransportError::Connect
+    } else {
+        TransportError::Other
+    };
+    (kind, chain)
+}

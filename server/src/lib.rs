@@ -1,0 +1,11 @@
+//! The `posthorn` server: the web app (dashboard, public API, inspector), the dispatcher
+//! and the command line around them.
+
+pub mod api;
+pub mod cli;
+pub mod dispatcher;
+pub mod inspector;
+pub mod maintenance;
+pub mod metrics;
+pub mod seed;
+pub mod web;

@@ -1,0 +1,26 @@
+use std::error::Error as _;
+
+use clap::Parser;
+use server::cli::{run, Cli};
+
+#[tokio::main]
+async fn main() {
+    // Logs go to stderr: `create-project` prints only its JSON line on stdout.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn,tower_sessions=warn".into()),
+        )
+        .init();
+    if let Err(e) = run(Cli::parse()).await {
+        let mut message = e.to_string();
+        let mut source = e.source();
+        while let Some(s) = source {
+            message.push_str(&format!(": {s}"));
+            source = s.source();
+        }
+        eprintln!("posthorn: {message}");
+        std::process::exit(1);
+    }
+}

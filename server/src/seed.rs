@@ -1,0 +1,195 @@
+//! `posthorn seed-demo`: the Demo project, its people, two endpoints and a few hundred
+//! deliveries in every status over the last 14 days. Running it again changes nothing.
+
+use app::{
+    core::ids::{new_event_id, new_request_id},
+    db::{projects, users},
+    error::AppResult,
+};
+use chrono::{Duration, Utc};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use sqlx::{PgPool, QueryBuilder};
+
+pub const OWNER_EMAIL: &str = "owner@example.com";
+pub const SUPPORT_EMAIL: &str = "support@example.com";
+pub const DEMO_PASSWORD: &str = "demo-password";
+
+const TYPES: [&str; 6] = [
+    "payment.succeeded",
+    "payment.confirmed",
+    "message.created",
+    "chat.opened",
+    "contact.created",
+    "subscription.cancelled",
+];
+
+pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
+    let owner = users::upsert(pool, OWNER_EMAIL, DEMO_PASSWORD, "user").await?;
+    users::upsert(pool, SUPPORT_EMAIL, DEMO_PASSWORD, "support").await?;
+    let project = match projects::find_by_owner_and_name(pool, owner.id, "Demo").await? {
+        Some(p) => p,
+        None => projects::create(pool, "Demo", "business", owner.id).await?,
+    };
+    let seeded: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM events WHERE project_id = $1)")
+        .bind(project.id)
+        .fetch_one(pool)
+        .await?;
+    if seeded {
+        return Ok(project.id);
+    }
+    app::db::maintenance::ensure_partitions(pool, 15, 7).await?;
+    let access = app::auth::system_access(project.id, "seed");
+    let (orders, _) = app::db::endpoints::create(
+        pool,
+        &access,
+        app::db::endpoints::NewEndpoint {
+            url: "https://hooks.shop.example.com/posthorn/payments",
+            event_types: &["payment.succeeded".into(), "payment.confirmed".into(), "subscription.cancelled".into()],
+            description: "Shop: payments",
+        },
+    )
+    .await?;
+    let (crm, _) = app::db::endpoints::create(
+        pool,
+        &access,
+        app::db::endpoints::NewEndpoint { url: "https://crm.example.net/webhooks/botix", event_types: &["*".into()], description: "CRM: everything" },
+    )
+    .await?;
+
+    let mut rng = StdRng::seed_from_u64(7);
+    let now = Utc::now();
+    let mut events = Vec::new();
+    let mut rows = Vec::new();
+    for i in 0..240 {
+        let event_type = TYPES[i % TYPES.len()];
+        let age = Duration::seconds(rng.gen_range(60..14 * 86_400 - 3600));
+        let created = now - age;
+        let event_id = new_event_id();
+        let data = match event_type {
+            "contact.created" if i % 12 == 4 => serde_json::json!({"contact_id": i, "name": "<script>alert('xss')</script><img src=x onerror=alert(1)>"}),
+            t if t.starts_with("payment") => serde_json::json!({"payment_id": format!("pay_{i:05}"), "amount": rng.gen_range(100..99_000), "currency": "EUR"}),
+            _ => serde_json::json!({"id": i, "channel": "web", "text": "Hello from the demo"}),
+        };
+        events.push((event_id.clone(), event_type, data, created));
+        for ep in [&orders, &crm] {
+            if !app::core::event_type::subscribed(&ep.event_types, event_type) {
+                continue;
+            }
+            // Outcome plans: (status, code, error_kind) per attempt.
+            let roll: u32 = rng.gen_range(0..100);
+            let plan: Vec<(&str, Option<i16>, Option<&str>)> = match roll {
+                0..=54 => vec![("succeeded", Some(200), None)],
+                55..=66 => vec![("failed", Some(503), Some("http_status")), ("succeeded", Some(200), None)],
+                67..=74 => vec![("failed", None, Some("timeout")), ("failed", None, Some("connect")), ("succeeded", Some(204), None)],
+                75..=82 => vec![("dead_letter", Some(404), Some("http_status"))],
+                83..=88 => vec![("failed", Some(500), Some("http_status")); 5].into_iter().chain([("dead_letter", Some(500), Some("http_status"))]).collect(),
+                89..=92 => vec![("dead_letter", None, Some("dns"))],
+                93..=96 => vec![("failed", Some(429), Some("http_status")), ("pending", None, None)],
+                _ => vec![("in_flight", None, None)],
+            };
+            let mut at = created;
+            for (n, (status, code, kind)) in plan.iter().enumerate() {
+                let delay = [0, 30, 300, 1800, 7200, 21600][n.min(5)];
+                at += Duration::seconds(delay);
+                if at > now {
+                    at = now - Duration::seconds(rng.gen_range(1..60));
+                }
+                rows.push(SeedRow {
+                    created_at: at,
+                    event_id: event_id.clone(),
+                    event_type,
+                    endpoint_id: ep.id,
+                    url: ep.url.clone(),
+                    attempt: n as i32 + 1,
+                    status,
+                    code: *code,
+                    kind: *kind,
+                    duration: rng.gen_range(12..900),
+                });
+            }
+        }
+    }
+    let mut tx = pool.begin().await?;
+    let mut q = QueryBuilder::new("INSERT INTO events (event_id, project_id, event_type, data, deliveries, created_at) ");
+    q.push_values(&events, |mut b, (id, t, data, at)| {
+        b.push_bind(id).push_bind(project.id).push_bind(*t).push_bind(data.to_string()).push_unseparated("::json").push_bind(2).push_bind(*at);
+    });
+    q.build().execute(&mut *tx).await?;
+    for chunk in rows.chunks(500) {
+        let mut q = QueryBuilder::new(
+            "INSERT INTO deliveries (created_at, project_id, event_id, event_type, endpoint_id, target_url, attempt,
+             trigger, status, scheduled_at, started_at, finished_at, duration_ms, lease_expires_at, claimed_by, request_id,
+             request_headers, response_status, response_headers, response_body, error_kind, error, chain_started_at) ",
+        );
+        q.push_values(chunk, |mut b, r| {
+            let done = matches!(r.status, "succeeded" | "failed" | "dead_letter");
+            let scheduled = if r.status == "pending" { now + Duration::hours(3) } else { r.created_at };
+            let request_id = new_request_id();
+            let headers = serde_json::json!([
+                ["Content-Type", "application/json"], ["X-Event-Id", r.event_id], ["X-Event-Type", r.event_type],
+                ["X-Delivery-Attempt", r.attempt.to_string()], ["X-Request-Id", request_id],
+            ]);
+            let body = r.code.map(|c| match c {
+                200..=299 => r#"{"ok":true}"#.to_string(),
+                404 => "<html><body><h1>Not Found</h1><script>alert('from receiver')</script></body></html>".to_string(),
+                429 => r#"{"error":"slow down"}"#.to_string(),
+                _ => "upstream unavailable".to_string(),
+            });
+            let error = r.kind.map(|k| match (k, r.code) {
+                ("http_status", Some(c)) => format!("endpoint answered {c}"),
+                ("timeout", _) => "no complete response within 30000 ms".into(),
+                ("connect", _) => "error sending request: connection refused".into(),
+                ("dns", _) => "dns error: failed to lookup address information".into(),
+                _ => k.to_string(),
+            });
+            b.push_bind(r.created_at)
+                .push_bind(project.id)
+                .push_bind(&r.event_id)
+                .push_bind(r.event_type)
+                .push_bind(r.endpoint_id)
+                .push_bind(&r.url)
+                .push_bind(r.attempt)
+                .push_bind("auto")
+                .push_bind(r.status)
+                .push_bind(scheduled)
+                .push_bind((r.status != "pending").then_some(r.created_at))
+                .push_bind(done.then(|| r.created_at + Duration::milliseconds(r.duration as i64)))
+                .push_bind(done.then_some(r.duration))
+                .push_bind((r.status == "in_flight").then(|| now + Duration::days(1)))
+                .push_bind((r.status == "in_flight").then_some("demo"))
+                .push_bind(request_id_for(&headers))
+                .push_bind(done.then_some(headers.clone()))
+                .push_bind(r.code)
+                .push_bind(r.code.map(|_| serde_json::json!([["content-type", "text/plain"], ["server", "demo"]])))
+                .push_bind(body)
+                .push_bind(r.kind)
+                .push_bind(error)
+                .push_bind(r.created_at);
+        });
+        q.build().execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(project.id)
+}
+
+fn request_id_for(headers: &serde_json::Value) -> String {
+    headers
+        .as_array()
+        .and_then(|h| h.iter().find(|p| p[0] == "X-Request-Id"))
+        .and_then(|p| p[1].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+struct SeedRow {
+    created_at: chrono::DateTime<Utc>,
+    event_id: String,
+    event_type: &'static str,
+    endpoint_id: i64,
+    url: String,
+    attempt: i32,
+    status: &'static str,
+    code: Option<i16>,
+    kind: Option<&'static str>,
+    duration: i32,
+}

@@ -1,0 +1,145 @@
+//! Assembles the HTTP surface: Leptos pages and server functions, the public API, the
+//! inspector, health and metrics, sessions, and the guards in front of them.
+
+use std::{net::SocketAddr, sync::Arc};
+
+use app::{cfg::Config, ctx::ServerCtx, shell, App};
+use axum::{
+    extract::{FromRef, Request, State},
+    http::{header, HeaderMap, StatusCode},
+    middleware::{self, Next},
+    response::{IntoResponse, Redirect, Response},
+    routing::get,
+    Router,
+};
+use leptos::prelude::*;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use sqlx::PgPool;
+use tower_sessions::{cookie::SameSite, Expiry, Session, SessionManagerLayer};
+use tower_sessions_sqlx_store::PostgresStore;
+
+use crate::metrics::Metrics;
+
+pub const SESSION_COOKIE: &str = "posthorn_session";
+
+#[derive(Clone, FromRef)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub pool: PgPool,
+    pub cfg: Arc<Config>,
+    pub metrics: Arc<Metrics>,
+}
+
+pub fn leptos_options(cfg: &Config) -> LeptosOptions {
+    let site_root = std::env::var("LEPTOS_SITE_ROOT").unwrap_or_else(|_| "target/site".into());
+    LeptosOptions::builder()
+        .output_name("posthorn")
+        .site_root(site_root)
+        .site_pkg_dir("pkg")
+        .site_addr(cfg.site_addr)
+        .build()
+}
+
+pub fn session_store(pool: &PgPool) -> PostgresStore {
+    PostgresStore::new(pool.clone())
+}
+
+pub fn router(state: AppState) -> Router {
+    let routes = generate_route_list(App);
+    let ctx = ServerCtx { pool: state.pool.clone(), cfg: state.cfg.clone() };
+    let sessions = SessionManagerLayer::new(session_store(&state.pool))
+        .with_name(SESSION_COOKIE)
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(state.cfg.public_url.starts_with("https://"))
+        .with_expiry(Expiry::OnInactivity(tower_sessions::cookie::time::Duration::days(7)));
+
+    let leptos_app = Router::new()
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || provide_context(ctx.clone()),
+            {
+                let options = state.leptos_options.clone();
+                move || shell(options.clone())
+            },
+        )
+        .route("/logout", get(logout))
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(middleware::from_fn(require_login))
+        .layer(middleware::from_fn(same_origin_server_fns))
+        .layer(sessions);
+
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .nest("/public/v1", crate::api::router(state.clone()))
+        .merge(crate::inspector::router(state.clone()))
+        .merge(leptos_app)
+        .with_state(state)
+}
+
+async fn healthz(State(pool): State<PgPool>) -> impl IntoResponse {
+    match sqlx::query("SELECT 1").execute(&pool).await {
+        Ok(_) => (StatusCode::OK, "ok"),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "database unavailable"),
+    }
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let (depth, oldest) = crate::dispatcher::queue::queue_stats(&state.pool).await.unwrap_or((0, 0.0));
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.metrics.render(depth, oldest),
+    )
+        .into_response()
+}
+
+async fn logout(session: Session) -> Redirect {
+    let _ = session.flush().await;
+    Redirect::to("/login")
+}
+
+/// Pages under /developers need a signed-in user; anyone else goes to /login.
+async fn require_login(session: Session, req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    if path == "/developers" || path.starts_with("/developers/") {
+        let signed_in = session.get::<i64>(app::auth::USER_KEY).await.ok().flatten().is_some();
+        if !signed_in {
+            return Redirect::to("/login").into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// Server functions refuse requests made from another site.
+async fn same_origin_server_fns(headers: HeaderMap, req: Request, next: Next) -> Response {
+    if req.uri().path().starts_with("/api/") && req.method() != axum::http::Method::GET {
+        let cross_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) == Some("cross-site");
+        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+        let origin_mismatch = headers
+            .get(header::ORIGIN)
+            .and_then(|v| v.to_str().ok())
+            .map(|o| {
+                let o = o.split("://").nth(1).unwrap_or(o);
+                Some(o) != host
+            })
+            .unwrap_or(false);
+        if cross_site || origin_mismatch {
+            return (StatusCode::FORBIDDEN, "cross-site request refused").into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// Serves until `shutdown` resolves.
+pub async fn serve(
+    state: AppState,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(state);
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown)
+        .await
+}
