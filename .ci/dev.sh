@@ -118,6 +118,10 @@ test_all() {
   ensure_database
   export POSTHORN_TEST_DATABASE_URL="$DATABASE_URL"
   export POSTHORN_PYTHON="$ROOT/.venv/bin/python"
+  export POSTHORN_PSQL="$(command -v psql || echo "$(pg_bin)/psql")"
+  # Databases left by earlier runs of the integration tests.
+  "$POSTHORN_PSQL" "$DATABASE_URL" -tAc "SELECT datname FROM pg_database WHERE datname LIKE 'ph_test_%'" 2>/dev/null \
+    | while read -r db; do "$POSTHORN_PSQL" "$DATABASE_URL" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true; done
   log "unit and integration tests"
   cargo test -p app --features ssr --lib
   cargo test -p server

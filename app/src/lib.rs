@@ -23,7 +23,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    path,
+    path, SsrMode,
 };
 
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -47,12 +47,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
-    // Effects run only in the browser, after hydration: tests wait for this mark.
-    Effect::new(move |_| {
-        if let Some(body) = document().body() {
-            let _ = body.set_attribute("data-hydrated", "true");
-        }
-    });
+    components::hydration::provide_hydration_mark();
     view! {
         <Stylesheet id="leptos" href="/pkg/posthorn.css"/>
         <Title text="Posthorn"/>
@@ -60,10 +55,12 @@ pub fn App() -> impl IntoView {
             <Routes fallback=pages::not_found::NotFound>
                 <Route path=path!("/") view=pages::home::Landing/>
                 <Route path=path!("/login") view=pages::login::LoginPage/>
-                <Route path=path!("/developers") view=pages::cabinet::CabinetHome/>
-                <Route path=path!("/developers/deliveries") view=pages::deliveries::DeliveriesPage/>
+                // Rendered whole before the first byte: complete without the WASM, and the
+                // data the page hydrates with is all inline before the scripts run.
+                <Route path=path!("/developers") view=pages::cabinet::CabinetHome ssr=SsrMode::Async/>
+                <Route path=path!("/developers/deliveries") view=pages::deliveries::DeliveriesPage ssr=SsrMode::Async/>
                 <Route path=path!("/inspector") view=pages::inspector::InspectorHome/>
-                <Route path=path!("/inspector/:id") view=pages::inspector::BinPage/>
+                <Route path=path!("/inspector/:id") view=pages::inspector::BinPage ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }

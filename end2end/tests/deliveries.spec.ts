@@ -152,8 +152,8 @@ test("Retry sends a new attempt with a new request id that succeeds live; Redire
   expect(receiver.received[1].headers["x-request-id"]).toBe(await top.getAttribute("data-request-id"));
   expect(receiver.received[1].headers["x-delivery-attempt"]).toBe("2");
 
-  // Redirect: the same event, signed, into a new inspector bin.
-  await page.getByTestId("delivery-row").nth(1).locator(".drow").click();
+  // Redirect (from the row still open): the same event, signed, into a new inspector bin.
+  await expect(page.getByTestId("delivery-row").nth(1)).toHaveClass(/open/);
   await page.getByTestId("redirect-button").click();
   const link = page.getByTestId("bin-link");
   await expect(link).toBeVisible();

@@ -12,6 +12,8 @@ export async function hydrated(page: Page) {
 }
 
 export async function login(page: Page, who: { email: string; password: string }) {
+  page.on("pageerror", (e) => console.log(`[pageerror] ${e.message}`));
+  page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") console.log(`[console.${m.type()}] ${m.text().slice(0, 500)}`); });
   await page.goto("/login");
   await hydrated(page);
   await page.getByTestId("login-email").fill(who.email);

@@ -1,5 +1,3 @@
-use std::error::Error as _;
-
 use clap::Parser;
 use server::cli::{run, Cli};
 

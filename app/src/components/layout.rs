@@ -5,6 +5,7 @@ use leptos::prelude::*;
 use leptos_router::components::{Redirect, A};
 
 use crate::{
+    components::hydration::gate,
     auth::{get_viewer, Logout, SwitchProject},
     model::Viewer,
 };
@@ -14,10 +15,11 @@ pub fn Cabinet(#[prop(into)] title: String, children: ChildrenFn) -> impl IntoVi
     let viewer = Resource::new(|| (), |_| get_viewer());
     let children = StoredValue::new(children);
     let title = StoredValue::new(title);
+    let gate = gate();
     view! {
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
-                match viewer.await {
+                let content = match viewer.await {
                     Ok(Some(v)) => view! {
                         <CabinetHeader viewer=v.clone()/>
                         <main class="cabinet">
@@ -27,7 +29,8 @@ pub fn Cabinet(#[prop(into)] title: String, children: ChildrenFn) -> impl IntoVi
                     }.into_any(),
                     Ok(None) => view! { <Redirect path="/login"/> }.into_any(),
                     Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
-                }
+                };
+                view! { {gate.open()} {content} }
             })}
         </Suspense>
     }

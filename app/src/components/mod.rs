@@ -1,4 +1,5 @@
 //! Small pieces shared by the pages.
 
+pub mod hydration;
 pub mod layout;
 pub mod widgets;

@@ -7,6 +7,7 @@ use leptos_router::hooks::{use_navigate, use_query_map};
 
 use crate::{
     components::{
+        hydration::{gate, Gate},
         layout::Cabinet,
         widgets::{absolute, error_text, pretty, relative, CopyButton, HeaderTable, StatusBadge, Time},
     },
@@ -21,11 +22,8 @@ const FILTER_KEYS: [&str; 9] = ["status", "event_type", "endpoint", "code", "err
 
 #[component]
 pub fn DeliveriesPage() -> impl IntoView {
-    view! { <Cabinet title="Webhook Delivery"><DeliveryView/></Cabinet> }
-}
-
-#[component]
-fn DeliveryView() -> impl IntoView {
+    // Resources are made here, once per visit, not inside the cabinet's Suspense: a
+    // resource made inside a boundary that re-renders would lose its request context.
     let query = use_query_map();
     let filter = Memo::new(move |_| {
         let q = query.get();
@@ -34,17 +32,32 @@ fn DeliveryView() -> impl IntoView {
     });
     let page = Resource::new(move || filter.get(), list_deliveries);
     let options = Resource::new(|| (), |_| delivery_filter_options());
+    let gates = (gate(), gate());
+    view! { <Cabinet title="Webhook Delivery"><DeliveryView filter page options gates/></Cabinet> }
+}
+
+type PageResource = Resource<Result<crate::model::DeliveryPage, ServerFnError>>;
+type OptionsResource = Resource<Result<FilterOptions, ServerFnError>>;
+
+#[component]
+fn DeliveryView(
+    filter: Memo<DeliveryFilter>,
+    page: PageResource,
+    options: OptionsResource,
+    gates: (Gate, Gate),
+) -> impl IntoView {
     let search_ref = NodeRef::<html::Input>::new();
+    let (options_gate, page_gate) = gates;
     view! {
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {
                 let opts = options.await.unwrap_or_default();
-                view! { <FilterBar filter opts search_ref/> }
+                view! { {options_gate.open()} <FilterBar filter opts search_ref/> }
             })}
         </Suspense>
         <Transition fallback=|| view! { <p class="loading">"Loading deliveries…"</p> }>
             {move || Suspend::new(async move {
-                match page.await {
+                let content = match page.await {
                     Ok(data) => {
                         let f = filter.get_untracked();
                         let next = data.next.map(|c| {
@@ -64,8 +77,12 @@ fn DeliveryView() -> impl IntoView {
                             </nav>
                         }.into_any()
                     }
-                    Err(e) => view! { <p class="error" role="alert">{error_text(&e)}</p> }.into_any(),
-                }
+                    Err(e) => {
+                        leptos::logging::error!("delivery list failed: {e}");
+                        view! { <p class="error" role="alert">{error_text(&e)}</p> }.into_any()
+                    }
+                };
+                view! { {page_gate.open()} {content} }
             })}
         </Transition>
     }
@@ -164,7 +181,7 @@ fn is_live(status: &str) -> bool {
 fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> impl IntoView {
     let rows = RwSignal::new(rows);
     let expanded = RwSignal::new(None::<i64>);
-    let selected = RwSignal::new(None::<usize>);
+    let selected = RwSignal::new(None::<i64>);
     let tick = RwSignal::new(0u32);
 
     #[cfg(not(feature = "hydrate"))]
@@ -210,7 +227,9 @@ fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> im
             if typing || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
                 return;
             }
-            let count = rows.with_untracked(|v| v.len());
+            let ids: Vec<i64> = rows.with_untracked(|v| v.iter().map(|r| r.id).collect());
+            let count = ids.len();
+            let pos = selected.get_untracked().and_then(|s| ids.iter().position(|i| *i == s));
             match ev.key().as_str() {
                 "/" => {
                     ev.prevent_default();
@@ -218,13 +237,11 @@ fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> im
                         let _ = input.focus();
                     }
                 }
-                "j" if count > 0 => selected.update(|s| *s = Some(s.map(|i| (i + 1).min(count - 1)).unwrap_or(0))),
-                "k" if count > 0 => selected.update(|s| *s = Some(s.map(|i| i.saturating_sub(1)).unwrap_or(0))),
+                "j" if count > 0 => selected.set(Some(ids[pos.map(|p| (p + 1).min(count - 1)).unwrap_or(0)])),
+                "k" if count > 0 => selected.set(Some(ids[pos.map(|p| p.saturating_sub(1)).unwrap_or(0)])),
                 "Enter" => {
-                    if let Some(i) = selected.get_untracked() {
-                        if let Some(id) = rows.with_untracked(|v| v.get(i).map(|r| r.id)) {
-                            expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
-                        }
+                    if let Some(id) = selected.get_untracked() {
+                        expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
                     }
                 }
                 _ => {}
@@ -245,15 +262,16 @@ fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> im
                 <span role="columnheader" class="num">"Duration"</span>
                 <span role="columnheader" class="num">"When"</span>
             </div>
-            {move || {
-                let list = rows.get();
-                if list.is_empty() {
-                    return view! { <p class="empty">"No deliveries match this view. " <a href="/developers/deliveries">"Clear the filters"</a></p> }.into_any();
-                }
-                list.into_iter().enumerate().map(|(i, row)| {
-                    view! { <Row row index=i rows expanded selected tick/> }
-                }).collect_view().into_any()
-            }}
+            {move || rows.with(|v| v.is_empty()).then(|| view! {
+                <p class="empty">"No deliveries match this view. " <a href="/developers/deliveries">"Clear the filters"</a></p>
+            })}
+            // Keyed by id and state: a row whose status changes is redrawn, the others
+            // (and an open detail with its messages) stay as they are.
+            <For
+                each=move || rows.get()
+                key=|r| (r.id, r.status.clone(), r.response_status)
+                children=move |row| view! { <Row row rows expanded selected tick/> }
+            />
         </div>
     }
 }
@@ -261,15 +279,14 @@ fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> im
 #[component]
 fn Row(
     row: DeliveryRow,
-    index: usize,
     rows: RwSignal<Vec<DeliveryRow>>,
     expanded: RwSignal<Option<i64>>,
-    selected: RwSignal<Option<usize>>,
+    selected: RwSignal<Option<i64>>,
     tick: RwSignal<u32>,
 ) -> impl IntoView {
     let id = row.id;
     let is_open = move || expanded.get() == Some(id);
-    let is_selected = move || selected.get() == Some(index);
+    let is_selected = move || selected.get() == Some(id);
     let code = row.response_status.map(|c| c.to_string()).unwrap_or_else(|| "—".into());
     let code_class = match row.response_status {
         Some(c) if (200..300).contains(&c) => "code ok",
@@ -289,7 +306,7 @@ fn Row(
             class:open=is_open class:selected=is_selected>
             <div class="drow" role="row" tabindex="0" aria-expanded=move || is_open().to_string()
                 on:click=move |_| {
-                    selected.set(Some(index));
+                    selected.set(Some(id));
                     expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
                 }>
                 <span><StatusBadge status=row.status.clone()/></span>

@@ -7,6 +7,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_navigate, use_params_map};
 
 use crate::{
+    components::hydration::gate,
     components::widgets::{error_text, pretty, CopyButton, HeaderTable, Time},
     core::{curl::curl_bytes, signing},
     inspector::{get_bin_info, bin_requests, create_bin, BinInfo},
@@ -39,18 +40,23 @@ pub fn BinPage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.read().get("id").unwrap_or_default();
     let info = Resource::new(id, get_bin_info);
+    let initial = Resource::new(id, |id| bin_requests(id, None));
+    let gate = gate();
+    let list_gate = crate::components::hydration::gate();
     view! {
         <main class="inspector">
             <header class="topbar"><a class="brand" href="/">"Posthorn"</a><nav><a href="/inspector">"Inspector"</a><a href="/developers">"Cabinet"</a></nav></header>
             <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
                 {move || Suspend::new(async move {
-                    match info.await {
-                        Ok(bin) => view! { <BinView bin/> }.into_any(),
+                    let content = match info.await {
+                        Ok(bin) => view! { <BinView bin initial gate=list_gate/> }.into_any(),
                         Err(e) => view! {
+                            {list_gate.open()}
                             <h1>"Bin not found"</h1>
                             <p class="error">{error_text(&e)}" — it may have expired. "<a href="/inspector">"Create a new one"</a></p>
                         }.into_any(),
-                    }
+                    };
+                    view! { {gate.open()} {content} }
                 })}
             </Suspense>
         </main>
@@ -58,9 +64,11 @@ pub fn BinPage() -> impl IntoView {
 }
 
 #[component]
-fn BinView(bin: BinInfo) -> impl IntoView {
-    let bin_id = bin.id.clone();
-    let initial = Resource::new(move || bin_id.clone(), |id| bin_requests(id, None));
+fn BinView(
+    bin: BinInfo,
+    initial: Resource<Result<Vec<BinRequest>, ServerFnError>>,
+    gate: crate::components::hydration::Gate,
+) -> impl IntoView {
     let secret = RwSignal::new(String::new());
     let bin_id = bin.id.clone();
     view! {
@@ -78,10 +86,11 @@ fn BinView(bin: BinInfo) -> impl IntoView {
             {move || {
                 let bin_id = bin_id.clone();
                 Suspend::new(async move {
-                    match initial.await {
+                    let content = match initial.await {
                         Ok(list) => view! { <RequestList bin_id list secret/> }.into_any(),
                         Err(e) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
-                    }
+                    };
+                    view! { {gate.open()} {content} }
                 })
             }}
         </Suspense>
