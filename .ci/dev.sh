@@ -53,7 +53,12 @@ ensure_private_pg() {
     [ "$(id -u)" = 0 ] && chown postgres "$PG_DIR"
     "${run[@]}" "$bin/initdb" -D "$PG_DIR" -U postgres --auth=trust >/dev/null
   fi
-  if ! "${run[@]}" "$bin/pg_ctl" -D "$PG_DIR" status >/dev/null 2>&1; then
+  if "${run[@]}" "$bin/pg_ctl" -D "$PG_DIR" status >/dev/null 2>&1; then
+    PG_PORT="$(cat "$PG_DIR/posthorn.port" 2>/dev/null || echo "$PG_PORT")"
+  else
+    # Another server may hold the port (another checkout's cluster): take the next free one.
+    while (echo >"/dev/tcp/127.0.0.1/$PG_PORT") 2>/dev/null; do PG_PORT=$((PG_PORT + 1)); done
+    echo "$PG_PORT" >"$PG_DIR/posthorn.port"
     log "starting the private PostgreSQL on 127.0.0.1:$PG_PORT"
     "${run[@]}" "$bin/pg_ctl" -D "$PG_DIR" -l "$PG_DIR/server.log" -w \
       -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=${POSTHORN_PG_FSYNC:-on}" start >/dev/null
@@ -112,10 +117,20 @@ ensure_test_tools() {
   fi
 }
 
+# Tests use DATABASE_URL, else the machine's PostgreSQL on 5432 if one answers, else the
+# private cluster (installed and created on first use).
+ensure_test_database() {
+  if [ -z "${DATABASE_URL:-}" ] && command -v psql >/dev/null \
+     && psql "postgres://postgres@127.0.0.1:5432/postgres" -tAc 'SELECT 1' >/dev/null 2>&1; then
+    export DATABASE_URL="postgres://postgres@127.0.0.1:5432/postgres"
+  fi
+  ensure_database
+}
+
 test_all() {
   ensure_test_tools
   build
-  ensure_database
+  ensure_test_database
   export POSTHORN_TEST_DATABASE_URL="$DATABASE_URL"
   export POSTHORN_PYTHON="$ROOT/.venv/bin/python"
   export POSTHORN_PSQL="$(command -v psql || echo "$(pg_bin)/psql")"

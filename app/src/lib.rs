@@ -9,6 +9,7 @@ pub mod model;
 pub mod components;
 pub mod pages;
 pub mod auth;
+pub mod cabinet;
 pub mod deliveries;
 pub mod inspector;
 
@@ -59,6 +60,11 @@ pub fn App() -> impl IntoView {
                 // data the page hydrates with is all inline before the scripts run.
                 <Route path=path!("/developers") view=pages::cabinet::CabinetHome ssr=SsrMode::Async/>
                 <Route path=path!("/developers/deliveries") view=pages::deliveries::DeliveriesPage ssr=SsrMode::Async/>
+                <Route path=path!("/developers/webhooks") view=pages::webhooks::WebhooksPage ssr=SsrMode::Async/>
+                <Route path=path!("/developers/keys") view=pages::keys::KeysPage ssr=SsrMode::Async/>
+                <Route path=path!("/developers/events") view=pages::events::EventsPage ssr=SsrMode::Async/>
+                <Route path=path!("/developers/team") view=pages::team::TeamPage ssr=SsrMode::Async/>
+                <Route path=path!("/developers/audit") view=pages::audit::AuditPage ssr=SsrMode::Async/>
                 <Route path=path!("/inspector") view=pages::inspector::InspectorHome/>
                 <Route path=path!("/inspector/:id") view=pages::inspector::BinPage ssr=SsrMode::Async/>
             </Routes>

@@ -16,7 +16,8 @@ pub async fn record(
          VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(access.project_id)
-    .bind(access.user_id)
+    // System actors (the API, the CLI) have no user row.
+    .bind((access.user_id > 0).then_some(access.user_id))
     .bind(&access.email)
     .bind(action)
     .bind(target)

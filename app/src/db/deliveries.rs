@@ -226,7 +226,7 @@ pub async fn page(
 ) -> AppResult<Vec<DeliveryRow>> {
     let mut conn = pool.acquire().await?;
     let horizon = super::events::commit_horizon(&mut conn).await?;
-    let (after_ts, after_id) = after.map(|c| (c.created_at, c.id)).unwrap_or((DateTime::<Utc>::MIN_UTC, 0));
+    let (after_ts, after_id) = after.map(|c| (c.created_at, c.id)).unwrap_or((DateTime::<Utc>::UNIX_EPOCH, 0));
     Ok(sqlx::query_as::<_, DeliveryRow>(&format!(
         "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
          WHERE d.project_id = $1 AND (d.created_at, d.id) > ($2, $3) AND d.created_at < $4
@@ -245,4 +245,34 @@ pub async fn page(
     .bind(limit)
     .fetch_all(&mut *conn)
     .await?)
+}
+
+/// A `test.ping` event to one endpoint: stored as an event of its own (so the payload can
+/// be shown and rebuilt) with a single attempt that is never retried.
+pub async fn test_send(pool: &PgPool, access: &Access, endpoint: &crate::model::EndpointView) -> AppResult<i64> {
+    let event_id = crate::core::ids::new_event_id();
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "INSERT INTO events (event_id, project_id, event_type, data, deliveries)
+         VALUES ($1, $2, 'test.ping', '{\"message\":\"Test webhook from Posthorn\"}', 1)",
+    )
+    .bind(&event_id)
+    .bind(access.project_id)
+    .execute(&mut *tx)
+    .await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                                 trigger, triggered_by, status, request_id)
+         VALUES ($1, $2, 'test.ping', $3, $4, 1, 'test', $5, 'pending', $6) RETURNING id",
+    )
+    .bind(access.project_id)
+    .bind(&event_id)
+    .bind(endpoint.id)
+    .bind(&endpoint.url)
+    .bind(&access.email)
+    .bind(new_request_id())
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(id)
 }

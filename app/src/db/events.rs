@@ -129,7 +129,7 @@ pub async fn page(
 ) -> AppResult<Vec<StoredEvent>> {
     let mut conn = pool.acquire().await?;
     let horizon = commit_horizon(&mut conn).await?;
-    let (after_ts, after_id) = after.map(|c| (c.created_at, c.id)).unwrap_or((DateTime::<Utc>::MIN_UTC, 0));
+    let (after_ts, after_id) = after.map(|c| (c.created_at, c.id)).unwrap_or((DateTime::<Utc>::UNIX_EPOCH, 0));
     Ok(sqlx::query_as::<_, StoredEvent>(&format!(
         "SELECT {EVENT_COLUMNS} FROM events
          WHERE project_id = $1 AND (created_at, id) > ($2, $3) AND created_at < $4

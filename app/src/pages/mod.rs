@@ -1,8 +1,13 @@
 //! One module per page.
 
+pub mod audit;
 pub mod cabinet;
 pub mod deliveries;
+pub mod events;
 pub mod home;
 pub mod inspector;
+pub mod keys;
 pub mod login;
 pub mod not_found;
+pub mod team;
+pub mod webhooks;

@@ -82,7 +82,7 @@ pub async fn list(
 /// `{"data": [...], "meta": {"next_cursor", "has_more"}}`; the cursor comes with every
 /// page, the last one included, so a poller can resume from it later.
 pub fn page_json<T: Serialize>(rows: &[T], next: Option<Cursor>, has_more: bool) -> serde_json::Value {
-    let next = next.unwrap_or(Cursor { created_at: chrono::DateTime::<chrono::Utc>::MIN_UTC, id: 0 });
+    let next = next.unwrap_or(Cursor { created_at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH, id: 0 });
     serde_json::json!({
         "data": rows,
         "meta": { "next_cursor": next.encode(), "has_more": has_more },

@@ -1,0 +1,285 @@
+//! Server functions behind the rest of the cabinet: endpoints, API keys, audit, event
+//! catalogue, team. Each goes through the authorization layer first.
+
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{ApiKeyView, AuditEntry, DeliveryRow, EndpointView};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EndpointStats {
+    pub endpoint: EndpointView,
+    pub attempts_24h: i64,
+    pub succeeded_24h: i64,
+    pub p95_ms: Option<f64>,
+    /// Success ratio per hour over the last 24 hours (None: no attempts that hour).
+    pub hourly: Vec<Option<f64>>,
+}
+
+#[server(endpoint = "list_endpoints")]
+pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx, db::endpoints};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    let list = endpoints::list(&ctx.pool, &access).await?;
+    let rows: Vec<(i64, i32, i64, i64)> = sqlx::query_as(
+        "SELECT endpoint_id, (extract(epoch FROM now() - created_at) / 3600)::int AS hour,
+                count(*) FILTER (WHERE status IN ('succeeded', 'failed', 'dead_letter')),
+                count(*) FILTER (WHERE status = 'succeeded')
+         FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours' AND trigger <> 'redirect'
+         GROUP BY 1, 2",
+    )
+    .bind(access.project_id)
+    .fetch_all(&ctx.pool)
+    .await?;
+    let p95: Vec<(i64, Option<f64>)> = sqlx::query_as(
+        "SELECT endpoint_id, percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms)
+         FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours'
+           AND trigger <> 'redirect' AND duration_ms IS NOT NULL GROUP BY 1",
+    )
+    .bind(access.project_id)
+    .fetch_all(&ctx.pool)
+    .await?;
+    Ok(list
+        .into_iter()
+        .map(|endpoint| {
+            let mine: Vec<&(i64, i32, i64, i64)> = rows.iter().filter(|r| r.0 == endpoint.id).collect();
+            let hourly = (0..24)
+                .rev()
+                .map(|h| mine.iter().find(|r| r.1 == h).filter(|r| r.2 > 0).map(|r| r.3 as f64 / r.2 as f64))
+                .collect();
+            EndpointStats {
+                attempts_24h: mine.iter().map(|r| r.2).sum(),
+                succeeded_24h: mine.iter().map(|r| r.3).sum(),
+                p95_ms: p95.iter().find(|p| p.0 == endpoint.id).and_then(|p| p.1),
+                hourly,
+                endpoint,
+            }
+        })
+        .collect())
+}
+
+#[cfg(feature = "ssr")]
+fn parse_types(text: &str) -> Result<Vec<String>, String> {
+    let entries: Vec<String> = text.split([',', ' ', '\n']).map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
+    crate::core::event_type::parse_subscription(&entries)
+}
+
+/// Creates an endpoint; returns its secret (shown once here, revealable later).
+#[server(endpoint = "create_endpoint")]
+pub async fn create_endpoint(url: String, event_types: String, description: String) -> Result<String, ServerFnError> {
+    use crate::{auth::current_access, core::endpoint_url::parse_endpoint_url, ctx::server_ctx, db::{audit, endpoints}, error::AppError};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    let url = parse_endpoint_url(&url).map_err(AppError::Invalid)?;
+    let types = parse_types(&event_types).map_err(AppError::Invalid)?;
+    let (ep, secret) = endpoints::create(&ctx.pool, &access, endpoints::NewEndpoint { url: url.as_str(), event_types: &types, description: &description }).await?;
+    audit::record(&ctx.pool, &access, "endpoint.create", &format!("endpoint #{}", ep.id), serde_json::json!({"url": ep.url})).await?;
+    Ok(secret)
+}
+
+#[server(endpoint = "update_endpoint")]
+pub async fn update_endpoint(id: i64, url: Option<String>, event_types: Option<String>, enabled: Option<bool>) -> Result<(), ServerFnError> {
+    use crate::{auth::current_access, core::endpoint_url::parse_endpoint_url, ctx::server_ctx, db::{audit, endpoints}, error::AppError};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    let url = url.filter(|u| !u.trim().is_empty()).map(|u| parse_endpoint_url(&u).map(|u| u.to_string())).transpose().map_err(AppError::Invalid)?;
+    let types = event_types.filter(|t| !t.trim().is_empty()).map(|t| parse_types(&t)).transpose().map_err(AppError::Invalid)?;
+    endpoints::update(&ctx.pool, &access, id, endpoints::EndpointPatch { url, event_types: types, description: None, enabled }).await?;
+    let action = match enabled {
+        Some(true) => "endpoint.enable",
+        Some(false) => "endpoint.disable",
+        None => "endpoint.edit",
+    };
+    audit::record(&ctx.pool, &access, action, &format!("endpoint #{id}"), serde_json::json!({})).await?;
+    Ok(())
+}
+
+#[server(endpoint = "delete_endpoint")]
+pub async fn delete_endpoint(id: i64) -> Result<(), ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx, db::{audit, endpoints}};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    endpoints::delete(&ctx.pool, &access, id).await?;
+    audit::record(&ctx.pool, &access, "endpoint.delete", &format!("endpoint #{id}"), serde_json::json!({})).await?;
+    Ok(())
+}
+
+/// The current secret, on an explicit click; support staff never see secrets.
+#[server(endpoint = "reveal_secret")]
+pub async fn reveal_secret(id: i64) -> Result<String, ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx, db::{audit, endpoints}, error::AppError};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    if access.is_support {
+        return Err(AppError::Invalid("Support staff cannot see endpoint secrets.".into()).into());
+    }
+    let (secret, _) = endpoints::secrets(&ctx.pool, &access, id).await?;
+    audit::record(&ctx.pool, &access, "secret.reveal", &format!("endpoint #{id}"), serde_json::json!({})).await?;
+    Ok(secret)
+}
+
+#[server(endpoint = "rotate_secret")]
+pub async fn rotate_secret(id: i64) -> Result<String, ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx, db::{audit, endpoints}, error::AppError};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    if access.is_support {
+        return Err(AppError::Invalid("Support staff cannot rotate secrets.".into()).into());
+    }
+    let secret = endpoints::rotate_secret(&ctx.pool, &access, id).await?;
+    audit::record(&ctx.pool, &access, "secret.rotate", &format!("endpoint #{id}"), serde_json::json!({})).await?;
+    Ok(secret)
+}
+
+/// Sends a `test.ping` event to one endpoint; returns the queued attempt.
+#[server(endpoint = "test_send")]
+pub async fn test_send(id: i64) -> Result<DeliveryRow, ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx, db::{audit, deliveries, endpoints}};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    let ep = endpoints::get(&ctx.pool, &access, id).await?;
+    let delivery_id = deliveries::test_send(&ctx.pool, &access, &ep).await?;
+    audit::record(&ctx.pool, &access, "test_send", &format!("endpoint #{id}"), serde_json::json!({"delivery": delivery_id})).await?;
+    Ok(deliveries::get_row(&ctx.pool, &access, delivery_id).await?)
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KeysView {
+    pub plan: String,
+    pub per_minute: u32,
+    pub keys: Vec<ApiKeyView>,
+}
+
+#[server(endpoint = "list_keys")]
+pub async fn list_keys() -> Result<KeysView, ServerFnError> {
+    use crate::{auth::current_access, core::ratelimit::Plan, ctx::server_ctx, db::{api_keys, projects}};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    let project = projects::get(&ctx.pool, access.project_id).await?.ok_or_else(crate::ctx::not_found)?;
+    let plan = Plan::parse(&project.plan).unwrap_or(Plan::Trial);
+    Ok(KeysView { plan: project.plan, per_minute: plan.per_minute(), keys: api_keys::list(&ctx.pool, &access).await? })
+}
+
+/// Returns the new key: the only time it is ever shown.
+#[server(endpoint = "create_key")]
+pub async fn create_key(name: String) -> Result<String, ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx, db::{api_keys, audit}, error::AppError};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    if access.is_support {
+        return Err(AppError::Invalid("Support staff cannot create API keys.".into()).into());
+    }
+    let name = if name.trim().is_empty() { "unnamed".to_string() } else { name.trim().chars().take(100).collect() };
+    let (key, view) = api_keys::create(&ctx.pool, access.project_id, &name).await?;
+    audit::record(&ctx.pool, &access, "api_key.create", &format!("key {}", view.prefix), serde_json::json!({"name": name})).await?;
+    Ok(key)
+}
+
+#[server(endpoint = "revoke_key")]
+pub async fn revoke_key(id: i64) -> Result<(), ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx, db::{api_keys, audit}, error::AppError};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    if access.is_support {
+        return Err(AppError::Invalid("Support staff cannot revoke API keys.".into()).into());
+    }
+    api_keys::revoke(&ctx.pool, &access, id).await?;
+    audit::record(&ctx.pool, &access, "api_key.revoke", &format!("key #{id}"), serde_json::json!({})).await?;
+    Ok(())
+}
+
+#[server(endpoint = "list_audit")]
+pub async fn list_audit() -> Result<Vec<AuditEntry>, ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx, db::audit};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    Ok(audit::list(&ctx.pool, &access, 500).await?)
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventTypeInfo {
+    pub event_type: String,
+    pub count_14d: i64,
+    pub last_seen: Option<DateTime<Utc>>,
+    pub example: Option<String>,
+    pub documented: Option<String>,
+}
+
+/// The platform's documented event types.
+pub const DOCUMENTED_TYPES: [(&str, &str); 8] = [
+    ("message.created", "A message was sent or received in a chat."),
+    ("chat.opened", "A visitor opened a new chat."),
+    ("contact.created", "A new contact was added."),
+    ("payment.confirmed", "A payment was authorised by the provider."),
+    ("payment.succeeded", "A payment was captured."),
+    ("subscription.cancelled", "A subscription was cancelled."),
+    ("endpoint.disabled", "An endpoint was disabled after failing for too long."),
+    ("test.ping", "A test event sent from the cabinet."),
+];
+
+#[server(endpoint = "event_catalogue")]
+pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    let seen: Vec<(String, i64, Option<DateTime<Utc>>, Option<String>)> = sqlx::query_as(
+        "SELECT event_type, count(*), max(created_at),
+                (SELECT data::text FROM events e2 WHERE e2.project_id = $1 AND e2.event_type = e.event_type ORDER BY created_at DESC LIMIT 1)
+         FROM events e WHERE project_id = $1 AND created_at > now() - interval '14 days' GROUP BY event_type ORDER BY 2 DESC",
+    )
+    .bind(access.project_id)
+    .fetch_all(&ctx.pool)
+    .await?;
+    let mut out: Vec<EventTypeInfo> = seen
+        .into_iter()
+        .map(|(t, n, last, ex)| EventTypeInfo {
+            documented: DOCUMENTED_TYPES.iter().find(|d| d.0 == t).map(|d| d.1.to_string()),
+            event_type: t,
+            count_14d: n,
+            last_seen: last,
+            example: ex,
+        })
+        .collect();
+    for (t, doc) in DOCUMENTED_TYPES {
+        if !out.iter().any(|e| e.event_type == t) {
+            out.push(EventTypeInfo { event_type: t.into(), count_14d: 0, last_seen: None, example: None, documented: Some(doc.into()) });
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Member {
+    pub email: String,
+    pub role: String,
+    pub since: DateTime<Utc>,
+}
+
+#[server(endpoint = "list_members")]
+pub async fn list_members() -> Result<Vec<Member>, ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    let rows: Vec<(String, String, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id
+         WHERE m.project_id = $1 ORDER BY m.created_at",
+    )
+    .bind(access.project_id)
+    .fetch_all(&ctx.pool)
+    .await?;
+    Ok(rows.into_iter().map(|(email, role, since)| Member { email, role, since }).collect())
+}
+
+#[server(endpoint = "change_password")]
+pub async fn change_password(current: String, new_password: String) -> Result<(), ServerFnError> {
+    use crate::{auth::require_user, ctx::server_ctx, db::users, error::AppError};
+    let ctx = server_ctx()?;
+    let user = require_user().await?;
+    if !users::verify_password(&current, &user.password_hash) {
+        return Err(AppError::Invalid("The current password is wrong.".into()).into());
+    }
+    users::set_password(&ctx.pool, user.id, &new_password).await?;
+    Ok(())
+}

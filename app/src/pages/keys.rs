@@ -1,0 +1,79 @@
+//! `/developers/keys`: API keys (created, shown once, revoked) beside the plan's limit.
+
+use leptos::prelude::*;
+
+use crate::{
+    cabinet::{create_key, list_keys, revoke_key},
+    components::{
+        hydration::gate,
+        layout::Cabinet,
+        widgets::{error_text, CopyButton, Time},
+    },
+};
+
+#[component]
+pub fn KeysPage() -> impl IntoView {
+    let version = RwSignal::new(0u32);
+    let keys = Resource::new(move || version.get(), |_| list_keys());
+    let gate = gate();
+    let name = RwSignal::new(String::new());
+    let create = Action::new(move |n: &String| create_key(n.clone()));
+    let revoke = Action::new(move |id: &i64| revoke_key(*id));
+    Effect::new(move |_| {
+        if create.value().get().is_some() || revoke.value().get().is_some() {
+            version.update(|v| *v += 1);
+        }
+    });
+    view! {
+        <Cabinet title="API keys">
+            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    let content = match keys.await {
+                        Ok(k) => view! {
+                            <p class="muted">"Plan "<strong>{k.plan.clone()}</strong>": "{k.per_minute}" requests per minute per key. Keys are stored hashed: a key is shown once, when it is created."</p>
+                            <form class="filters" on:submit=move |ev| { ev.prevent_default(); create.dispatch(name.get_untracked()); }>
+                                <input type="text" placeholder="Key name (e.g. production)" aria-label="Key name" data-testid="key-name-input"
+                                    prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
+                                <button type="submit" class="primary" data-testid="create-key-button">"Create key"</button>
+                            </form>
+                            {move || match create.value().get() {
+                                Some(Ok(key)) => view! {
+                                    <div class="newkey" role="status">
+                                        <p><strong>"Copy this key now: it will not be shown again."</strong></p>
+                                        <code data-testid="new-key-value">{key.clone()}</code>" "<CopyButton text=key.clone()/>
+                                    </div>
+                                }.into_any(),
+                                Some(Err(e)) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
+                                None => ().into_any(),
+                            }}
+                            {move || revoke.value().get().and_then(|r| r.err()).map(|e| view! { <p class="error">{error_text(&e)}</p> })}
+                            <table class="grid">
+                                <thead><tr><th>"Name"</th><th>"Key"</th><th>"Created"</th><th>"Last used"</th><th>"State"</th><th></th></tr></thead>
+                                <tbody>
+                                    {k.keys.into_iter().map(|key| {
+                                        let id = key.id;
+                                        let revoked = key.revoked_at.is_some();
+                                        view! {
+                                            <tr data-testid="key-row" data-revoked=revoked.to_string()>
+                                                <td>{key.name.clone()}</td>
+                                                <td class="mono">{format!("{}…", key.prefix)}</td>
+                                                <td><Time at=key.created_at/></td>
+                                                <td>{key.last_used_at.map(|t| view! { <Time at=t/> }.into_any()).unwrap_or_else(|| "never".into_any())}</td>
+                                                <td>{if revoked { view! { <span class="badge badge-dead_letter">"Revoked"</span> }.into_any() } else { view! { <span class="badge badge-succeeded">"Active"</span> }.into_any() }}</td>
+                                                <td>{(!revoked).then(|| view! {
+                                                    <button type="button" data-testid="revoke-key-button" on:click=move |_| { revoke.dispatch(id); }>"Revoke"</button>
+                                                })}</td>
+                                            </tr>
+                                        }
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
+                        }.into_any(),
+                        Err(e) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
+                    };
+                    view! { {gate.open()} {content} }
+                })}
+            </Transition>
+        </Cabinet>
+    }
+}

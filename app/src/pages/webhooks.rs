@@ -1,0 +1,184 @@
+//! `/developers/webhooks`: endpoints with their last 24 hours at a glance, and the
+//! actions on them: create, edit, disable, reveal and rotate the secret, test send.
+
+use leptos::prelude::*;
+
+use crate::{
+    cabinet::{create_endpoint, delete_endpoint, list_endpoints, reveal_secret, rotate_secret, test_send, update_endpoint, EndpointStats},
+    components::{
+        hydration::gate,
+        layout::Cabinet,
+        widgets::{error_text, CopyButton, StatusBadge},
+    },
+    model::DeliveryRow,
+};
+
+/// 24 hourly bars of the success ratio, drawn on the server as SVG.
+fn sparkline(hourly: &[Option<f64>]) -> impl IntoView {
+    let bars = hourly
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let (h, class) = match v {
+                Some(r) => ((r * 20.0).max(2.0), if *r >= 0.95 { "bar ok" } else if *r >= 0.5 { "bar warn" } else { "bar bad" }),
+                None => (1.0, "bar none"),
+            };
+            let title = match v {
+                Some(r) => format!("{}h ago: {:.0}% succeeded", 23 - i, r * 100.0),
+                None => format!("{}h ago: no attempts", 23 - i),
+            };
+            view! { <rect x=(i * 5).to_string() y=(22.0 - h).to_string() width="4" height=h.to_string() class=class><title>{title}</title></rect> }
+        })
+        .collect_view();
+    view! { <svg class="spark" viewBox="0 0 120 22" width="120" height="22" role="img" aria-label="Success per hour, last 24 hours">{bars}</svg> }
+}
+
+#[component]
+pub fn WebhooksPage() -> impl IntoView {
+    let version = RwSignal::new(0u32);
+    let endpoints = Resource::new(move || version.get(), |_| list_endpoints());
+    let gate = gate();
+    let (url, types, description) = (RwSignal::new(String::new()), RwSignal::new("*".to_string()), RwSignal::new(String::new()));
+    let create = Action::new(move |_: &()| create_endpoint(url.get_untracked(), types.get_untracked(), description.get_untracked()));
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = create.value().get() {
+            url.set(String::new());
+            version.update(|v| *v += 1);
+        }
+    });
+    view! {
+        <Cabinet title="Webhooks">
+            <form class="filters" on:submit=move |ev| { ev.prevent_default(); create.dispatch(()); }>
+                <input type="url" placeholder="https://example.com/webhooks" aria-label="Endpoint URL" required data-testid="endpoint-url-input"
+                    prop:value=move || url.get() on:input=move |ev| url.set(event_target_value(&ev))/>
+                <input type="text" placeholder="event types, or *" aria-label="Event types" data-testid="endpoint-types-input"
+                    prop:value=move || types.get() on:input=move |ev| types.set(event_target_value(&ev))/>
+                <input type="text" placeholder="description" aria-label="Description"
+                    prop:value=move || description.get() on:input=move |ev| description.set(event_target_value(&ev))/>
+                <button type="submit" class="primary" data-testid="create-endpoint-button">"Add endpoint"</button>
+            </form>
+            {move || match create.value().get() {
+                Some(Ok(secret)) => view! { <p class="newkey" role="status">"Endpoint added. Signing secret: "<code data-testid="new-endpoint-secret">{secret.clone()}</code>" "<CopyButton text=secret.clone()/></p> }.into_any(),
+                Some(Err(e)) => view! { <p class="error" role="alert">{error_text(&e)}</p> }.into_any(),
+                None => ().into_any(),
+            }}
+            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    let content = match endpoints.await {
+                        Ok(list) if list.is_empty() => view! { <p class="empty">"No endpoints yet: add one above to start receiving events."</p> }.into_any(),
+                        Ok(list) => view! {
+                            <div class="endpoints">
+                                {list.into_iter().map(|e| view! { <EndpointCard stats=e version/> }).collect_view()}
+                            </div>
+                        }.into_any(),
+                        Err(e) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
+                    };
+                    view! { {gate.open()} {content} }
+                })}
+            </Transition>
+        </Cabinet>
+    }
+}
+
+#[component]
+fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
+    let ep = stats.endpoint.clone();
+    let id = ep.id;
+    let enabled = ep.enabled;
+    let message = RwSignal::new(None::<(bool, String)>);
+    let secret = RwSignal::new(None::<String>);
+    let test_row = RwSignal::new(None::<DeliveryRow>);
+    let toggle = Action::new(move |_: &()| update_endpoint(id, None, None, Some(!enabled)));
+    let reveal = Action::new(move |_: &()| reveal_secret(id));
+    let rotate = Action::new(move |_: &()| rotate_secret(id));
+    let test = Action::new(move |_: &()| test_send(id));
+    let remove = Action::new(move |_: &()| delete_endpoint(id));
+    Effect::new(move |_| {
+        for r in [toggle.value().get(), remove.value().get()].into_iter().flatten() {
+            match r {
+                Ok(()) => version.update(|v| *v += 1),
+                Err(e) => message.set(Some((false, error_text(&e)))),
+            }
+        }
+    });
+    Effect::new(move |_| {
+        for r in [reveal.value().get(), rotate.value().get()].into_iter().flatten() {
+            match r {
+                Ok(s) => secret.set(Some(s)),
+                Err(e) => message.set(Some((false, error_text(&e)))),
+            }
+        }
+    });
+    Effect::new(move |_| match test.value().get() {
+        Some(Ok(row)) => test_row.set(Some(row)),
+        Some(Err(e)) => message.set(Some((false, error_text(&e)))),
+        None => {}
+    });
+    #[cfg(feature = "hydrate")]
+    {
+        use leptos::task::spawn_local;
+        // The test send's outcome appears inline as soon as it is recorded.
+        let handle = set_interval_with_handle(
+            move || {
+                let Some(row) = test_row.get_untracked() else { return };
+                if row.status != "pending" && row.status != "in_flight" {
+                    return;
+                }
+                spawn_local(async move {
+                    if let Ok(mut fresh) = crate::deliveries::refresh_rows(row.project_id, vec![row.id]).await {
+                        if let Some(f) = fresh.pop() {
+                            test_row.set(Some(f));
+                        }
+                    }
+                });
+            },
+            std::time::Duration::from_millis(500),
+        );
+        on_cleanup(move || {
+            if let Ok(h) = handle {
+                h.clear();
+            }
+        });
+    }
+    let rate = (stats.attempts_24h > 0).then(|| stats.succeeded_24h as f64 / stats.attempts_24h as f64 * 100.0);
+    let rate_class = match rate {
+        Some(r) if r >= 95.0 => "rate ok",
+        Some(r) if r >= 50.0 => "rate warn",
+        Some(_) => "rate bad",
+        None => "rate none",
+    };
+    view! {
+        <section class="endpoint" data-testid="endpoint-row" data-endpoint-id=id.to_string() data-enabled=enabled.to_string()>
+            <div class="ephead">
+                <span class="mono break epurl">{ep.url.clone()}</span>
+                {if enabled { view! { <span class="badge badge-succeeded">"Enabled"</span> }.into_any() } else {
+                    view! { <span class="badge badge-dead_letter" title=ep.disabled_reason.clone().unwrap_or_default()>"Disabled"</span> }.into_any()
+                }}
+            </div>
+            <div class="epmeta">
+                <span>"Events: "<span class="mono">{ep.event_types.join(", ")}</span></span>
+                {(!ep.description.is_empty()).then(|| view! { <span class="muted">{ep.description.clone()}</span> })}
+                <span class=rate_class data-testid="success-rate">{rate.map(|r| format!("{r:.1}% ok")).unwrap_or_else(|| "no attempts".into())}" · 24 h"</span>
+                <span>{format!("{} attempts", stats.attempts_24h)}</span>
+                <span>{stats.p95_ms.map(|p| format!("p95 {p:.0} ms")).unwrap_or_default()}</span>
+                {sparkline(&stats.hourly)}
+                <a href=format!("/developers/deliveries?endpoint={id}")>"Deliveries"</a>
+                <a href=format!("/developers/deliveries?endpoint={id}&status=dead_letter")>"Failures"</a>
+            </div>
+            <div class="actions">
+                <button type="button" data-testid="test-send-button" on:click=move |_| { test.dispatch(()); }>"Test send"</button>
+                <button type="button" data-testid="toggle-endpoint-button" on:click=move |_| { toggle.dispatch(()); }>{if enabled { "Disable" } else { "Enable" }}</button>
+                <button type="button" data-testid="reveal-secret-button" on:click=move |_| { reveal.dispatch(()); }>"Reveal secret"</button>
+                <button type="button" data-testid="rotate-secret-button" on:click=move |_| { rotate.dispatch(()); }>"Rotate secret"</button>
+                <button type="button" class="link danger" on:click=move |_| { remove.dispatch(()); }>"Delete"</button>
+                {move || secret.get().map(|s| view! { <code data-testid="endpoint-secret">{s.clone()}</code> <CopyButton text=s.clone()/> })}
+                {move || test_row.get().map(|r| view! {
+                    <span data-testid="test-send-result" data-status=r.status.clone()>
+                        "test.ping: "<StatusBadge status=r.status.clone()/>" "{r.response_status.map(|c| c.to_string())}" "{r.error.clone()}
+                    </span>
+                })}
+                {move || message.get().map(|(ok, m)| view! { <span class=if ok { "note ok" } else { "note error" } role="status">{m}</span> })}
+            </div>
+        </section>
+    }
+}
