@@ -36,6 +36,16 @@ enum Mode {
         #[arg(long, default_value_t = 60)]
         seconds: u64,
     },
+    /// Dashboard queries on a large generated history (median of repeated runs).
+    Queries {
+        #[arg(long, default_value_t = 10_000_000)]
+        rows: i64,
+        #[arg(long, default_value_t = 1000)]
+        projects: i64,
+        /// Reuse the database of an earlier run instead of generating again.
+        #[arg(long)]
+        reuse: Option<String>,
+    },
     /// Ingest-to-receipt latency at a steady event rate, one endpoint.
     Latency {
         #[arg(long, default_value_t = 500)]
@@ -78,6 +88,9 @@ async fn scratch_db() -> (sqlx::PgPool, String) {
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
+    if let Mode::Queries { rows, projects, reuse } = args.mode {
+        return queries(rows, projects, reuse).await;
+    }
     let (pool, url) = scratch_db().await;
     let track = matches!(args.mode, Mode::Latency { .. });
     let receipts = Receipts { track, ..Default::default() };
@@ -100,6 +113,7 @@ async fn main() {
     let endpoints = match args.mode {
         Mode::Throughput { endpoints, .. } => endpoints,
         Mode::Latency { .. } => 1,
+        Mode::Queries { .. } => unreachable!(),
     };
     for _ in 0..endpoints {
         db::endpoints::create(&pool, &access, db::endpoints::NewEndpoint { url: &target, event_types: &["*".into()], description: "" }).await.unwrap();
@@ -156,6 +170,7 @@ async fn main() {
             println!("all recorded as succeeded after {total:.1} s = {:.0} deliveries/s end to end", target_rows as f64 / total);
             println!("median of 5 s windows: {median:.0} deliveries/s (windows: {})", samples.iter().map(|s| format!("{s:.0}")).collect::<Vec<_>>().join(", "));
         }
+        Mode::Queries { .. } => unreachable!(),
         Mode::Latency { rate, seconds } => {
             let mut sent: HashMap<String, Instant> = HashMap::new();
             let interval = Duration::from_secs_f64(1.0 / rate as f64);
@@ -194,4 +209,85 @@ async fn main() {
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(30), dispatcher).await;
     pool.close().await;
+}
+
+/// Generates `rows` attempts over 14 days across `projects` projects (project 1, the
+/// busiest, gets a tenth of them), then times the dashboard's list and search queries.
+async fn queries(rows: i64, projects: i64, reuse: Option<String>) {
+    let (pool, url) = match reuse {
+        Some(url) => (db::connect(&url, 8).await.unwrap(), url),
+        None => {
+            let (pool, url) = scratch_db().await;
+            let t = Instant::now();
+            sqlx::query("INSERT INTO projects (name, plan) SELECT 'p' || g, 'business' FROM generate_series(1, $1) g")
+                .bind(projects).execute(&pool).await.unwrap();
+            let chunk = 1_000_000i64;
+            let mut from = 1;
+            while from <= rows {
+                let to = (from + chunk - 1).min(rows);
+                sqlx::query(
+                    "INSERT INTO deliveries (created_at, project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                        trigger, status, scheduled_at, started_at, finished_at, duration_ms, request_id, response_status,
+                        error_kind, error)
+                     SELECT ts, p, 'evt_' || lpad(to_hex(g / 2), 24, '0'),
+                        (ARRAY['payment.succeeded','payment.confirmed','message.created','chat.opened','contact.created','subscription.cancelled'])[1 + g % 6],
+                        p * 10 + g % 3, 'https://example.com/hook', 1 + g % 2, 'auto',
+                        CASE WHEN g % 20 < 16 THEN 'succeeded' WHEN g % 20 < 18 THEN 'failed' WHEN g % 20 < 19 THEN 'dead_letter' ELSE 'pending' END,
+                        ts, ts, ts + interval '120 ms', 120, 'req_' || lpad(to_hex(g), 26, '0'),
+                        CASE WHEN g % 20 < 16 THEN 200 WHEN g % 20 < 18 THEN 503 WHEN g % 20 < 19 THEN 404 END,
+                        CASE WHEN g % 20 BETWEEN 16 AND 18 THEN 'http_status' END,
+                        CASE WHEN g % 20 BETWEEN 16 AND 18 THEN 'endpoint answered an error' END
+                     FROM generate_series($1::bigint, $2::bigint) g,
+                          LATERAL (SELECT now() - interval '14 days' * (1 - g::float8 / $3) + interval '1 second' AS ts,
+                                          CASE WHEN g % 10 = 0 THEN 1 ELSE 2 + (g * 7919) % ($4 - 1) END AS p) x",
+                )
+                .bind(from).bind(to).bind(rows as f64).bind(projects)
+                .execute(&pool).await.unwrap();
+                eprintln!("generated {to} rows ({:.0} s)", t.elapsed().as_secs_f64());
+                from = to + 1;
+            }
+            sqlx::query("VACUUM ANALYZE deliveries").execute(&pool).await.unwrap();
+            println!("generated {rows} rows across {projects} projects in {:.0} s; database {url}", t.elapsed().as_secs_f64());
+            (pool, url)
+        }
+    };
+    let _ = url;
+    let access = app::auth::system_access(1, "bench");
+    let (event_id, request_id): (String, String) =
+        sqlx::query_as("SELECT event_id, request_id FROM deliveries WHERE project_id = 1 ORDER BY created_at DESC OFFSET 5000 LIMIT 1")
+            .fetch_one(&pool).await.unwrap();
+    let endpoint: i64 = 11;
+    let f = app::deliveries::DeliveryFilter::default;
+    let cases: Vec<(&str, app::deliveries::DeliveryFilter)> = vec![
+        ("unfiltered", f()),
+        ("status=dead_letter", app::deliveries::DeliveryFilter { status: Some("dead_letter".into()), ..f() }),
+        ("endpoint", app::deliveries::DeliveryFilter { endpoint: Some(endpoint), ..f() }),
+        ("event_type", app::deliveries::DeliveryFilter { event_type: Some("chat.opened".into()), ..f() }),
+        ("search event id", app::deliveries::DeliveryFilter { q: Some(event_id.clone()), ..f() }),
+        ("search request id", app::deliveries::DeliveryFilter { q: Some(request_id.clone()), ..f() }),
+        ("code=5xx", app::deliveries::DeliveryFilter { code: Some("5xx".into()), ..f() }),
+        ("error_kind=http_status", app::deliveries::DeliveryFilter { error_kind: Some("http_status".into()), ..f() }),
+        ("last hour", app::deliveries::DeliveryFilter { since: Some(chrono::Utc::now() - chrono::Duration::hours(1)), ..f() }),
+    ];
+    println!("| query (busiest project, 51 rows) | median ms | p90 ms | rows |");
+    println!("|---|---|---|---|");
+    for (name, filter) in cases {
+        let mut times = Vec::new();
+        let mut n = 0;
+        for _ in 0..15 {
+            let t = Instant::now();
+            n = db::deliveries::list(&pool, &access, &filter, 14, 51).await.unwrap().len();
+            times.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        println!("| {name} | {:.2} | {:.2} | {n} |", times[7], times[13]);
+    }
+    for (label, sql) in [
+        ("unfiltered", format!("SELECT {} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id WHERE d.project_id = 1 AND d.created_at >= now() - make_interval(days => 14) ORDER BY d.created_at DESC, d.id DESC LIMIT 51", db::deliveries::ROW_COLUMNS)),
+        ("status", format!("SELECT {} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id WHERE d.project_id = 1 AND d.created_at >= now() - make_interval(days => 14) AND d.status = 'dead_letter' ORDER BY d.created_at DESC, d.id DESC LIMIT 51", db::deliveries::ROW_COLUMNS)),
+        ("request id", format!("SELECT {} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id WHERE d.project_id = 1 AND d.created_at >= now() - make_interval(days => 14) AND d.request_id = '{request_id}' ORDER BY d.created_at DESC, d.id DESC LIMIT 51", db::deliveries::ROW_COLUMNS)),
+    ] {
+        let plan: Vec<String> = sqlx::query_scalar(&format!("EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, SUMMARY ON) {sql}")).fetch_all(&pool).await.unwrap();
+        println!("\nEXPLAIN ANALYZE, {label}:\n{}", plan.iter().filter(|l| !l.contains("Subplans Removed") ).take(14).cloned().collect::<Vec<_>>().join("\n"));
+    }
 }

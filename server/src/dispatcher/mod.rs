@@ -134,10 +134,14 @@ impl Dispatcher {
                 let sender = sender.clone();
                 let results = results_tx.clone();
                 let metrics = self.metrics.clone();
+                let stopping = shutdown.clone();
                 tasks.spawn(async move {
                     // The endpoint's slot first: waiting for a slow endpoint holds no global slot.
                     let _ep = ep_sem.acquire_owned().await;
                     let _slot = global.acquire_owned().await;
+                    if *stopping.borrow() {
+                        return; // not sent: handed back to the queue on the way out
+                    }
                     let jitter: f64 = rand::thread_rng().gen();
                     let outcome = sender.attempt(&row, jitter).await;
                     metrics.observe(&outcome);
