@@ -22,6 +22,10 @@ pub struct Config {
     pub concurrency: usize,
     pub per_endpoint_concurrency: usize,
     pub lease: Duration,
+    /// Inspector captures allowed per source address per minute.
+    pub capture_per_minute: u32,
+    /// Bulk replay: attempts enqueued per endpoint per second.
+    pub replay_per_second: u32,
 }
 
 impl Config {
@@ -71,6 +75,8 @@ impl Config {
             concurrency: usize_var("POSTHORN_DISPATCH_CONCURRENCY", 512)?,
             per_endpoint_concurrency: usize_var("POSTHORN_ENDPOINT_CONCURRENCY", 16)?,
             lease: duration_var("POSTHORN_LEASE", "60s")?,
+            replay_per_second: number("POSTHORN_REPLAY_RATE", var("POSTHORN_REPLAY_RATE"), 10u32)?,
+            capture_per_minute: number("POSTHORN_CAPTURE_RATE_LIMIT", var("POSTHORN_CAPTURE_RATE_LIMIT"), 6000u32)?,
         })
     }
 

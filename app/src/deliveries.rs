@@ -216,3 +216,54 @@ pub async fn delivery_filter_options() -> Result<FilterOptions, ServerFnError> {
     .await?;
     Ok(FilterOptions { project_id: access.project_id, endpoints, event_types })
 }
+
+/// A bulk replay's state, polled by the page while it runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplayProgress {
+    pub id: i64,
+    pub total: i32,
+    /// Attempts enqueued so far.
+    pub queued: i32,
+    /// Of those, attempts with an outcome.
+    pub finished: i32,
+    pub status: String,
+    pub per_second: i32,
+}
+
+/// How many events "Retry all matching" would send for this view.
+#[server(endpoint = "preview_replay")]
+pub async fn preview_replay(filter: DeliveryFilter) -> Result<i64, ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx, db::replays};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    Ok(replays::preview(&ctx.pool, &access, &filter, ctx.cfg.retention_days).await?)
+}
+
+#[server(endpoint = "start_replay")]
+pub async fn start_replay(filter: DeliveryFilter) -> Result<ReplayProgress, ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx, db::{audit, replays}};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    let id = replays::start(&ctx.pool, &access, &filter, ctx.cfg.retention_days, ctx.cfg.replay_per_second as i32).await?;
+    let progress = replays::progress(&ctx.pool, &access, id).await?;
+    audit::record(&ctx.pool, &access, "bulk_replay", &format!("replay #{id}"), serde_json::json!({"events": progress.total, "filter": filter.to_query(false)})).await?;
+    Ok(progress)
+}
+
+#[server(endpoint = "get_replay_progress")]
+pub async fn get_replay_progress(id: i64) -> Result<ReplayProgress, ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx, db::replays};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    Ok(replays::progress(&ctx.pool, &access, id).await?)
+}
+
+#[server(endpoint = "cancel_replay")]
+pub async fn cancel_replay(id: i64) -> Result<ReplayProgress, ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx, db::{audit, replays}};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    replays::cancel(&ctx.pool, &access, id).await?;
+    audit::record(&ctx.pool, &access, "bulk_replay.cancel", &format!("replay #{id}"), serde_json::json!({})).await?;
+    Ok(replays::progress(&ctx.pool, &access, id).await?)
+}

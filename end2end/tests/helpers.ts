@@ -37,18 +37,19 @@ export function createProject(name: string, plan = "business") {
 /** A live receiver on loopback that counts requests and answers 200. */
 export async function startReceiver() {
   const received: { headers: http.IncomingHttpHeaders; body: string }[] = [];
+  const control = { status: 200 };
   const server = http.createServer((req, res) => {
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", () => {
       received.push({ headers: req.headers, body });
-      res.writeHead(200, { "content-type": "application/json" });
+      res.writeHead(control.status, { "content-type": "application/json" });
       res.end('{"received":true}');
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const port = (server.address() as AddressInfo).port;
-  return { url: `http://127.0.0.1:${port}/hook`, received, close: () => server.close() };
+  return { url: `http://127.0.0.1:${port}/hook`, received, control, close: () => server.close() };
 }
 
 export async function api(request: APIRequestContext, key: string, method: string, path: string, data?: unknown) {

@@ -84,7 +84,8 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
                 shutdown_signal().await;
                 let _ = tx.send(true);
             });
-            Dispatcher::new(pool, cfg, Arc::new(Metrics::default())).run(rx).await;
+            let dispatch_pool = app::db::connect_dispatcher(&cfg.database_url, 16).await?;
+            Dispatcher::new(dispatch_pool, cfg, Arc::new(Metrics::default())).run(rx).await;
         }
         Command::Serve => serve(pool, cfg).await?,
     }
@@ -94,8 +95,10 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
 async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
     let metrics = Arc::new(Metrics::default());
     let (tx, rx) = watch::channel(false);
-    let dispatcher = tokio::spawn(Dispatcher::new(pool.clone(), cfg.clone(), metrics.clone()).run(rx.clone()));
+    let dispatch_pool = app::db::connect_dispatcher(&cfg.database_url, 16).await?;
+    let dispatcher = tokio::spawn(Dispatcher::new(dispatch_pool, cfg.clone(), metrics.clone()).run(rx.clone()));
     let maintenance = tokio::spawn(crate::maintenance::run(pool.clone(), cfg.retention_days, rx.clone()));
+    let replayer = tokio::spawn(crate::replayer::run(pool.clone(), rx.clone()));
     let state = web::AppState { leptos_options: web::leptos_options(&cfg), pool, cfg: cfg.clone(), metrics };
     let listener = tokio::net::TcpListener::bind(cfg.site_addr).await.map_err(|e| format!("cannot listen on {}: {e}", cfg.site_addr))?;
     tracing::info!("listening on http://{}", cfg.site_addr);
@@ -111,6 +114,7 @@ async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
     result?;
     let _ = dispatcher.await;
     let _ = maintenance.await;
+    let _ = replayer.await;
     Ok(())
 }
 

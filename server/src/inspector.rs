@@ -21,8 +21,6 @@ use crate::{api::ApiError, web::{AppState, SESSION_COOKIE}};
 
 /// Bodies above this are refused (413) and the refusal is still listed.
 pub const MAX_CAPTURE: usize = 1024 * 1024;
-/// Captures allowed per source address per minute.
-pub const CAPTURES_PER_MINUTE: u32 = 6000;
 
 pub fn router(_state: AppState) -> Router<AppState> {
     Router::new()
@@ -84,7 +82,7 @@ async fn capture(
         return Err(ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such bin, or it has expired"));
     }
     let now = chrono::Utc::now().timestamp();
-    if rate_counters::hit(&state.pool, &format!("capture:{}", addr.ip()), window_start(now)).await? > CAPTURES_PER_MINUTE {
+    if rate_counters::hit(&state.pool, &format!("capture:{}", addr.ip()), window_start(now)).await? > state.cfg.capture_per_minute {
         return Err(ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", "too many requests from this address"));
     }
     let (parts, body) = req.into_parts();

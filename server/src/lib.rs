@@ -7,5 +7,6 @@ pub mod dispatcher;
 pub mod inspector;
 pub mod maintenance;
 pub mod metrics;
+pub mod replayer;
 pub mod seed;
 pub mod web;

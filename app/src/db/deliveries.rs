@@ -17,20 +17,17 @@ pub const ROW_COLUMNS: &str = "d.id, d.created_at, d.project_id, d.request_id, d
     d.triggered_by, d.status, d.scheduled_at, d.started_at, d.finished_at, d.duration_ms,
     d.response_status, d.error_kind, d.error";
 
-/// One page of the dashboard list: newest first, `limit` rows after the cursor.
-/// Support staff searching by id search every project (`access` is then only the viewer).
-pub async fn list(
-    pool: &PgPool,
+/// The WHERE clause of the dashboard's view (everything after `WHERE `), shared by the
+/// list and by bulk replay so both act on exactly the rows the user sees.
+pub fn push_filters(
+    q: &mut QueryBuilder<'_, Postgres>,
     access: &Access,
     filter: &DeliveryFilter,
     retention_days: u32,
-    limit: i64,
-) -> AppResult<Vec<DeliveryRow>> {
-    let mut q: QueryBuilder<Postgres> = QueryBuilder::new(format!(
-        "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id WHERE "
-    ));
+    cross_project_search: bool,
+) -> AppResult<()> {
     let search = filter.q.as_deref().map(str::trim).filter(|s| !s.is_empty());
-    if search.is_some() && access.is_support {
+    if search.is_some() && cross_project_search {
         q.push("true");
     } else {
         q.push("d.project_id = ").push_bind(access.project_id);
@@ -56,6 +53,13 @@ pub async fn list(
     }
     if let Some(k) = &filter.error_kind {
         q.push(" AND d.error_kind = ").push_bind(k.clone());
+    }
+    // Only failed attempts carry an error or a non-2xx code. Saying so lets the planner
+    // use the failures index instead of walking the project's whole history.
+    let failure_only = filter.error_kind.is_some()
+        || matches!(filter.code.as_deref(), Some(c) if !c.is_empty() && c != "none" && !c.starts_with('2'));
+    if failure_only && filter.status.is_none() {
+        q.push(" AND d.status IN ('failed', 'dead_letter')");
     }
     match filter.code.as_deref() {
         None | Some("") => {}
@@ -88,6 +92,22 @@ pub async fn list(
             .push_bind(c.id)
             .push(")");
     }
+    Ok(())
+}
+
+/// One page of the dashboard list: newest first, `limit` rows after the cursor.
+/// Support staff searching by id search every project.
+pub async fn list(
+    pool: &PgPool,
+    access: &Access,
+    filter: &DeliveryFilter,
+    retention_days: u32,
+    limit: i64,
+) -> AppResult<Vec<DeliveryRow>> {
+    let mut q: QueryBuilder<Postgres> = QueryBuilder::new(format!(
+        "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id WHERE "
+    ));
+    push_filters(&mut q, access, filter, retention_days, access.is_support)?;
     q.push(" ORDER BY d.created_at DESC, d.id DESC LIMIT ").push_bind(limit);
     Ok(q.build_query_as::<DeliveryRow>().fetch_all(pool).await?)
 }

@@ -10,6 +10,7 @@ pub mod events;
 pub mod maintenance;
 pub mod projects;
 pub mod rate_counters;
+pub mod replays;
 pub mod users;
 
 use sqlx::{postgres::PgPoolOptions, PgPool};
@@ -21,6 +22,20 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, sqlx::Er
         .max_connections(max_connections)
         .acquire_timeout(std::time::Duration::from_secs(10))
         .connect(url)
+        .await
+}
+
+/// The dispatcher's own pool. Its commits (claims, outcomes) do not wait for the WAL to
+/// reach disk: a claim or outcome lost in a database crash only means the attempt is sent
+/// again after its lease, which at-least-once delivery allows. Events are ingested through
+/// the main pool, durably.
+pub async fn connect_dispatcher(url: &str, max_connections: u32) -> Result<PgPool, sqlx::Error> {
+    use std::str::FromStr;
+    let options = sqlx::postgres::PgConnectOptions::from_str(url)?.options([("synchronous_commit", "off")]);
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(std::time::Duration::from_secs(10))
+        .connect_with(options)
         .await
 }
 

@@ -13,6 +13,7 @@ use crate::{
     },
     core::{duration::format_millis, status::{DeliveryStatus, ERROR_KINDS}},
     deliveries::{
+        cancel_replay, preview_replay, start_replay, ReplayProgress,
         get_delivery_detail, delivery_filter_options, list_deliveries, redirect_delivery, retry_delivery, DeliveryFilter, FilterOptions,
     },
     model::DeliveryRow,
@@ -55,6 +56,7 @@ fn DeliveryView(
                 view! { {options_gate.open()} <FilterBar filter opts search_ref/> }
             })}
         </Suspense>
+        <BulkReplay filter/>
         <Transition fallback=|| view! { <p class="loading">"Loading deliveries…"</p> }>
             {move || Suspend::new(async move {
                 let content = match page.await {
@@ -432,6 +434,90 @@ fn Detail(row: DeliveryRow, rows: RwSignal<Vec<DeliveryRow>>, tick: RwSignal<u32
                     }
                 })}
             </Suspense>
+        </div>
+    }
+}
+
+/// "Retry all matching": preview the count, start, watch progress, cancel.
+#[component]
+fn BulkReplay(filter: Memo<DeliveryFilter>) -> impl IntoView {
+    let preview = Action::new(move |_: &()| preview_replay(filter.get_untracked()));
+    let start = Action::new(move |_: &()| start_replay(filter.get_untracked()));
+    let cancel = Action::new(move |id: &i64| cancel_replay(*id));
+    let progress = RwSignal::new(None::<ReplayProgress>);
+    let error = RwSignal::new(None::<String>);
+    let asked = RwSignal::new(false);
+    Effect::new(move |_| match start.value().get() {
+        Some(Ok(p)) => {
+            asked.set(false);
+            progress.set(Some(p));
+        }
+        Some(Err(e)) => error.set(Some(error_text(&e))),
+        None => {}
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(p)) = cancel.value().get() {
+            progress.set(Some(p));
+        }
+    });
+    Effect::new(move |_| {
+        if preview.value().get().is_some() {
+            asked.set(true);
+        }
+    });
+    #[cfg(feature = "hydrate")]
+    {
+        use leptos::task::spawn_local;
+        let handle = set_interval_with_handle(
+            move || {
+                let Some(p) = progress.get_untracked() else { return };
+                if p.status != "running" && p.finished >= p.queued {
+                    return;
+                }
+                spawn_local(async move {
+                    if let Ok(fresh) = crate::deliveries::get_replay_progress(p.id).await {
+                        progress.set(Some(fresh));
+                    }
+                });
+            },
+            std::time::Duration::from_millis(1000),
+        );
+        on_cleanup(move || {
+            if let Ok(h) = handle {
+                h.clear();
+            }
+        });
+    }
+    view! {
+        <div class="bulk">
+            <button type="button" data-testid="bulk-retry-button" on:click=move |_| { error.set(None); preview.dispatch(()); }>"Retry all matching…"</button>
+            {move || (asked.get() && progress.get().is_none()).then(|| match preview.value().get() {
+                Some(Ok(0)) => view! { <span class="note">"Nothing in this view to retry."</span> }.into_any(),
+                Some(Ok(n)) => view! {
+                    <span class="note" data-testid="bulk-count" data-count=n.to_string()>
+                        {format!("Send {n} event{} again, one attempt per event and endpoint, throttled per endpoint?", if n == 1 { "" } else { "s" })}
+                    </span>
+                    <button type="button" class="primary" data-testid="bulk-confirm-button" on:click=move |_| { start.dispatch(()); }>{format!("Send {n}")}</button>
+                    <button type="button" class="link" on:click=move |_| asked.set(false)>"Never mind"</button>
+                }.into_any(),
+                Some(Err(e)) => view! { <span class="note error">{error_text(&e)}</span> }.into_any(),
+                None => ().into_any(),
+            })}
+            {move || progress.get().map(|p| {
+                let id = p.id;
+                let running = p.status == "running";
+                view! {
+                    <span class="replay" data-testid="bulk-progress" data-status=p.status.clone()
+                        data-queued=p.queued.to_string() data-total=p.total.to_string() data-finished=p.finished.to_string()>
+                        <progress max=p.total.to_string() value=p.queued.to_string()></progress>
+                        {format!(" Replay #{}: {} of {} queued, {} finished, {} ({} per second per endpoint)", p.id, p.queued, p.total, p.finished, p.status, p.per_second)}
+                    </span>
+                    {running.then(|| view! {
+                        <button type="button" data-testid="bulk-cancel-button" on:click=move |_| { cancel.dispatch(id); }>"Cancel"</button>
+                    })}
+                }
+            })}
+            {move || error.get().map(|e| view! { <span class="note error">{e}</span> })}
         </div>
     }
 }

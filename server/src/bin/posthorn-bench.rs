@@ -46,6 +46,13 @@ enum Mode {
         #[arg(long)]
         reuse: Option<String>,
     },
+    /// Inspector captures per second into one bin, over HTTP on loopback.
+    Capture {
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+    },
     /// Ingest-to-receipt latency at a steady event rate, one endpoint.
     Latency {
         #[arg(long, default_value_t = 500)]
@@ -91,6 +98,9 @@ async fn main() {
     if let Mode::Queries { rows, projects, reuse } = args.mode {
         return queries(rows, projects, reuse).await;
     }
+    if let Mode::Capture { seconds, concurrency } = args.mode {
+        return capture(seconds, concurrency).await;
+    }
     let (pool, url) = scratch_db().await;
     let track = matches!(args.mode, Mode::Latency { .. });
     let receipts = Receipts { track, ..Default::default() };
@@ -113,13 +123,14 @@ async fn main() {
     let endpoints = match args.mode {
         Mode::Throughput { endpoints, .. } => endpoints,
         Mode::Latency { .. } => 1,
-        Mode::Queries { .. } => unreachable!(),
+        Mode::Queries { .. } | Mode::Capture { .. } => unreachable!(),
     };
     for _ in 0..endpoints {
         db::endpoints::create(&pool, &access, db::endpoints::NewEndpoint { url: &target, event_types: &["*".into()], description: "" }).await.unwrap();
     }
     let (stop_tx, stop_rx) = watch::channel(false);
-    let dispatcher = tokio::spawn(Dispatcher::new(pool.clone(), cfg.clone(), Arc::new(Metrics::default())).run(stop_rx));
+    let dispatch_pool = db::connect_dispatcher(&url, 16).await.unwrap();
+    let dispatcher = tokio::spawn(Dispatcher::new(dispatch_pool, cfg.clone(), Arc::new(Metrics::default())).run(stop_rx));
     let event_type = EventType::parse("bench.event").unwrap();
     let data = r#"{"order_id":"ord_12345","amount":4200,"currency":"EUR","customer":{"id":"cus_1","email":"a@example.com"}}"#;
 
@@ -170,7 +181,7 @@ async fn main() {
             println!("all recorded as succeeded after {total:.1} s = {:.0} deliveries/s end to end", target_rows as f64 / total);
             println!("median of 5 s windows: {median:.0} deliveries/s (windows: {})", samples.iter().map(|s| format!("{s:.0}")).collect::<Vec<_>>().join(", "));
         }
-        Mode::Queries { .. } => unreachable!(),
+        Mode::Queries { .. } | Mode::Capture { .. } => unreachable!(),
         Mode::Latency { rate, seconds } => {
             let mut sent: HashMap<String, Instant> = HashMap::new();
             let interval = Duration::from_secs_f64(1.0 / rate as f64);
@@ -230,16 +241,17 @@ async fn queries(rows: i64, projects: i64, reuse: Option<String>) {
                         trigger, status, scheduled_at, started_at, finished_at, duration_ms, request_id, response_status,
                         error_kind, error)
                      SELECT ts, p, 'evt_' || lpad(to_hex(g / 2), 24, '0'),
-                        (ARRAY['payment.succeeded','payment.confirmed','message.created','chat.opened','contact.created','subscription.cancelled'])[1 + g % 6],
+                        (ARRAY['payment.succeeded','payment.confirmed','message.created','chat.opened','contact.created','subscription.cancelled'])[1 + h % 6],
                         p * 10 + g % 3, 'https://example.com/hook', 1 + g % 2, 'auto',
-                        CASE WHEN g % 20 < 16 THEN 'succeeded' WHEN g % 20 < 18 THEN 'failed' WHEN g % 20 < 19 THEN 'dead_letter' ELSE 'pending' END,
+                        CASE WHEN s < 16 THEN 'succeeded' WHEN s < 18 THEN 'failed' WHEN s < 19 THEN 'dead_letter' ELSE 'pending' END,
                         ts, ts, ts + interval '120 ms', 120, 'req_' || lpad(to_hex(g), 26, '0'),
-                        CASE WHEN g % 20 < 16 THEN 200 WHEN g % 20 < 18 THEN 503 WHEN g % 20 < 19 THEN 404 END,
-                        CASE WHEN g % 20 BETWEEN 16 AND 18 THEN 'http_status' END,
-                        CASE WHEN g % 20 BETWEEN 16 AND 18 THEN 'endpoint answered an error' END
+                        CASE WHEN s < 16 THEN 200 WHEN s < 18 THEN 503 WHEN s < 19 THEN 404 END,
+                        CASE WHEN s BETWEEN 16 AND 18 THEN 'http_status' END,
+                        CASE WHEN s BETWEEN 16 AND 18 THEN 'endpoint answered an error' END
                      FROM generate_series($1::bigint, $2::bigint) g,
                           LATERAL (SELECT now() - interval '14 days' * (1 - g::float8 / $3) + interval '1 second' AS ts,
-                                          CASE WHEN g % 10 = 0 THEN 1 ELSE 2 + (g * 7919) % ($4 - 1) END AS p) x",
+                                          CASE WHEN g % 10 = 0 THEN 1 ELSE 2 + (g * 7919) % ($4 - 1) END AS p,
+                                          (hashint8(g) & 1023) % 20 AS s, (hashint8(g + 1) & 1023) % 6 AS h) x",
                 )
                 .bind(from).bind(to).bind(rows as f64).bind(projects)
                 .execute(&pool).await.unwrap();
@@ -251,7 +263,6 @@ async fn queries(rows: i64, projects: i64, reuse: Option<String>) {
             (pool, url)
         }
     };
-    let _ = url;
     let access = app::auth::system_access(1, "bench");
     let (event_id, request_id): (String, String) =
         sqlx::query_as("SELECT event_id, request_id FROM deliveries WHERE project_id = 1 ORDER BY created_at DESC OFFSET 5000 LIMIT 1")
@@ -282,6 +293,7 @@ async fn queries(rows: i64, projects: i64, reuse: Option<String>) {
         times.sort_by(|a, b| a.partial_cmp(b).unwrap());
         println!("| {name} | {:.2} | {:.2} | {n} |", times[7], times[13]);
     }
+    ttfb(&pool, &url).await;
     for (label, sql) in [
         ("unfiltered", format!("SELECT {} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id WHERE d.project_id = 1 AND d.created_at >= now() - make_interval(days => 14) ORDER BY d.created_at DESC, d.id DESC LIMIT 51", db::deliveries::ROW_COLUMNS)),
         ("status", format!("SELECT {} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id WHERE d.project_id = 1 AND d.created_at >= now() - make_interval(days => 14) AND d.status = 'dead_letter' ORDER BY d.created_at DESC, d.id DESC LIMIT 51", db::deliveries::ROW_COLUMNS)),
@@ -290,4 +302,91 @@ async fn queries(rows: i64, projects: i64, reuse: Option<String>) {
         let plan: Vec<String> = sqlx::query_scalar(&format!("EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, SUMMARY ON) {sql}")).fetch_all(&pool).await.unwrap();
         println!("\nEXPLAIN ANALYZE, {label}:\n{}", plan.iter().filter(|l| !l.contains("Subplans Removed") ).take(14).cloned().collect::<Vec<_>>().join("\n"));
     }
+}
+
+/// Serves the whole app on a random port; returns its address.
+async fn serve_app(pool: &sqlx::PgPool, url: &str) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut cfg = Config::from_env_with(|k| match k {
+        "DATABASE_URL" => Some(url.to_string()),
+        other => std::env::var(other).ok(),
+    })
+    .unwrap();
+    cfg.site_addr = addr;
+    let cfg = Arc::new(cfg);
+    server::web::session_store(pool).migrate().await.unwrap();
+    let state = server::web::AppState {
+        leptos_options: server::web::leptos_options(&cfg),
+        pool: pool.clone(),
+        cfg,
+        metrics: Arc::new(Metrics::default()),
+    };
+    tokio::spawn(server::web::serve(state, listener, std::future::pending()));
+    addr
+}
+
+async fn capture(seconds: u64, concurrency: usize) {
+    let (pool, url) = scratch_db().await;
+    std::env::set_var("POSTHORN_CAPTURE_RATE_LIMIT", "100000000");
+    let addr = serve_app(&pool, &url).await;
+    let http = reqwest::Client::new();
+    let bin: serde_json::Value = http.post(format!("http://{addr}/inspector/bins")).send().await.unwrap().json().await.unwrap();
+    let target = format!("http://{addr}/r/{}/hook", bin["id"].as_str().unwrap());
+    let count = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let body = r#"{"event_id":"evt_01JD0000000000000000000000","event":"payment.succeeded","data":{"amount":4200}}"#;
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency {
+        let (http, target, count) = (http.clone(), target.clone(), count.clone());
+        tasks.push(tokio::spawn(async move {
+            while start.elapsed() < Duration::from_secs(seconds) {
+                let r = http.post(&target).header("content-type", "application/json").body(body).send().await.unwrap();
+                assert_eq!(r.status(), 200);
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let n = count.load(Ordering::Relaxed);
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM bin_requests").fetch_one(&pool).await.unwrap();
+    println!("{concurrency} concurrent clients, {seconds} s: {n} captures = {:.0} requests/s into one bin ({stored} kept: the newest 500)", n as f64 / start.elapsed().as_secs_f64());
+}
+
+/// Time to first byte of `/developers/deliveries` for a signed-in owner of project 1.
+async fn ttfb(pool: &sqlx::PgPool, url: &str) {
+    let addr = serve_app(pool, url).await;
+    let user = db::users::upsert(pool, "ttfb@example.com", "bench-password", "user").await.unwrap();
+    sqlx::query("INSERT INTO memberships (project_id, user_id) VALUES (1, $1) ON CONFLICT DO NOTHING")
+        .bind(user.id).execute(pool).await.unwrap();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let res = http
+        .post(format!("http://{addr}/api/login"))
+        .form(&[("email", "ttfb@example.com"), ("password", "bench-password")])
+        .send()
+        .await
+        .unwrap();
+    let cookie = res
+        .headers()
+        .get_all(reqwest::header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("posthorn_session="))
+        .map(|v| v.split(';').next().unwrap().to_string())
+        .expect("session cookie");
+    let mut first = Vec::new();
+    let mut full = Vec::new();
+    for _ in 0..15 {
+        let t = Instant::now();
+        let res = http.get(format!("http://{addr}/developers/deliveries")).header("cookie", &cookie).send().await.unwrap();
+        first.push(t.elapsed().as_secs_f64() * 1000.0);
+        let body = res.text().await.unwrap();
+        assert!(body.contains("delivery-row"), "the page lists deliveries");
+        full.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    first.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    full.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!("\n/developers/deliveries (50 rows, server-rendered whole): time to first byte median {:.1} ms (p90 {:.1}), full page median {:.1} ms", first[7], first[13], full[7]);
 }

@@ -41,11 +41,16 @@ pub struct TestDb {
 
 impl TestDb {
     pub async fn new() -> TestDb {
-        let admin = PgPoolOptions::new().max_connections(1).connect(&admin_url()).await.expect("connect to PostgreSQL for tests");
+        Self::on(&admin_url()).await
+    }
+
+    /// A fresh database on the server behind `admin_url`.
+    pub async fn on(admin_url: &str) -> TestDb {
+        let admin = PgPoolOptions::new().max_connections(1).connect(admin_url).await.expect("connect to PostgreSQL for tests");
         let name = format!("ph_test_{}", ulid::Ulid::new().to_string().to_lowercase());
         sqlx::query(&format!("CREATE DATABASE {name}")).execute(&admin).await.expect("create test database");
         admin.close().await;
-        let url = with_database(&admin_url(), &name);
+        let url = with_database(admin_url, &name);
         let pool = PgPoolOptions::new().max_connections(20).connect(&url).await.expect("connect to test database");
         db::migrate(&pool).await.expect("migrate");
         web::session_store(&pool).migrate().await.expect("session table");
@@ -101,6 +106,7 @@ impl TestApp {
         let mut handles = Vec::new();
         if with_dispatcher {
             handles.push(tokio::spawn(Dispatcher::new(db.pool.clone(), cfg.clone(), metrics.clone()).run(rx.clone())));
+            handles.push(tokio::spawn(server::replayer::run(db.pool.clone(), rx.clone())));
         }
         let state = web::AppState { leptos_options: web::leptos_options(&cfg), pool: db.pool.clone(), cfg, metrics };
         let mut stop_rx = rx.clone();

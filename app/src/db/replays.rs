@@ -1,0 +1,168 @@
+//! Bulk replay: snapshot the (event, endpoint) pairs a filtered view shows, then enqueue
+//! one attempt per pair, throttled per endpoint, until done or cancelled.
+
+use sqlx::{PgPool, Postgres, QueryBuilder};
+
+use crate::{
+    auth::Access,
+    core::ids::new_request_id,
+    deliveries::{DeliveryFilter, ReplayProgress},
+    error::{AppError, AppResult},
+};
+
+/// Pairs a replay of this view would send: distinct (event, endpoint) of the matching
+/// attempts, on endpoints that still exist, excluding redirects.
+fn push_pairs(q: &mut QueryBuilder<'_, Postgres>, access: &Access, filter: &DeliveryFilter, retention_days: u32) -> AppResult<()> {
+    q.push(
+        "SELECT DISTINCT d.event_id, d.endpoint_id FROM deliveries d
+         JOIN endpoints e ON e.id = d.endpoint_id AND e.deleted_at IS NULL WHERE d.trigger <> 'redirect' AND ",
+    );
+    let mut unpaged = filter.clone();
+    unpaged.cursor = None;
+    super::deliveries::push_filters(q, access, &unpaged, retention_days, false)
+}
+
+/// Replays are capped so one click cannot queue millions of requests.
+pub const MAX_REPLAY: i64 = 100_000;
+
+pub async fn preview(pool: &PgPool, access: &Access, filter: &DeliveryFilter, retention_days: u32) -> AppResult<i64> {
+    let mut q = QueryBuilder::new("SELECT count(*) FROM (");
+    push_pairs(&mut q, access, filter, retention_days)?;
+    q.push(") pairs");
+    Ok(q.build_query_scalar::<i64>().fetch_one(pool).await?)
+}
+
+pub async fn start(pool: &PgPool, access: &Access, filter: &DeliveryFilter, retention_days: u32, per_second: i32) -> AppResult<i64> {
+    let mut tx = pool.begin().await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO replays (project_id, created_by, filter, per_second) VALUES ($1, $2, $3, $4) RETURNING id",
+    )
+    .bind(access.project_id)
+    .bind(&access.email)
+    .bind(sqlx::types::Json(filter))
+    .bind(per_second)
+    .fetch_one(&mut *tx)
+    .await?;
+    let mut q = QueryBuilder::new("INSERT INTO replay_items (replay_id, event_id, endpoint_id) SELECT ");
+    q.push_bind(id).push(", p.event_id, p.endpoint_id FROM (");
+    push_pairs(&mut q, access, filter, retention_days)?;
+    q.push(") p LIMIT ").push_bind(MAX_REPLAY);
+    let total = q.build().execute(&mut *tx).await?.rows_affected();
+    if total == 0 {
+        return Err(AppError::Invalid("Nothing matches this view: no replay started.".into()));
+    }
+    sqlx::query("UPDATE replays SET total = $2 WHERE id = $1").bind(id).bind(total as i32).execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+pub async fn progress(pool: &PgPool, access: &Access, id: i64) -> AppResult<ReplayProgress> {
+    let row: Option<(i64, i32, i32, String, i32)> = sqlx::query_as(
+        "SELECT id, total, queued, status, per_second FROM replays WHERE id = $1 AND project_id = $2",
+    )
+    .bind(id)
+    .bind(access.project_id)
+    .fetch_optional(pool)
+    .await?;
+    let (id, total, queued, status, per_second) = row.ok_or(AppError::NotFound)?;
+    let delivered: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM replay_items ri JOIN deliveries d ON d.id = ri.delivery_id
+         WHERE ri.replay_id = $1 AND d.status IN ('succeeded', 'failed', 'dead_letter')",
+    )
+    .bind(id)
+    .fetch_one(pool)
+    .await?;
+    Ok(ReplayProgress { id, total, queued, finished: delivered as i32, status, per_second })
+}
+
+pub async fn cancel(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
+    let n = sqlx::query(
+        "UPDATE replays SET status = 'cancelled', finished_at = now()
+         WHERE id = $1 AND project_id = $2 AND status = 'running'",
+    )
+    .bind(id)
+    .bind(access.project_id)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    if n == 0 {
+        progress(pool, access, id).await?; // 404 if it is not the caller's
+    }
+    Ok(())
+}
+
+/// One second's worth of every running replay: up to `per_second` new attempts per
+/// endpoint. Returns how many attempts were queued.
+pub async fn tick(pool: &PgPool) -> AppResult<u64> {
+    let running: Vec<(i64, i64, String, i32)> =
+        sqlx::query_as("SELECT id, project_id, created_by, per_second FROM replays WHERE status = 'running'")
+            .fetch_all(pool)
+            .await?;
+    let mut queued = 0;
+    for (id, project_id, by, per_second) in running {
+        let mut tx = pool.begin().await?;
+        // Lock the replay row: two servers ticking at once take turns.
+        let still: Option<String> = sqlx::query_scalar("SELECT status FROM replays WHERE id = $1 FOR UPDATE SKIP LOCKED")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if still.as_deref() != Some("running") {
+            continue;
+        }
+        let picked: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT event_id, endpoint_id FROM (
+                SELECT event_id, endpoint_id, row_number() OVER (PARTITION BY endpoint_id ORDER BY event_id) AS rn
+                FROM replay_items WHERE replay_id = $1 AND delivery_id IS NULL) t
+             WHERE rn <= $2",
+        )
+        .bind(id)
+        .bind(per_second as i64)
+        .fetch_all(&mut *tx)
+        .await?;
+        if picked.is_empty() {
+            sqlx::query("UPDATE replays SET status = 'done', finished_at = now() WHERE id = $1").bind(id).execute(&mut *tx).await?;
+            tx.commit().await?;
+            continue;
+        }
+        let (events, endpoints): (Vec<String>, Vec<i64>) = picked.into_iter().unzip();
+        let request_ids: Vec<String> = events.iter().map(|_| new_request_id()).collect();
+        let made: Vec<(i64, String, i64)> = sqlx::query_as(
+            "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt, trigger,
+                                     triggered_by, status, request_id)
+             SELECT $1, p.event_id, ev.event_type, p.endpoint_id, e.url,
+                    (SELECT coalesce(max(attempt), 0) + 1 FROM deliveries x WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id),
+                    'manual_retry', $2, 'pending', p.request_id
+             FROM unnest($3::text[], $4::bigint[], $5::text[]) AS p(event_id, endpoint_id, request_id)
+             JOIN events ev ON ev.event_id = p.event_id
+             JOIN endpoints e ON e.id = p.endpoint_id AND e.deleted_at IS NULL
+             RETURNING id, event_id, endpoint_id",
+        )
+        .bind(project_id)
+        .bind(format!("{by} (bulk replay #{id})"))
+        .bind(&events)
+        .bind(&endpoints)
+        .bind(&request_ids)
+        .fetch_all(&mut *tx)
+        .await?;
+        // Pairs that could not be queued (event or endpoint gone) are marked done with 0.
+        sqlx::query(
+            "UPDATE replay_items ri SET delivery_id = coalesce(m.id, 0)
+             FROM unnest($2::text[], $3::bigint[]) AS p(event_id, endpoint_id)
+             LEFT JOIN unnest($4::bigint[], $5::text[], $6::bigint[]) AS m(id, event_id, endpoint_id)
+               ON m.event_id = p.event_id AND m.endpoint_id = p.endpoint_id
+             WHERE ri.replay_id = $1 AND ri.event_id = p.event_id AND ri.endpoint_id = p.endpoint_id",
+        )
+        .bind(id)
+        .bind(&events)
+        .bind(&endpoints)
+        .bind(made.iter().map(|m| m.0).collect::<Vec<_>>())
+        .bind(made.iter().map(|m| m.1.clone()).collect::<Vec<_>>())
+        .bind(made.iter().map(|m| m.2).collect::<Vec<_>>())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("UPDATE replays SET queued = queued + $2 WHERE id = $1").bind(id).bind(events.len() as i32).execute(&mut *tx).await?;
+        tx.commit().await?;
+        queued += made.len() as u64;
+    }
+    Ok(queued)
+}

@@ -1,0 +1,20 @@
+//! Drives bulk replays: once a second, each running replay enqueues its next attempts.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+use tokio::sync::watch;
+
+pub async fn run(pool: PgPool, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        match app::db::replays::tick(&pool).await {
+            Ok(n) if n > 0 => tracing::debug!(queued = n, "bulk replay"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "bulk replay tick failed"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = shutdown.changed() => return,
+        }
+    }
+}
