@@ -15,6 +15,9 @@ pub struct EndpointStats {
     pub p95_ms: Option<f64>,
     /// Success ratio per hour over the last 24 hours (None: no attempts that hour).
     pub hourly: Vec<Option<f64>>,
+    /// Failed attempts of the last 24 hours grouped by response code or error kind,
+    /// most frequent first: an incident read at a glance.
+    pub failures: Vec<(String, i64)>,
 }
 
 #[server(endpoint = "list_endpoints")]
@@ -41,6 +44,15 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
     .bind(access.project_id)
     .fetch_all(&ctx.pool)
     .await?;
+    let failures: Vec<(i64, String, i64)> = sqlx::query_as(
+        "SELECT endpoint_id, coalesce(response_status::text, error_kind, 'unknown'), count(*)
+         FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours'
+           AND trigger <> 'redirect' AND status IN ('failed', 'dead_letter')
+         GROUP BY 1, 2 ORDER BY 3 DESC",
+    )
+    .bind(access.project_id)
+    .fetch_all(&ctx.pool)
+    .await?;
     Ok(list
         .into_iter()
         .map(|endpoint| {
@@ -54,6 +66,7 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
                 succeeded_24h: mine.iter().map(|r| r.3).sum(),
                 p95_ms: p95.iter().find(|p| p.0 == endpoint.id).and_then(|p| p.1),
                 hourly,
+                failures: failures.iter().filter(|f| f.0 == endpoint.id).map(|f| (f.1.clone(), f.2)).collect(),
                 endpoint,
             }
         })

@@ -93,8 +93,12 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
     let rotate = Action::new(move |_: &()| rotate_secret(id));
     let test = Action::new(move |_: &()| test_send(id));
     let remove = Action::new(move |_: &()| delete_endpoint(id));
+    let editing = RwSignal::new(false);
+    let edit_url = RwSignal::new(ep.url.clone());
+    let edit_types = RwSignal::new(ep.event_types.join(", "));
+    let save = Action::new(move |_: &()| update_endpoint(id, Some(edit_url.get_untracked()), Some(edit_types.get_untracked()), None));
     Effect::new(move |_| {
-        for r in [toggle.value().get(), remove.value().get()].into_iter().flatten() {
+        for r in [toggle.value().get(), remove.value().get(), save.value().get()].into_iter().flatten() {
             match r {
                 Ok(()) => version.update(|v| *v += 1),
                 Err(e) => message.set(Some((false, error_text(&e)))),
@@ -165,7 +169,29 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
                 <a href=format!("/developers/deliveries?endpoint={id}")>"Deliveries"</a>
                 <a href=format!("/developers/deliveries?endpoint={id}&status=dead_letter")>"Failures"</a>
             </div>
+            {(!stats.failures.is_empty()).then(|| view! {
+                <div class="epfail" data-testid="endpoint-failures">
+                    "Failures, 24 h: "
+                    {stats.failures.iter().map(|(what, n)| {
+                        let href = if what.chars().all(|c| c.is_ascii_digit()) {
+                            format!("/developers/deliveries?endpoint={id}&code={what}&since={}", (chrono::Utc::now() - chrono::Duration::hours(24)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+                        } else {
+                            format!("/developers/deliveries?endpoint={id}&error_kind={what}")
+                        };
+                        view! { <a class="failchip" href=href>{format!("{what} × {n}")}</a> }
+                    }).collect_view()}
+                </div>
+            })}
+            {move || editing.get().then(|| view! {
+                <form class="filters" on:submit=move |ev| { ev.prevent_default(); save.dispatch(()); }>
+                    <input type="url" aria-label="Endpoint URL" data-testid="edit-url-input" prop:value=move || edit_url.get() on:input=move |ev| edit_url.set(event_target_value(&ev))/>
+                    <input type="text" aria-label="Event types" data-testid="edit-types-input" prop:value=move || edit_types.get() on:input=move |ev| edit_types.set(event_target_value(&ev))/>
+                    <button type="submit" class="primary" data-testid="save-endpoint-button">"Save"</button>
+                    <button type="button" class="link" on:click=move |_| editing.set(false)>"Cancel"</button>
+                </form>
+            })}
             <div class="actions">
+                <button type="button" data-testid="edit-endpoint-button" on:click=move |_| editing.update(|e| *e = !*e)>"Edit"</button>
                 <button type="button" data-testid="test-send-button" on:click=move |_| { test.dispatch(()); }>"Test send"</button>
                 <button type="button" data-testid="toggle-endpoint-button" on:click=move |_| { toggle.dispatch(()); }>{if enabled { "Disable" } else { "Enable" }}</button>
                 <button type="button" data-testid="reveal-secret-button" on:click=move |_| { reveal.dispatch(()); }>"Reveal secret"</button>

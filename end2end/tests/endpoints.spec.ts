@@ -1,0 +1,90 @@
+import { test, expect } from "@playwright/test";
+import { createHmac } from "node:crypto";
+import { api, createProject, hydrated, login, startReceiver, OWNER, SUPPORT } from "./helpers";
+
+function botix(secret: string, ts: string, body: string) {
+  return "sha256=" + createHmac("sha256", secret).update(`${ts}.${body}`).digest("hex");
+}
+function standard(secret: string, id: string, ts: string, body: string) {
+  return "v1," + createHmac("sha256", Buffer.from(secret.slice(6), "base64")).update(`${id}.${ts}.${body}`).digest("base64");
+}
+
+test("after a rotation the next delivery carries two signatures, valid for the old and new secret", async ({ page }) => {
+  const receiver = await startReceiver();
+  const p = createProject("Rotation");
+  await login(page, { email: p.email, password: p.password });
+  await page.goto("/developers/webhooks");
+  await hydrated(page);
+  await page.getByTestId("endpoint-url-input").fill(receiver.url);
+  await page.getByTestId("create-endpoint-button").click();
+  const oldSecret = (await page.getByTestId("new-endpoint-secret").textContent())!.trim();
+  const card = page.getByTestId("endpoint-row");
+  await card.getByTestId("rotate-secret-button").click();
+  await expect(card.getByTestId("endpoint-secret")).toContainText("whsec_");
+  const newSecret = (await card.getByTestId("endpoint-secret").textContent())!.trim();
+  expect(newSecret).not.toBe(oldSecret);
+  await card.getByTestId("test-send-button").click();
+  await expect(card.getByTestId("test-send-result")).toHaveAttribute("data-status", "succeeded", { timeout: 15_000 });
+
+  const r = receiver.received[0];
+  const ts = r.headers["x-botix-timestamp"] as string;
+  const id = r.headers["webhook-id"] as string;
+  const botixSigs = (r.headers["x-botix-signature"] as string).split(",").map((s) => s.trim());
+  const stdSigs = (r.headers["webhook-signature"] as string).split(" ");
+  expect(botixSigs).toEqual([botix(newSecret, ts, r.body), botix(oldSecret, ts, r.body)]);
+  expect(stdSigs).toEqual([standard(newSecret, id, ts, r.body), standard(oldSecret, id, ts, r.body)]);
+  receiver.close();
+});
+
+test("support staff find another project's delivery by request id and open it", async ({ page, request }) => {
+  const receiver = await startReceiver();
+  const p = createProject("Support case");
+  await api(request, p.apiKey, "POST", "/webhooks", { url: receiver.url, events: ["*"] });
+  await api(request, p.apiKey, "POST", "/events", { event: "payment.succeeded", data: { ticket: 42 } });
+  let requestId = "";
+  await expect.poll(async () => {
+    const data = (await (await api(request, p.apiKey, "GET", "/deliveries")).json()).data;
+    requestId = data[0]?.request_id ?? "";
+    return data[0]?.status;
+  }).toBe("succeeded");
+
+  await login(page, SUPPORT);
+  await page.goto("/developers/deliveries");
+  await hydrated(page);
+  await page.getByTestId("search-input").fill(requestId);
+  await page.getByTestId("search-input").press("Enter");
+  const row = page.getByTestId("delivery-row");
+  await expect(row).toHaveCount(1);
+  await expect(row).toHaveAttribute("data-project", String(p.projectId));
+  await row.click();
+  await expect(page.getByTestId("detail-payload")).toContainText('"ticket": 42');
+  receiver.close();
+});
+
+test("an owner cannot reach another project's endpoints, secrets or audit", async ({ page, request }) => {
+  const p = createProject("Private");
+  const hook = await (await api(request, p.apiKey, "POST", "/webhooks", { url: "https://example.com/x", events: ["*"] })).json();
+  await login(page, OWNER);
+  const call = (name: string, form: Record<string, string>) =>
+    page.evaluate(async ([name, form]) => {
+      const r = await fetch(`/api/${name}`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams(form as Record<string, string>).toString(),
+      });
+      return { status: r.status, text: await r.text() };
+    }, [name, form] as const);
+  for (const name of ["reveal_secret", "rotate_secret", "test_send", "delete_endpoint"]) {
+    const r = await call(name, { id: String(hook.id) });
+    expect(r.status, name).toBeGreaterThanOrEqual(400);
+    expect(r.text, name).toContain("not found");
+    expect(r.text, name).not.toContain("whsec_");
+  }
+  const update = await call("update_endpoint", { id: String(hook.id), enabled: "false" });
+  expect(update.text).toContain("not found");
+  const audit = await call("switch_project", { project_id: String(p.projectId) });
+  expect(audit.text).toContain("not found");
+  // Still intact for its owner.
+  const still = await (await api(request, p.apiKey, "GET", `/webhooks/${hook.id}`)).json();
+  expect(still.enabled).toBe(true);
+});
