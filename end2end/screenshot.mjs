@@ -14,6 +14,9 @@ for (const width of [1440, 390]) {
   await page.click("[data-testid=login-submit]");
   await page.waitForURL("**/developers");
   await page.screenshot({ path: `${out}/cabinet-${width}.png` });
+  await page.goto(`${base}/developers/webhooks`);
+  await page.waitForSelector("body[data-hydrated=true]");
+  await page.screenshot({ path: `${out}/webhooks-${width}.png`, fullPage: true });
   await page.goto(`${base}/developers/deliveries`);
   await page.waitForSelector("body[data-hydrated=true]");
   await page.screenshot({ path: `${out}/deliveries-${width}.png` });

@@ -26,12 +26,12 @@ mod server_side {
 
     /// Proof that `user_id` may act on `project_id`. Only [`authorize`] makes one.
     #[derive(Clone, Debug)]
+    #[non_exhaustive]
     pub struct Access {
         pub user_id: i64,
         pub email: String,
         pub is_support: bool,
         pub project_id: i64,
-        _private: (),
     }
 
     pub async fn authorize(pool: &PgPool, user: &User, project_id: i64) -> AppResult<Access> {
@@ -48,13 +48,17 @@ mod server_side {
             email: user.email.clone(),
             is_support: user.is_support(),
             project_id,
-            _private: (),
         })
     }
 
     /// An access made outside a session (the CLI, tests, the public API after key checks).
     pub fn system_access(project_id: i64, actor: &str) -> Access {
-        Access { user_id: 0, email: actor.to_string(), is_support: false, project_id, _private: () }
+        Access {
+            user_id: 0,
+            email: actor.to_string(),
+            is_support: false,
+            project_id,
+        }
     }
 
     pub fn internal(e: impl std::fmt::Display) -> ServerFnError {
@@ -121,7 +125,13 @@ pub async fn get_viewer() -> Result<Option<Viewer>, ServerFnError> {
         Err(_) => None,
     };
     let is_support = user.is_support();
-    Ok(Some(Viewer { user_id: user.id, email: user.email, is_support, projects, current }))
+    Ok(Some(Viewer {
+        user_id: user.id,
+        email: user.email,
+        is_support,
+        projects,
+        current,
+    }))
 }
 
 #[server(endpoint = "login")]
@@ -150,7 +160,10 @@ pub async fn login(email: String, password: String) -> Result<(), ServerFnError>
         ));
     }
     if failures >= 5 {
-        tokio::time::sleep(std::time::Duration::from_millis(500 * (failures as u64 - 4).min(10))).await;
+        tokio::time::sleep(std::time::Duration::from_millis(
+            500 * (failures as u64 - 4).min(10),
+        ))
+        .await;
     }
     let user = users::find_by_email(&ctx.pool, &email).await?;
     let ok = match &user {
@@ -163,16 +176,15 @@ pub async fn login(email: String, password: String) -> Result<(), ServerFnError>
     let Some(user) = user.filter(|_| ok) else {
         rate_counters::hit(&ctx.pool, &email_bucket, window).await?;
         rate_counters::hit(&ctx.pool, &ip_bucket, window).await?;
-        return Err(ServerFnError::ServerError("Wrong email or password.".into()));
+        return Err(ServerFnError::ServerError(
+            "Wrong email or password.".into(),
+        ));
     };
     rate_counters::clear(&ctx.pool, &email_bucket, window).await?;
     let session = session().await?;
     // A new id at sign-in: a session id planted before sign-in is worthless after it.
     session.cycle_id().await.map_err(internal)?;
-    session
-        .insert(USER_KEY, user.id)
-        .await
-        .map_err(internal)?;
+    session.insert(USER_KEY, user.id).await.map_err(internal)?;
     leptos_axum::redirect("/developers");
     Ok(())
 }

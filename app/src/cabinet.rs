@@ -56,17 +56,27 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
     Ok(list
         .into_iter()
         .map(|endpoint| {
-            let mine: Vec<&(i64, i32, i64, i64)> = rows.iter().filter(|r| r.0 == endpoint.id).collect();
+            let mine: Vec<&(i64, i32, i64, i64)> =
+                rows.iter().filter(|r| r.0 == endpoint.id).collect();
             let hourly = (0..24)
                 .rev()
-                .map(|h| mine.iter().find(|r| r.1 == h).filter(|r| r.2 > 0).map(|r| r.3 as f64 / r.2 as f64))
+                .map(|h| {
+                    mine.iter()
+                        .find(|r| r.1 == h)
+                        .filter(|r| r.2 > 0)
+                        .map(|r| r.3 as f64 / r.2 as f64)
+                })
                 .collect();
             EndpointStats {
                 attempts_24h: mine.iter().map(|r| r.2).sum(),
                 succeeded_24h: mine.iter().map(|r| r.3).sum(),
                 p95_ms: p95.iter().find(|p| p.0 == endpoint.id).and_then(|p| p.1),
                 hourly,
-                failures: failures.iter().filter(|f| f.0 == endpoint.id).map(|f| (f.1.clone(), f.2)).collect(),
+                failures: failures
+                    .iter()
+                    .filter(|f| f.0 == endpoint.id)
+                    .map(|f| (f.1.clone(), f.2))
+                    .collect(),
                 endpoint,
             }
         })
@@ -75,86 +85,200 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
 
 #[cfg(feature = "ssr")]
 fn parse_types(text: &str) -> Result<Vec<String>, String> {
-    let entries: Vec<String> = text.split([',', ' ', '\n']).map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
+    let entries: Vec<String> = text
+        .split([',', ' ', '\n'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
     crate::core::event_type::parse_subscription(&entries)
 }
 
 /// Creates an endpoint; returns its secret (shown once here, revealable later).
 #[server(endpoint = "create_endpoint")]
-pub async fn create_endpoint(url: String, event_types: String, description: String) -> Result<String, ServerFnError> {
-    use crate::{auth::current_access, core::endpoint_url::parse_endpoint_url, ctx::server_ctx, db::{audit, endpoints}, error::AppError};
+pub async fn create_endpoint(
+    url: String,
+    event_types: String,
+    description: String,
+) -> Result<String, ServerFnError> {
+    use crate::{
+        auth::current_access,
+        core::endpoint_url::parse_endpoint_url,
+        ctx::server_ctx,
+        db::{audit, endpoints},
+        error::AppError,
+    };
     let ctx = server_ctx()?;
     let access = current_access().await?;
     let url = parse_endpoint_url(&url).map_err(AppError::Invalid)?;
     let types = parse_types(&event_types).map_err(AppError::Invalid)?;
-    let (ep, secret) = endpoints::create(&ctx.pool, &access, endpoints::NewEndpoint { url: url.as_str(), event_types: &types, description: &description }).await?;
-    audit::record(&ctx.pool, &access, "endpoint.create", &format!("endpoint #{}", ep.id), serde_json::json!({"url": ep.url})).await?;
+    let (ep, secret) = endpoints::create(
+        &ctx.pool,
+        &access,
+        endpoints::NewEndpoint {
+            url: url.as_str(),
+            event_types: &types,
+            description: &description,
+        },
+    )
+    .await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "endpoint.create",
+        &format!("endpoint #{}", ep.id),
+        serde_json::json!({"url": ep.url}),
+    )
+    .await?;
     Ok(secret)
 }
 
 #[server(endpoint = "update_endpoint")]
-pub async fn update_endpoint(id: i64, url: Option<String>, event_types: Option<String>, enabled: Option<bool>) -> Result<(), ServerFnError> {
-    use crate::{auth::current_access, core::endpoint_url::parse_endpoint_url, ctx::server_ctx, db::{audit, endpoints}, error::AppError};
+pub async fn update_endpoint(
+    id: i64,
+    url: Option<String>,
+    event_types: Option<String>,
+    enabled: Option<bool>,
+) -> Result<(), ServerFnError> {
+    use crate::{
+        auth::current_access,
+        core::endpoint_url::parse_endpoint_url,
+        ctx::server_ctx,
+        db::{audit, endpoints},
+        error::AppError,
+    };
     let ctx = server_ctx()?;
     let access = current_access().await?;
-    let url = url.filter(|u| !u.trim().is_empty()).map(|u| parse_endpoint_url(&u).map(|u| u.to_string())).transpose().map_err(AppError::Invalid)?;
-    let types = event_types.filter(|t| !t.trim().is_empty()).map(|t| parse_types(&t)).transpose().map_err(AppError::Invalid)?;
-    endpoints::update(&ctx.pool, &access, id, endpoints::EndpointPatch { url, event_types: types, description: None, enabled }).await?;
+    let url = url
+        .filter(|u| !u.trim().is_empty())
+        .map(|u| parse_endpoint_url(&u).map(|u| u.to_string()))
+        .transpose()
+        .map_err(AppError::Invalid)?;
+    let types = event_types
+        .filter(|t| !t.trim().is_empty())
+        .map(|t| parse_types(&t))
+        .transpose()
+        .map_err(AppError::Invalid)?;
+    endpoints::update(
+        &ctx.pool,
+        &access,
+        id,
+        endpoints::EndpointPatch {
+            url,
+            event_types: types,
+            description: None,
+            enabled,
+        },
+    )
+    .await?;
     let action = match enabled {
         Some(true) => "endpoint.enable",
         Some(false) => "endpoint.disable",
         None => "endpoint.edit",
     };
-    audit::record(&ctx.pool, &access, action, &format!("endpoint #{id}"), serde_json::json!({})).await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        action,
+        &format!("endpoint #{id}"),
+        serde_json::json!({}),
+    )
+    .await?;
     Ok(())
 }
 
 #[server(endpoint = "delete_endpoint")]
 pub async fn delete_endpoint(id: i64) -> Result<(), ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx, db::{audit, endpoints}};
+    use crate::{
+        auth::current_access,
+        ctx::server_ctx,
+        db::{audit, endpoints},
+    };
     let ctx = server_ctx()?;
     let access = current_access().await?;
     endpoints::delete(&ctx.pool, &access, id).await?;
-    audit::record(&ctx.pool, &access, "endpoint.delete", &format!("endpoint #{id}"), serde_json::json!({})).await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "endpoint.delete",
+        &format!("endpoint #{id}"),
+        serde_json::json!({}),
+    )
+    .await?;
     Ok(())
 }
 
 /// The current secret, on an explicit click; support staff never see secrets.
 #[server(endpoint = "reveal_secret")]
 pub async fn reveal_secret(id: i64) -> Result<String, ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx, db::{audit, endpoints}, error::AppError};
+    use crate::{
+        auth::current_access,
+        ctx::server_ctx,
+        db::{audit, endpoints},
+        error::AppError,
+    };
     let ctx = server_ctx()?;
     let access = current_access().await?;
     if access.is_support {
         return Err(AppError::Invalid("Support staff cannot see endpoint secrets.".into()).into());
     }
     let (secret, _) = endpoints::secrets(&ctx.pool, &access, id).await?;
-    audit::record(&ctx.pool, &access, "secret.reveal", &format!("endpoint #{id}"), serde_json::json!({})).await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "secret.reveal",
+        &format!("endpoint #{id}"),
+        serde_json::json!({}),
+    )
+    .await?;
     Ok(secret)
 }
 
 #[server(endpoint = "rotate_secret")]
 pub async fn rotate_secret(id: i64) -> Result<String, ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx, db::{audit, endpoints}, error::AppError};
+    use crate::{
+        auth::current_access,
+        ctx::server_ctx,
+        db::{audit, endpoints},
+        error::AppError,
+    };
     let ctx = server_ctx()?;
     let access = current_access().await?;
     if access.is_support {
         return Err(AppError::Invalid("Support staff cannot rotate secrets.".into()).into());
     }
     let secret = endpoints::rotate_secret(&ctx.pool, &access, id).await?;
-    audit::record(&ctx.pool, &access, "secret.rotate", &format!("endpoint #{id}"), serde_json::json!({})).await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "secret.rotate",
+        &format!("endpoint #{id}"),
+        serde_json::json!({}),
+    )
+    .await?;
     Ok(secret)
 }
 
 /// Sends a `test.ping` event to one endpoint; returns the queued attempt.
 #[server(endpoint = "test_send")]
 pub async fn test_send(id: i64) -> Result<DeliveryRow, ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx, db::{audit, deliveries, endpoints}};
+    use crate::{
+        auth::current_access,
+        ctx::server_ctx,
+        db::{audit, deliveries, endpoints},
+    };
     let ctx = server_ctx()?;
     let access = current_access().await?;
     let ep = endpoints::get(&ctx.pool, &access, id).await?;
     let delivery_id = deliveries::test_send(&ctx.pool, &access, &ep).await?;
-    audit::record(&ctx.pool, &access, "test_send", &format!("endpoint #{id}"), serde_json::json!({"delivery": delivery_id})).await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "test_send",
+        &format!("endpoint #{id}"),
+        serde_json::json!({"delivery": delivery_id}),
+    )
+    .await?;
     Ok(deliveries::get_row(&ctx.pool, &access, delivery_id).await?)
 }
 
@@ -167,39 +291,78 @@ pub struct KeysView {
 
 #[server(endpoint = "list_keys")]
 pub async fn list_keys() -> Result<KeysView, ServerFnError> {
-    use crate::{auth::current_access, core::ratelimit::Plan, ctx::server_ctx, db::{api_keys, projects}};
+    use crate::{
+        auth::current_access,
+        core::ratelimit::Plan,
+        ctx::server_ctx,
+        db::{api_keys, projects},
+    };
     let ctx = server_ctx()?;
     let access = current_access().await?;
-    let project = projects::get(&ctx.pool, access.project_id).await?.ok_or_else(crate::ctx::not_found)?;
+    let project = projects::get(&ctx.pool, access.project_id)
+        .await?
+        .ok_or_else(crate::ctx::not_found)?;
     let plan = Plan::parse(&project.plan).unwrap_or(Plan::Trial);
-    Ok(KeysView { plan: project.plan, per_minute: plan.per_minute(), keys: api_keys::list(&ctx.pool, &access).await? })
+    Ok(KeysView {
+        plan: project.plan,
+        per_minute: plan.per_minute(),
+        keys: api_keys::list(&ctx.pool, &access).await?,
+    })
 }
 
 /// Returns the new key: the only time it is ever shown.
 #[server(endpoint = "create_key")]
 pub async fn create_key(name: String) -> Result<String, ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx, db::{api_keys, audit}, error::AppError};
+    use crate::{
+        auth::current_access,
+        ctx::server_ctx,
+        db::{api_keys, audit},
+        error::AppError,
+    };
     let ctx = server_ctx()?;
     let access = current_access().await?;
     if access.is_support {
         return Err(AppError::Invalid("Support staff cannot create API keys.".into()).into());
     }
-    let name = if name.trim().is_empty() { "unnamed".to_string() } else { name.trim().chars().take(100).collect() };
+    let name = if name.trim().is_empty() {
+        "unnamed".to_string()
+    } else {
+        name.trim().chars().take(100).collect()
+    };
     let (key, view) = api_keys::create(&ctx.pool, access.project_id, &name).await?;
-    audit::record(&ctx.pool, &access, "api_key.create", &format!("key {}", view.prefix), serde_json::json!({"name": name})).await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "api_key.create",
+        &format!("key {}", view.prefix),
+        serde_json::json!({"name": name}),
+    )
+    .await?;
     Ok(key)
 }
 
 #[server(endpoint = "revoke_key")]
 pub async fn revoke_key(id: i64) -> Result<(), ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx, db::{api_keys, audit}, error::AppError};
+    use crate::{
+        auth::current_access,
+        ctx::server_ctx,
+        db::{api_keys, audit},
+        error::AppError,
+    };
     let ctx = server_ctx()?;
     let access = current_access().await?;
     if access.is_support {
         return Err(AppError::Invalid("Support staff cannot revoke API keys.".into()).into());
     }
     api_keys::revoke(&ctx.pool, &access, id).await?;
-    audit::record(&ctx.pool, &access, "api_key.revoke", &format!("key #{id}"), serde_json::json!({})).await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "api_key.revoke",
+        &format!("key #{id}"),
+        serde_json::json!({}),
+    )
+    .await?;
     Ok(())
 }
 
@@ -222,13 +385,22 @@ pub struct EventTypeInfo {
 
 /// The platform's documented event types.
 pub const DOCUMENTED_TYPES: [(&str, &str); 8] = [
-    ("message.created", "A message was sent or received in a chat."),
+    (
+        "message.created",
+        "A message was sent or received in a chat.",
+    ),
     ("chat.opened", "A visitor opened a new chat."),
     ("contact.created", "A new contact was added."),
-    ("payment.confirmed", "A payment was authorised by the provider."),
+    (
+        "payment.confirmed",
+        "A payment was authorised by the provider.",
+    ),
     ("payment.succeeded", "A payment was captured."),
     ("subscription.cancelled", "A subscription was cancelled."),
-    ("endpoint.disabled", "An endpoint was disabled after failing for too long."),
+    (
+        "endpoint.disabled",
+        "An endpoint was disabled after failing for too long.",
+    ),
     ("test.ping", "A test event sent from the cabinet."),
 ];
 
@@ -237,7 +409,8 @@ pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
     use crate::{auth::current_access, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access().await?;
-    let seen: Vec<(String, i64, Option<DateTime<Utc>>, Option<String>)> = sqlx::query_as(
+    type Seen = (String, i64, Option<DateTime<Utc>>, Option<String>);
+    let seen: Vec<Seen> = sqlx::query_as(
         "SELECT event_type, count(*), max(created_at),
                 (SELECT data::text FROM events e2 WHERE e2.project_id = $1 AND e2.event_type = e.event_type ORDER BY created_at DESC LIMIT 1)
          FROM events e WHERE project_id = $1 AND created_at > now() - interval '14 days' GROUP BY event_type ORDER BY 2 DESC",
@@ -248,7 +421,10 @@ pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
     let mut out: Vec<EventTypeInfo> = seen
         .into_iter()
         .map(|(t, n, last, ex)| EventTypeInfo {
-            documented: DOCUMENTED_TYPES.iter().find(|d| d.0 == t).map(|d| d.1.to_string()),
+            documented: DOCUMENTED_TYPES
+                .iter()
+                .find(|d| d.0 == t)
+                .map(|d| d.1.to_string()),
             event_type: t,
             count_14d: n,
             last_seen: last,
@@ -257,7 +433,13 @@ pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
         .collect();
     for (t, doc) in DOCUMENTED_TYPES {
         if !out.iter().any(|e| e.event_type == t) {
-            out.push(EventTypeInfo { event_type: t.into(), count_14d: 0, last_seen: None, example: None, documented: Some(doc.into()) });
+            out.push(EventTypeInfo {
+                event_type: t.into(),
+                count_14d: 0,
+                last_seen: None,
+                example: None,
+                documented: Some(doc.into()),
+            });
         }
     }
     Ok(out)
@@ -282,7 +464,10 @@ pub async fn list_members() -> Result<Vec<Member>, ServerFnError> {
     .bind(access.project_id)
     .fetch_all(&ctx.pool)
     .await?;
-    Ok(rows.into_iter().map(|(email, role, since)| Member { email, role, since }).collect())
+    Ok(rows
+        .into_iter()
+        .map(|(email, role, since)| Member { email, role, since })
+        .collect())
 }
 
 #[server(endpoint = "change_password")]

@@ -40,43 +40,72 @@ impl Config {
             let text = var(name).unwrap_or_else(|| default.to_string());
             parse_duration(&text).map_err(|e| format!("{name}: {e}"))
         };
-        fn number<T: std::str::FromStr>(name: &str, v: Option<String>, default: T) -> Result<T, String> {
+        fn number<T: std::str::FromStr>(
+            name: &str,
+            v: Option<String>,
+            default: T,
+        ) -> Result<T, String> {
             match v {
                 None => Ok(default),
-                Some(v) => v.trim().parse().map_err(|_| format!("{name}: `{v}` is not a number")),
+                Some(v) => v
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{name}: `{v}` is not a number")),
             }
         }
         let usize_var = |name: &str, default: usize| number(name, var(name), default);
-        let schedule_text = var("POSTHORN_RETRY_SCHEDULE").unwrap_or_else(|| "30s,5m,30m,2h,6h".into());
-        let schedule = parse_schedule(&schedule_text).map_err(|e| format!("POSTHORN_RETRY_SCHEDULE: {e}"))?;
+        let schedule_text =
+            var("POSTHORN_RETRY_SCHEDULE").unwrap_or_else(|| "30s,5m,30m,2h,6h".into());
+        let schedule =
+            parse_schedule(&schedule_text).map_err(|e| format!("POSTHORN_RETRY_SCHEDULE: {e}"))?;
         let allow_private_targets = match var("POSTHORN_ALLOW_PRIVATE_TARGETS").as_deref() {
             None | Some("false") | Some("0") => false,
             Some("true") | Some("1") => true,
-            Some(v) => return Err(format!("POSTHORN_ALLOW_PRIVATE_TARGETS: `{v}` is not true or false")),
+            Some(v) => {
+                return Err(format!(
+                    "POSTHORN_ALLOW_PRIVATE_TARGETS: `{v}` is not true or false"
+                ))
+            }
         };
         let site_addr = var("LEPTOS_SITE_ADDR").unwrap_or_else(|| "127.0.0.1:3000".into());
         let site_addr = site_addr
             .parse()
             .map_err(|_| format!("LEPTOS_SITE_ADDR: `{site_addr}` is not host:port"))?;
-        let public_url = var("POSTHORN_PUBLIC_URL").unwrap_or_else(|| "http://127.0.0.1:3000".into());
+        let public_url =
+            var("POSTHORN_PUBLIC_URL").unwrap_or_else(|| "http://127.0.0.1:3000".into());
         url::Url::parse(&public_url).map_err(|e| format!("POSTHORN_PUBLIC_URL: {e}"))?;
         Ok(Config {
             database_url: var("DATABASE_URL").ok_or("DATABASE_URL: not set")?,
             site_addr,
-            retry: RetryPolicy { schedule, max_window: duration_var("POSTHORN_MAX_WINDOW", "24h")? },
+            retry: RetryPolicy {
+                schedule,
+                max_window: duration_var("POSTHORN_MAX_WINDOW", "24h")?,
+            },
             connect_timeout: duration_var("POSTHORN_CONNECT_TIMEOUT", "10s")?,
             read_timeout: duration_var("POSTHORN_READ_TIMEOUT", "30s")?,
             allow_private_targets,
-            retention_days: number("POSTHORN_RETENTION_DAYS", var("POSTHORN_RETENTION_DAYS"), 14u32)?,
+            retention_days: number(
+                "POSTHORN_RETENTION_DAYS",
+                var("POSTHORN_RETENTION_DAYS"),
+                14u32,
+            )?,
             bin_ttl: duration_var("POSTHORN_BIN_TTL", "7d")?,
             public_url: public_url.trim_end_matches('/').to_string(),
             auto_disable_after: duration_var("POSTHORN_AUTO_DISABLE_AFTER", "5d")?,
-            batch_size: number("POSTHORN_DISPATCH_BATCH", var("POSTHORN_DISPATCH_BATCH"), 200i64)?,
+            batch_size: number(
+                "POSTHORN_DISPATCH_BATCH",
+                var("POSTHORN_DISPATCH_BATCH"),
+                200i64,
+            )?,
             concurrency: usize_var("POSTHORN_DISPATCH_CONCURRENCY", 512)?,
             per_endpoint_concurrency: usize_var("POSTHORN_ENDPOINT_CONCURRENCY", 16)?,
             lease: duration_var("POSTHORN_LEASE", "60s")?,
             replay_per_second: number("POSTHORN_REPLAY_RATE", var("POSTHORN_REPLAY_RATE"), 10u32)?,
-            capture_per_minute: number("POSTHORN_CAPTURE_RATE_LIMIT", var("POSTHORN_CAPTURE_RATE_LIMIT"), 6000u32)?,
+            capture_per_minute: number(
+                "POSTHORN_CAPTURE_RATE_LIMIT",
+                var("POSTHORN_CAPTURE_RATE_LIMIT"),
+                6000u32,
+            )?,
         })
     }
 

@@ -14,7 +14,8 @@ pub struct ServerCtx {
 }
 
 pub fn server_ctx() -> Result<ServerCtx, ServerFnError> {
-    use_context::<ServerCtx>().ok_or_else(|| ServerFnError::ServerError("server context missing".into()))
+    use_context::<ServerCtx>()
+        .ok_or_else(|| ServerFnError::ServerError("server context missing".into()))
 }
 
 pub fn not_found() -> ServerFnError {

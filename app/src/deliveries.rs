@@ -34,7 +34,10 @@ impl DeliveryFilter {
         };
         for (k, v) in pairs {
             match k {
-                "status" => f.status = text(v).filter(|s| crate::core::status::DeliveryStatus::parse(s).is_some()),
+                "status" => {
+                    f.status =
+                        text(v).filter(|s| crate::core::status::DeliveryStatus::parse(s).is_some())
+                }
                 "event_type" => f.event_type = text(v),
                 "endpoint" => f.endpoint = v.trim().parse().ok(),
                 "code" => f.code = text(v),
@@ -52,16 +55,40 @@ impl DeliveryFilter {
     /// The query string that reproduces this view (without the cursor unless asked).
     pub fn to_query(&self, with_cursor: bool) -> String {
         let mut parts: Vec<(&str, String)> = Vec::new();
-        if let Some(v) = &self.status { parts.push(("status", v.clone())); }
-        if let Some(v) = &self.event_type { parts.push(("event_type", v.clone())); }
-        if let Some(v) = self.endpoint { parts.push(("endpoint", v.to_string())); }
-        if let Some(v) = &self.code { parts.push(("code", v.clone())); }
-        if let Some(v) = &self.error_kind { parts.push(("error_kind", v.clone())); }
-        if let Some(v) = self.since { parts.push(("since", v.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))); }
-        if let Some(v) = self.until { parts.push(("until", v.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))); }
-        if let Some(v) = &self.q { parts.push(("q", v.clone())); }
+        if let Some(v) = &self.status {
+            parts.push(("status", v.clone()));
+        }
+        if let Some(v) = &self.event_type {
+            parts.push(("event_type", v.clone()));
+        }
+        if let Some(v) = self.endpoint {
+            parts.push(("endpoint", v.to_string()));
+        }
+        if let Some(v) = &self.code {
+            parts.push(("code", v.clone()));
+        }
+        if let Some(v) = &self.error_kind {
+            parts.push(("error_kind", v.clone()));
+        }
+        if let Some(v) = self.since {
+            parts.push((
+                "since",
+                v.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            ));
+        }
+        if let Some(v) = self.until {
+            parts.push((
+                "until",
+                v.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            ));
+        }
+        if let Some(v) = &self.q {
+            parts.push(("q", v.clone()));
+        }
         if with_cursor {
-            if let Some(v) = &self.cursor { parts.push(("cursor", v.clone())); }
+            if let Some(v) = &self.cursor {
+                parts.push(("cursor", v.clone()));
+            }
         }
         parts
             .into_iter()
@@ -74,7 +101,9 @@ impl DeliveryFilter {
 pub fn encode_component(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -87,10 +116,23 @@ pub async fn list_deliveries(filter: DeliveryFilter) -> Result<DeliveryPage, Ser
     use crate::{auth::current_access, core::cursor::Cursor, ctx::server_ctx, db::deliveries};
     let ctx = server_ctx()?;
     let access = current_access().await?;
-    let mut rows = deliveries::list(&ctx.pool, &access, &filter, ctx.cfg.retention_days, PAGE_SIZE + 1).await?;
+    let mut rows = deliveries::list(
+        &ctx.pool,
+        &access,
+        &filter,
+        ctx.cfg.retention_days,
+        PAGE_SIZE + 1,
+    )
+    .await?;
     let next = if rows.len() as i64 > PAGE_SIZE {
         rows.truncate(PAGE_SIZE as usize);
-        rows.last().map(|r| Cursor { created_at: r.created_at, id: r.id }.encode())
+        rows.last().map(|r| {
+            Cursor {
+                created_at: r.created_at,
+                id: r.id,
+            }
+            .encode()
+        })
     } else {
         None
     };
@@ -98,14 +140,20 @@ pub async fn list_deliveries(filter: DeliveryFilter) -> Result<DeliveryPage, Ser
 }
 
 #[server(endpoint = "get_delivery_detail")]
-pub async fn get_delivery_detail(project_id: i64, id: i64) -> Result<DeliveryDetail, ServerFnError> {
+pub async fn get_delivery_detail(
+    project_id: i64,
+    id: i64,
+) -> Result<DeliveryDetail, ServerFnError> {
     use crate::{auth::access_to, core::payload::build_body, ctx::server_ctx, db::deliveries};
     let ctx = server_ctx()?;
     let access = access_to(project_id).await?;
     let row = deliveries::get_row(&ctx.pool, &access, id).await?;
     let extras = deliveries::extras(&ctx.pool, &row).await?;
     let body = match (&extras.data, extras.event_created_at) {
-        (Some(data), Some(at)) => String::from_utf8_lossy(&build_body(&row.event_id, &row.event_type, at, data)).into_owned(),
+        (Some(data), Some(at)) => {
+            String::from_utf8_lossy(&build_body(&row.event_id, &row.event_type, at, data))
+                .into_owned()
+        }
         _ => String::new(),
     };
     let payload = serde_json::from_str::<serde_json::Value>(&body)
@@ -113,7 +161,8 @@ pub async fn get_delivery_detail(project_id: i64, id: i64) -> Result<DeliveryDet
         .unwrap_or_else(|_| body.clone());
     let request_headers = extras.request_headers.map(|j| j.0).unwrap_or_default();
     let curl = curl_command("POST", &row.target_url, &request_headers, &body);
-    let attempts = deliveries::attempts_of(&ctx.pool, row.project_id, &row.event_id, row.endpoint_id).await?;
+    let attempts =
+        deliveries::attempts_of(&ctx.pool, row.project_id, &row.event_id, row.endpoint_id).await?;
     Ok(DeliveryDetail {
         row,
         payload,
@@ -127,38 +176,76 @@ pub async fn get_delivery_detail(project_id: i64, id: i64) -> Result<DeliveryDet
 
 #[server(endpoint = "retry_delivery")]
 pub async fn retry_delivery(project_id: i64, id: i64) -> Result<DeliveryRow, ServerFnError> {
-    use crate::{auth::access_to, ctx::server_ctx, db::{audit, deliveries}};
+    use crate::{
+        auth::access_to,
+        ctx::server_ctx,
+        db::{audit, deliveries},
+    };
     let ctx = server_ctx()?;
     let access = access_to(project_id).await?;
     let row = deliveries::retry(&ctx.pool, &access, id).await?;
-    audit::record(&ctx.pool, &access, "retry", &row.event_id, serde_json::json!({"delivery": id, "new_delivery": row.id, "request_id": row.request_id})).await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "retry",
+        &row.event_id,
+        serde_json::json!({"delivery": id, "new_delivery": row.id, "request_id": row.request_id}),
+    )
+    .await?;
     Ok(row)
 }
 
 /// Redirects to the given bin (its id or URL), or to a new one.
 #[server(endpoint = "redirect_delivery")]
-pub async fn redirect_delivery(project_id: i64, id: i64, bin: Option<String>) -> Result<(DeliveryRow, String), ServerFnError> {
-    use crate::{auth::access_to, ctx::server_ctx, db::{audit, bins, deliveries}, error::AppError};
+pub async fn redirect_delivery(
+    project_id: i64,
+    id: i64,
+    bin: Option<String>,
+) -> Result<(DeliveryRow, String), ServerFnError> {
+    use crate::{
+        auth::access_to,
+        ctx::server_ctx,
+        db::{audit, bins, deliveries},
+        error::AppError,
+    };
     let ctx = server_ctx()?;
     let access = access_to(project_id).await?;
     let bin_id = match bin.as_deref().map(str::trim).filter(|b| !b.is_empty()) {
         Some(given) => {
-            let id = given.trim_end_matches('/').rsplit('/').next().unwrap_or(given).to_string();
+            let id = given
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or(given)
+                .to_string();
             if bins::live(&ctx.pool, &id).await?.is_none() {
-                return Err(AppError::Invalid("That inspector bin does not exist or has expired.".into()).into());
+                return Err(AppError::Invalid(
+                    "That inspector bin does not exist or has expired.".into(),
+                )
+                .into());
             }
             id
         }
         None => bins::create(&ctx.pool, ctx.cfg.bin_ttl, None).await?.0,
     };
     let row = deliveries::redirect(&ctx.pool, &access, id, &ctx.cfg.bin_url(&bin_id)).await?;
-    audit::record(&ctx.pool, &access, "redirect", &row.event_id, serde_json::json!({"delivery": id, "bin": bin_id})).await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "redirect",
+        &row.event_id,
+        serde_json::json!({"delivery": id, "bin": bin_id}),
+    )
+    .await?;
     Ok((row, bin_id))
 }
 
 /// Fresh state of some rows (live status updates after Retry / Redirect).
 #[server(endpoint = "refresh_rows")]
-pub async fn refresh_rows(project_id: i64, ids: Vec<i64>) -> Result<Vec<DeliveryRow>, ServerFnError> {
+pub async fn refresh_rows(
+    project_id: i64,
+    ids: Vec<i64>,
+) -> Result<Vec<DeliveryRow>, ServerFnError> {
     use crate::{auth::access_to, ctx::server_ctx, db::deliveries};
     let ctx = server_ctx()?;
     let access = access_to(project_id).await?;
@@ -177,17 +264,27 @@ mod tests {
 
     #[test]
     fn filters_round_trip_through_the_query_string() {
-        let f = DeliveryFilter::from_pairs([("status", "dead_letter"), ("code", "5xx"), ("q", "evt_1"), ("endpoint", "7")]);
+        let f = DeliveryFilter::from_pairs([
+            ("status", "dead_letter"),
+            ("code", "5xx"),
+            ("q", "evt_1"),
+            ("endpoint", "7"),
+        ]);
         assert_eq!(f.status.as_deref(), Some("dead_letter"));
         assert_eq!(f.endpoint, Some(7));
-        assert_eq!(f.to_query(false), "status=dead_letter&endpoint=7&code=5xx&q=evt_1");
+        assert_eq!(
+            f.to_query(false),
+            "status=dead_letter&endpoint=7&code=5xx&q=evt_1"
+        );
     }
 
     #[test]
     fn unknown_statuses_are_ignored() {
-        assert_eq!(DeliveryFilter::from_pairs([("status", "bogus")]).status, None);
+        assert_eq!(
+            DeliveryFilter::from_pairs([("status", "bogus")]).status,
+            None
+        );
     }
-
 }
 
 /// What the filter bar offers: the project's endpoints and the event types it has seen.
@@ -203,18 +300,23 @@ pub async fn delivery_filter_options() -> Result<FilterOptions, ServerFnError> {
     use crate::{auth::current_access, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access().await?;
-    let endpoints: Vec<(i64, String)> =
-        sqlx::query_as("SELECT id, url FROM endpoints WHERE project_id = $1 ORDER BY deleted_at IS NOT NULL, id")
-            .bind(access.project_id)
-            .fetch_all(&ctx.pool)
-            .await?;
+    let endpoints: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT id, url FROM endpoints WHERE project_id = $1 ORDER BY deleted_at IS NOT NULL, id",
+    )
+    .bind(access.project_id)
+    .fetch_all(&ctx.pool)
+    .await?;
     let event_types: Vec<String> = sqlx::query_scalar(
         "SELECT DISTINCT event_type FROM events WHERE project_id = $1 AND created_at > now() - interval '14 days' ORDER BY 1 LIMIT 200",
     )
     .bind(access.project_id)
     .fetch_all(&ctx.pool)
     .await?;
-    Ok(FilterOptions { project_id: access.project_id, endpoints, event_types })
+    Ok(FilterOptions {
+        project_id: access.project_id,
+        endpoints,
+        event_types,
+    })
 }
 
 /// A bulk replay's state, polled by the page while it runs.
@@ -241,12 +343,30 @@ pub async fn preview_replay(filter: DeliveryFilter) -> Result<i64, ServerFnError
 
 #[server(endpoint = "start_replay")]
 pub async fn start_replay(filter: DeliveryFilter) -> Result<ReplayProgress, ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx, db::{audit, replays}};
+    use crate::{
+        auth::current_access,
+        ctx::server_ctx,
+        db::{audit, replays},
+    };
     let ctx = server_ctx()?;
     let access = current_access().await?;
-    let id = replays::start(&ctx.pool, &access, &filter, ctx.cfg.retention_days, ctx.cfg.replay_per_second as i32).await?;
+    let id = replays::start(
+        &ctx.pool,
+        &access,
+        &filter,
+        ctx.cfg.retention_days,
+        ctx.cfg.replay_per_second as i32,
+    )
+    .await?;
     let progress = replays::progress(&ctx.pool, &access, id).await?;
-    audit::record(&ctx.pool, &access, "bulk_replay", &format!("replay #{id}"), serde_json::json!({"events": progress.total, "filter": filter.to_query(false)})).await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "bulk_replay",
+        &format!("replay #{id}"),
+        serde_json::json!({"events": progress.total, "filter": filter.to_query(false)}),
+    )
+    .await?;
     Ok(progress)
 }
 
@@ -260,10 +380,21 @@ pub async fn get_replay_progress(id: i64) -> Result<ReplayProgress, ServerFnErro
 
 #[server(endpoint = "cancel_replay")]
 pub async fn cancel_replay(id: i64) -> Result<ReplayProgress, ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx, db::{audit, replays}};
+    use crate::{
+        auth::current_access,
+        ctx::server_ctx,
+        db::{audit, replays},
+    };
     let ctx = server_ctx()?;
     let access = current_access().await?;
     replays::cancel(&ctx.pool, &access, id).await?;
-    audit::record(&ctx.pool, &access, "bulk_replay.cancel", &format!("replay #{id}"), serde_json::json!({})).await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "bulk_replay.cancel",
+        &format!("replay #{id}"),
+        serde_json::json!({}),
+    )
+    .await?;
     Ok(replays::progress(&ctx.pool, &access, id).await?)
 }

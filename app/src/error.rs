@@ -19,9 +19,10 @@ impl fmt::Display for AppError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AppError::NotFound => f.write_str("not found"),
-            AppError::Conflict(m) | AppError::Invalid(m) | AppError::Unauthorized(m) | AppError::TooMany(m) => {
-                f.write_str(m)
-            }
+            AppError::Conflict(m)
+            | AppError::Invalid(m)
+            | AppError::Unauthorized(m)
+            | AppError::TooMany(m) => f.write_str(m),
             #[cfg(feature = "ssr")]
             AppError::Db(_) => f.write_str("internal error"),
         }

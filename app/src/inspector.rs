@@ -18,32 +18,60 @@ pub const BIN_CREATIONS_PER_MINUTE: u32 = 30;
 
 #[server(endpoint = "create_bin")]
 pub async fn create_bin() -> Result<BinInfo, ServerFnError> {
-    use crate::{core::ratelimit::window_start, ctx::server_ctx, db::{bins, rate_counters}, error::AppError};
+    use crate::{
+        core::ratelimit::window_start,
+        ctx::server_ctx,
+        db::{bins, rate_counters},
+        error::AppError,
+    };
     let ctx = server_ctx()?;
     let ip = leptos_axum::extract::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .await
         .map(|c| c.0.ip().to_string())
         .ok();
-    let n = rate_counters::hit(&ctx.pool, &format!("bin-create:{}", ip.clone().unwrap_or_default()), window_start(Utc::now().timestamp())).await?;
+    let n = rate_counters::hit(
+        &ctx.pool,
+        &format!("bin-create:{}", ip.clone().unwrap_or_default()),
+        window_start(Utc::now().timestamp()),
+    )
+    .await?;
     if n > BIN_CREATIONS_PER_MINUTE {
-        return Err(AppError::TooMany("Too many new bins from this address; wait a minute.".into()).into());
+        return Err(AppError::TooMany(
+            "Too many new bins from this address; wait a minute.".into(),
+        )
+        .into());
     }
     let (id, expires_at) = bins::create(&ctx.pool, ctx.cfg.bin_ttl, ip.as_deref()).await?;
-    Ok(BinInfo { url: ctx.cfg.bin_url(&id), id, expires_at })
+    Ok(BinInfo {
+        url: ctx.cfg.bin_url(&id),
+        id,
+        expires_at,
+    })
 }
 
 #[server(endpoint = "get_bin_info")]
 pub async fn get_bin_info(id: String) -> Result<BinInfo, ServerFnError> {
     use crate::{ctx::server_ctx, db::bins, error::AppError};
     let ctx = server_ctx()?;
-    let expires_at = bins::live(&ctx.pool, &id).await?.ok_or(AppError::NotFound)?;
-    Ok(BinInfo { url: ctx.cfg.bin_url(&id), id, expires_at })
+    let expires_at = bins::live(&ctx.pool, &id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    Ok(BinInfo {
+        url: ctx.cfg.bin_url(&id),
+        id,
+        expires_at,
+    })
 }
 
 #[server(endpoint = "bin_requests")]
-pub async fn bin_requests(id: String, after: Option<i64>) -> Result<Vec<BinRequest>, ServerFnError> {
+pub async fn bin_requests(
+    id: String,
+    after: Option<i64>,
+) -> Result<Vec<BinRequest>, ServerFnError> {
     use crate::{ctx::server_ctx, db::bins, error::AppError};
     let ctx = server_ctx()?;
-    bins::live(&ctx.pool, &id).await?.ok_or(AppError::NotFound)?;
+    bins::live(&ctx.pool, &id)
+        .await?
+        .ok_or(AppError::NotFound)?;
     Ok(bins::requests(&ctx.pool, &id, after).await?)
 }

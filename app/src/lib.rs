@@ -3,22 +3,22 @@
 
 #![recursion_limit = "512"]
 
-pub mod core;
-pub mod error;
-pub mod model;
-pub mod components;
-pub mod pages;
 pub mod auth;
 pub mod cabinet;
+pub mod components;
+pub mod core;
 pub mod deliveries;
+pub mod error;
 pub mod inspector;
+pub mod model;
+pub mod pages;
 
 #[cfg(feature = "ssr")]
 pub mod cfg;
 #[cfg(feature = "ssr")]
-pub mod db;
-#[cfg(feature = "ssr")]
 pub mod ctx;
+#[cfg(feature = "ssr")]
+pub mod db;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};

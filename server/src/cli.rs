@@ -9,7 +9,11 @@ use tokio::sync::watch;
 use crate::{dispatcher::Dispatcher, metrics::Metrics, web};
 
 #[derive(Parser)]
-#[command(name = "posthorn", about = "Webhook delivery: API, dashboard, inspector and dispatcher", version)]
+#[command(
+    name = "posthorn",
+    about = "Webhook delivery: API, dashboard, inspector and dispatcher",
+    version
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -56,7 +60,9 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Serve | Command::Dispatch => 32,
         _ => 4,
     };
-    let pool = app::db::connect(&cfg.database_url, pool_size).await.map_err(|e| format!("cannot connect to the database: {e}"))?;
+    let pool = app::db::connect(&cfg.database_url, pool_size)
+        .await
+        .map_err(|e| format!("cannot connect to the database: {e}"))?;
     app::db::migrate(&pool).await?;
     web::session_store(&pool).migrate().await?;
     app::db::maintenance::ensure_partitions(&pool, 15, 7).await?;
@@ -68,15 +74,32 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             let id = crate::seed::seed_demo(&pool).await?;
             tracing::info!(project_id = id, "demo data ready");
         }
-        Command::CreateProject { name, owner_email, owner_password, plan } => {
-            let owner = app::db::users::upsert(&pool, &owner_email, &owner_password, "user").await?;
+        Command::CreateProject {
+            name,
+            owner_email,
+            owner_password,
+            plan,
+        } => {
+            let owner =
+                app::db::users::upsert(&pool, &owner_email, &owner_password, "user").await?;
             let project = app::db::projects::create(&pool, &name, &plan, owner.id).await?;
-            let (key, _) = app::db::api_keys::create(&pool, project.id, "created by create-project").await?;
-            println!("{}", serde_json::json!({ "project_id": project.id, "api_key": key }));
+            let (key, _) =
+                app::db::api_keys::create(&pool, project.id, "created by create-project").await?;
+            println!(
+                "{}",
+                serde_json::json!({ "project_id": project.id, "api_key": key })
+            );
         }
-        Command::CreateUser { email, password, role } => {
+        Command::CreateUser {
+            email,
+            password,
+            role,
+        } => {
             let user = app::db::users::upsert(&pool, &email, &password, &role).await?;
-            println!("{}", serde_json::json!({ "user_id": user.id, "email": user.email, "role": user.role }));
+            println!(
+                "{}",
+                serde_json::json!({ "user_id": user.id, "email": user.email, "role": user.role })
+            );
         }
         Command::Dispatch => {
             let (tx, rx) = watch::channel(false);
@@ -85,7 +108,9 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
                 let _ = tx.send(true);
             });
             let dispatch_pool = app::db::connect_dispatcher(&cfg.database_url, 16).await?;
-            Dispatcher::new(dispatch_pool, cfg, Arc::new(Metrics::default())).run(rx).await;
+            Dispatcher::new(dispatch_pool, cfg, Arc::new(Metrics::default()))
+                .run(rx)
+                .await;
         }
         Command::Serve => serve(pool, cfg).await?,
     }
@@ -96,11 +121,23 @@ async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
     let metrics = Arc::new(Metrics::default());
     let (tx, rx) = watch::channel(false);
     let dispatch_pool = app::db::connect_dispatcher(&cfg.database_url, 16).await?;
-    let dispatcher = tokio::spawn(Dispatcher::new(dispatch_pool, cfg.clone(), metrics.clone()).run(rx.clone()));
-    let maintenance = tokio::spawn(crate::maintenance::run(pool.clone(), cfg.retention_days, rx.clone()));
+    let dispatcher =
+        tokio::spawn(Dispatcher::new(dispatch_pool, cfg.clone(), metrics.clone()).run(rx.clone()));
+    let maintenance = tokio::spawn(crate::maintenance::run(
+        pool.clone(),
+        cfg.retention_days,
+        rx.clone(),
+    ));
     let replayer = tokio::spawn(crate::replayer::run(pool.clone(), rx.clone()));
-    let state = web::AppState { leptos_options: web::leptos_options(&cfg), pool, cfg: cfg.clone(), metrics };
-    let listener = tokio::net::TcpListener::bind(cfg.site_addr).await.map_err(|e| format!("cannot listen on {}: {e}", cfg.site_addr))?;
+    let state = web::AppState {
+        leptos_options: web::leptos_options(&cfg),
+        pool,
+        cfg: cfg.clone(),
+        metrics,
+    };
+    let listener = tokio::net::TcpListener::bind(cfg.site_addr)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", cfg.site_addr))?;
     tracing::info!("listening on http://{}", cfg.site_addr);
     let mut stop = rx.clone();
     let served = web::serve(state, listener, async move {
@@ -122,7 +159,8 @@ pub async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

@@ -17,7 +17,10 @@ use axum::{
 };
 use base64::{engine::general_purpose::STANDARD, Engine as _};
 
-use crate::{api::ApiError, web::{AppState, SESSION_COOKIE}};
+use crate::{
+    api::ApiError,
+    web::{AppState, SESSION_COOKIE},
+};
 
 /// Bodies above this are refused (413) and the refusal is still listed.
 pub const MAX_CAPTURE: usize = 1024 * 1024;
@@ -30,22 +33,45 @@ pub fn router(_state: AppState) -> Router<AppState> {
         .route("/r/{id}/{*rest}", any(capture))
 }
 
-async fn create(State(state): State<AppState>, ConnectInfo(addr): ConnectInfo<SocketAddr>) -> Result<Response, ApiError> {
+async fn create(
+    State(state): State<AppState>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+) -> Result<Response, ApiError> {
     let now = chrono::Utc::now().timestamp();
-    let n = rate_counters::hit(&state.pool, &format!("bin-create:{}", addr.ip()), window_start(now)).await?;
+    let n = rate_counters::hit(
+        &state.pool,
+        &format!("bin-create:{}", addr.ip()),
+        window_start(now),
+    )
+    .await?;
     if n > app::inspector::BIN_CREATIONS_PER_MINUTE {
-        let mut r = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", "too many new bins from this address").into_response();
-        r.headers_mut().insert(header::RETRY_AFTER, (60 - now.rem_euclid(60)).into());
+        let mut r = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "too many new bins from this address",
+        )
+        .into_response();
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, (60 - now.rem_euclid(60)).into());
         return Ok(r);
     }
-    let (id, expires_at) = bins::create(&state.pool, state.cfg.bin_ttl, Some(&addr.ip().to_string())).await?;
-    let body = serde_json::json!({ "id": id, "url": state.cfg.bin_url(&id), "expires_at": expires_at });
+    let (id, expires_at) =
+        bins::create(&state.pool, state.cfg.bin_ttl, Some(&addr.ip().to_string())).await?;
+    let body =
+        serde_json::json!({ "id": id, "url": state.cfg.bin_url(&id), "expires_at": expires_at });
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
-async fn requests(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn requests(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     if bins::live(&state.pool, &id).await?.is_none() {
-        return Err(ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such bin, or it has expired"));
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no such bin, or it has expired",
+        ));
     }
     let list = bins::requests(&state.pool, &id, None).await?;
     let data: Vec<serde_json::Value> = list
@@ -79,11 +105,26 @@ async fn capture(
 ) -> Result<Response, ApiError> {
     let id = params.first().map(|(_, v)| v.clone()).unwrap_or_default();
     if bins::live(&state.pool, &id).await?.is_none() {
-        return Err(ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such bin, or it has expired"));
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no such bin, or it has expired",
+        ));
     }
     let now = chrono::Utc::now().timestamp();
-    if rate_counters::hit(&state.pool, &format!("capture:{}", addr.ip()), window_start(now)).await? > state.cfg.capture_per_minute {
-        return Err(ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", "too many requests from this address"));
+    if rate_counters::hit(
+        &state.pool,
+        &format!("capture:{}", addr.ip()),
+        window_start(now),
+    )
+    .await?
+        > state.cfg.capture_per_minute
+    {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "too many requests from this address",
+        ));
     }
     let (parts, body) = req.into_parts();
     let mut headers: Vec<(String, String)> = Vec::with_capacity(parts.headers.len());
@@ -97,13 +138,21 @@ async fn capture(
         }
         headers.push((name.to_string(), value));
     }
-    let declared: Option<i64> = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    let declared: Option<i64> = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
     let (body, size, status) = match axum::body::to_bytes(Body::new(body), MAX_CAPTURE).await {
         Ok(bytes) => {
             let size = bytes.len() as i64;
             (bytes.to_vec(), size, StatusCode::OK)
         }
-        Err(_) => (Vec::new(), declared.unwrap_or(MAX_CAPTURE as i64 + 1), StatusCode::PAYLOAD_TOO_LARGE),
+        Err(_) => (
+            Vec::new(),
+            declared.unwrap_or(MAX_CAPTURE as i64 + 1),
+            StatusCode::PAYLOAD_TOO_LARGE,
+        ),
     };
     let remote = addr.to_string();
     let stored = bins::capture(
@@ -122,10 +171,18 @@ async fn capture(
     )
     .await?;
     if !stored {
-        return Err(ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such bin, or it has expired"));
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no such bin, or it has expired",
+        ));
     }
     if status == StatusCode::PAYLOAD_TOO_LARGE {
-        return Err(ApiError::new(status, "too_large", "bodies over 1 MiB are not captured"));
+        return Err(ApiError::new(
+            status,
+            "too_large",
+            "bodies over 1 MiB are not captured",
+        ));
     }
     Ok((StatusCode::OK, Json(serde_json::json!({ "ok": true }))).into_response())
 }
@@ -136,7 +193,10 @@ mod tests {
 
     #[test]
     fn the_session_cookie_is_removed_and_others_kept() {
-        assert_eq!(without_session_cookie("a=1; posthorn_session=xyz; b=2").as_deref(), Some("a=1; b=2"));
+        assert_eq!(
+            without_session_cookie("a=1; posthorn_session=xyz; b=2").as_deref(),
+            Some("a=1; b=2")
+        );
         assert_eq!(without_session_cookie("posthorn_session=xyz"), None);
     }
 }

@@ -37,8 +37,15 @@ impl Metrics {
     pub fn render(&self, queue_depth: i64, oldest_due_secs: f64) -> String {
         let mut out = String::new();
         out.push_str("# HELP posthorn_attempts_total Delivery attempts by outcome.\n# TYPE posthorn_attempts_total counter\n");
-        for (name, c) in [("succeeded", &self.succeeded), ("failed", &self.failed), ("dead_letter", &self.dead_letter)] {
-            out.push_str(&format!("posthorn_attempts_total{{outcome=\"{name}\"}} {}\n", c.load(Ordering::Relaxed)));
+        for (name, c) in [
+            ("succeeded", &self.succeeded),
+            ("failed", &self.failed),
+            ("dead_letter", &self.dead_letter),
+        ] {
+            out.push_str(&format!(
+                "posthorn_attempts_total{{outcome=\"{name}\"}} {}\n",
+                c.load(Ordering::Relaxed)
+            ));
         }
         out.push_str("# HELP posthorn_attempt_duration_seconds Time from sending an attempt to its outcome.\n# TYPE posthorn_attempt_duration_seconds histogram\n");
         for (i, le) in BUCKETS_MS.iter().enumerate() {
@@ -49,13 +56,22 @@ impl Metrics {
             ));
         }
         let count = self.count.load(Ordering::Relaxed);
-        out.push_str(&format!("posthorn_attempt_duration_seconds_bucket{{le=\"+Inf\"}} {count}\n"));
-        out.push_str(&format!("posthorn_attempt_duration_seconds_sum {}\n", self.sum_ms.load(Ordering::Relaxed) as f64 / 1000.0));
-        out.push_str(&format!("posthorn_attempt_duration_seconds_count {count}\n"));
+        out.push_str(&format!(
+            "posthorn_attempt_duration_seconds_bucket{{le=\"+Inf\"}} {count}\n"
+        ));
+        out.push_str(&format!(
+            "posthorn_attempt_duration_seconds_sum {}\n",
+            self.sum_ms.load(Ordering::Relaxed) as f64 / 1000.0
+        ));
+        out.push_str(&format!(
+            "posthorn_attempt_duration_seconds_count {count}\n"
+        ));
         out.push_str("# HELP posthorn_queue_depth Pending attempts that are due.\n# TYPE posthorn_queue_depth gauge\n");
         out.push_str(&format!("posthorn_queue_depth {queue_depth}\n"));
         out.push_str("# HELP posthorn_oldest_due_pending_seconds Age of the oldest due pending attempt.\n# TYPE posthorn_oldest_due_pending_seconds gauge\n");
-        out.push_str(&format!("posthorn_oldest_due_pending_seconds {oldest_due_secs}\n"));
+        out.push_str(&format!(
+            "posthorn_oldest_due_pending_seconds {oldest_due_secs}\n"
+        ));
         out
     }
 }

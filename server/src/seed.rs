@@ -30,10 +30,11 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
         Some(p) => p,
         None => projects::create(pool, "Demo", "business", owner.id).await?,
     };
-    let seeded: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM events WHERE project_id = $1)")
-        .bind(project.id)
-        .fetch_one(pool)
-        .await?;
+    let seeded: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM events WHERE project_id = $1)")
+            .bind(project.id)
+            .fetch_one(pool)
+            .await?;
     if seeded {
         return Ok(project.id);
     }
@@ -44,7 +45,11 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
         &access,
         app::db::endpoints::NewEndpoint {
             url: "https://hooks.shop.example.com/posthorn/payments",
-            event_types: &["payment.succeeded".into(), "payment.confirmed".into(), "subscription.cancelled".into()],
+            event_types: &[
+                "payment.succeeded".into(),
+                "payment.confirmed".into(),
+                "subscription.cancelled".into(),
+            ],
             description: "Shop: payments",
         },
     )
@@ -52,7 +57,11 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
     let (crm, _) = app::db::endpoints::create(
         pool,
         &access,
-        app::db::endpoints::NewEndpoint { url: "https://crm.example.net/webhooks/botix", event_types: &["*".into()], description: "CRM: everything" },
+        app::db::endpoints::NewEndpoint {
+            url: "https://crm.example.net/webhooks/botix",
+            event_types: &["*".into()],
+            description: "CRM: everything",
+        },
     )
     .await?;
 
@@ -66,8 +75,12 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
         let created = now - age;
         let event_id = new_event_id();
         let data = match event_type {
-            "contact.created" if i % 12 == 4 => serde_json::json!({"contact_id": i, "name": "<script>alert('xss')</script><img src=x onerror=alert(1)>"}),
-            t if t.starts_with("payment") => serde_json::json!({"payment_id": format!("pay_{i:05}"), "amount": rng.gen_range(100..99_000), "currency": "EUR"}),
+            "contact.created" if i % 12 == 4 => {
+                serde_json::json!({"contact_id": i, "name": "<script>alert('xss')</script><img src=x onerror=alert(1)>"})
+            }
+            t if t.starts_with("payment") => {
+                serde_json::json!({"payment_id": format!("pay_{i:05}"), "amount": rng.gen_range(100..99_000), "currency": "EUR"})
+            }
             _ => serde_json::json!({"id": i, "channel": "web", "text": "Hello from the demo"}),
         };
         events.push((event_id.clone(), event_type, data, created));
@@ -79,12 +92,25 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
             let roll: u32 = rng.gen_range(0..100);
             let plan: Vec<(&str, Option<i16>, Option<&str>)> = match roll {
                 0..=54 => vec![("succeeded", Some(200), None)],
-                55..=66 => vec![("failed", Some(503), Some("http_status")), ("succeeded", Some(200), None)],
-                67..=74 => vec![("failed", None, Some("timeout")), ("failed", None, Some("connect")), ("succeeded", Some(204), None)],
+                55..=66 => vec![
+                    ("failed", Some(503), Some("http_status")),
+                    ("succeeded", Some(200), None),
+                ],
+                67..=74 => vec![
+                    ("failed", None, Some("timeout")),
+                    ("failed", None, Some("connect")),
+                    ("succeeded", Some(204), None),
+                ],
                 75..=82 => vec![("dead_letter", Some(404), Some("http_status"))],
-                83..=88 => vec![("failed", Some(500), Some("http_status")); 5].into_iter().chain([("dead_letter", Some(500), Some("http_status"))]).collect(),
+                83..=88 => vec![("failed", Some(500), Some("http_status")); 5]
+                    .into_iter()
+                    .chain([("dead_letter", Some(500), Some("http_status"))])
+                    .collect(),
                 89..=92 => vec![("dead_letter", None, Some("dns"))],
-                93..=96 => vec![("failed", Some(429), Some("http_status")), ("pending", None, None)],
+                93..=96 => vec![
+                    ("failed", Some(429), Some("http_status")),
+                    ("pending", None, None),
+                ],
                 _ => vec![("in_flight", None, None)],
             };
             let mut at = created;
@@ -110,9 +136,17 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
         }
     }
     let mut tx = pool.begin().await?;
-    let mut q = QueryBuilder::new("INSERT INTO events (event_id, project_id, event_type, data, deliveries, created_at) ");
+    let mut q = QueryBuilder::new(
+        "INSERT INTO events (event_id, project_id, event_type, data, deliveries, created_at) ",
+    );
     q.push_values(&events, |mut b, (id, t, data, at)| {
-        b.push_bind(id).push_bind(project.id).push_bind(*t).push_bind(data.to_string()).push_unseparated("::json").push_bind(2).push_bind(*at);
+        b.push_bind(id)
+            .push_bind(project.id)
+            .push_bind(*t)
+            .push_bind(data.to_string())
+            .push_unseparated("::json")
+            .push_bind(2)
+            .push_bind(*at);
     });
     q.build().execute(&mut *tx).await?;
     for chunk in rows.chunks(500) {

@@ -46,24 +46,24 @@ pub fn session_store(pool: &PgPool) -> PostgresStore {
 
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
-    let ctx = ServerCtx { pool: state.pool.clone(), cfg: state.cfg.clone() };
+    let ctx = ServerCtx {
+        pool: state.pool.clone(),
+        cfg: state.cfg.clone(),
+    };
     let sessions = SessionManagerLayer::new(session_store(&state.pool))
         .with_name(SESSION_COOKIE)
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
         .with_secure(state.cfg.public_url.starts_with("https://"))
-        .with_expiry(Expiry::OnInactivity(tower_sessions::cookie::time::Duration::days(7)));
+        .with_expiry(Expiry::OnInactivity(
+            tower_sessions::cookie::time::Duration::days(7),
+        ));
 
     let leptos_app = Router::new()
-        .leptos_routes_with_context(
-            &state,
-            routes,
-            move || provide_context(ctx.clone()),
-            {
-                let options = state.leptos_options.clone();
-                move || shell(options.clone())
-            },
-        )
+        .leptos_routes_with_context(&state, routes, move || provide_context(ctx.clone()), {
+            let options = state.leptos_options.clone();
+            move || shell(options.clone())
+        })
         .route("/logout", get(logout))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(middleware::from_fn(require_login))
@@ -87,7 +87,9 @@ async fn healthz(State(pool): State<PgPool>) -> impl IntoResponse {
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
-    let (depth, oldest) = crate::dispatcher::queue::queue_stats(&state.pool).await.unwrap_or((0, 0.0));
+    let (depth, oldest) = crate::dispatcher::queue::queue_stats(&state.pool)
+        .await
+        .unwrap_or((0, 0.0));
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         state.metrics.render(depth, oldest),
@@ -104,7 +106,12 @@ async fn logout(session: Session) -> Redirect {
 async fn require_login(session: Session, req: Request, next: Next) -> Response {
     let path = req.uri().path();
     if path == "/developers" || path.starts_with("/developers/") {
-        let signed_in = session.get::<i64>(app::auth::USER_KEY).await.ok().flatten().is_some();
+        let signed_in = session
+            .get::<i64>(app::auth::USER_KEY)
+            .await
+            .ok()
+            .flatten()
+            .is_some();
         if !signed_in {
             return Redirect::to("/login").into_response();
         }
@@ -115,7 +122,8 @@ async fn require_login(session: Session, req: Request, next: Next) -> Response {
 /// Server functions refuse requests made from another site.
 async fn same_origin_server_fns(headers: HeaderMap, req: Request, next: Next) -> Response {
     if req.uri().path().starts_with("/api/") && req.method() != axum::http::Method::GET {
-        let cross_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) == Some("cross-site");
+        let cross_site =
+            headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) == Some("cross-site");
         let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
         let origin_mismatch = headers
             .get(header::ORIGIN)
@@ -139,7 +147,10 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = router(state);
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }

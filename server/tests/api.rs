@@ -16,17 +16,33 @@ struct Api {
 
 impl Api {
     fn new(app: &TestApp, key: &str) -> Api {
-        Api { http: Client::new(), base: format!("{}/public/v1", app.base), key: key.to_string() }
+        Api {
+            http: Client::new(),
+            base: format!("{}/public/v1", app.base),
+            key: key.to_string(),
+        }
     }
-    async fn send(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, reqwest::header::HeaderMap, Value) {
-        let mut req = self.http.request(method.parse().unwrap(), format!("{}{path}", self.base)).bearer_auth(&self.key);
+    async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, reqwest::header::HeaderMap, Value) {
+        let mut req = self
+            .http
+            .request(method.parse().unwrap(), format!("{}{path}", self.base))
+            .bearer_auth(&self.key);
         if let Some(b) = body {
             req = req.json(&b);
         }
         let res = req.send().await.unwrap();
         let (status, headers) = (res.status(), res.headers().clone());
         let text = res.text().await.unwrap();
-        (status, headers, serde_json::from_str(&text).unwrap_or(Value::Null))
+        (
+            status,
+            headers,
+            serde_json::from_str(&text).unwrap_or(Value::Null),
+        )
     }
 }
 
@@ -45,46 +61,109 @@ async fn webhooks_crud_with_validation_and_isolation() {
 
     for (body, code) in [
         (json!({"url": "ftp://example.com", "events": ["*"]}), 422),
-        (json!({"url": "https://u:p@example.com", "events": ["*"]}), 422),
+        (
+            json!({"url": "https://u:p@example.com", "events": ["*"]}),
+            422,
+        ),
         (json!({"url": "not a url", "events": ["*"]}), 422),
-        (json!({"url": "https://example.com", "events": ["Payment"]}), 422),
+        (
+            json!({"url": "https://example.com", "events": ["Payment"]}),
+            422,
+        ),
         (json!({"url": "https://example.com", "events": []}), 422),
-        (json!({"url": "https://example.com", "events": ["*"], "surprise": 1}), 422),
+        (
+            json!({"url": "https://example.com", "events": ["*"], "surprise": 1}),
+            422,
+        ),
         (json!({"url": 5, "events": ["*"]}), 422),
     ] {
         let (s, _, v) = api.send("POST", "/webhooks", Some(body.clone())).await;
         assert_eq!(s.as_u16(), code, "{body} -> {v}");
-        assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{v}"
+        );
         assert!(v["error"]["code"].is_string());
     }
-    let res = api.http.post(format!("{}/webhooks", api.base)).bearer_auth(&key).header("content-type", "application/json").body("{not json").send().await.unwrap();
+    let res = api
+        .http
+        .post(format!("{}/webhooks", api.base))
+        .bearer_auth(&key)
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 400);
-    let big = format!(r#"{{"url":"https://example.com","events":["*"],"description":"{}"}}"#, "x".repeat(300 * 1024));
-    let res = api.http.post(format!("{}/webhooks", api.base)).bearer_auth(&key).header("content-type", "application/json").body(big).send().await.unwrap();
+    let big = format!(
+        r#"{{"url":"https://example.com","events":["*"],"description":"{}"}}"#,
+        "x".repeat(300 * 1024)
+    );
+    let res = api
+        .http
+        .post(format!("{}/webhooks", api.base))
+        .bearer_auth(&key)
+        .header("content-type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 413);
 
     let (s, _, v) = api.send("GET", &format!("/webhooks/{id}"), None).await;
-    assert_eq!((s.as_u16(), v["url"].as_str()), (200, Some("https://example.com/h")));
-    assert!(v.get("secret").is_none(), "the secret is shown at creation only");
-    let (s, _, v) = api.send("PATCH", &format!("/webhooks/{id}"), Some(json!({"events": ["*"], "enabled": false}))).await;
+    assert_eq!(
+        (s.as_u16(), v["url"].as_str()),
+        (200, Some("https://example.com/h"))
+    );
+    assert!(
+        v.get("secret").is_none(),
+        "the secret is shown at creation only"
+    );
+    let (s, _, v) = api
+        .send(
+            "PATCH",
+            &format!("/webhooks/{id}"),
+            Some(json!({"events": ["*"], "enabled": false})),
+        )
+        .await;
     assert_eq!((s.as_u16(), v["enabled"].as_bool()), (200, Some(false)));
     let (s, _, v) = api.send("GET", "/webhooks", None).await;
     assert_eq!((s.as_u16(), v["data"].as_array().unwrap().len()), (200, 1));
 
     // Another project's key sees nothing of it, and cannot touch it.
-    for (m, body) in [("GET", None), ("PATCH", Some(json!({"enabled": true}))), ("DELETE", None)] {
+    for (m, body) in [
+        ("GET", None),
+        ("PATCH", Some(json!({"enabled": true}))),
+        ("DELETE", None),
+    ] {
         let (s, _, v) = other.send(m, &format!("/webhooks/{id}"), body).await;
         assert_eq!(s, 404, "{m}: {v}");
         assert_eq!(v["error"]["code"], "not_found");
     }
-    assert_eq!(other.send("GET", "/webhooks", None).await.2["data"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        other.send("GET", "/webhooks", None).await.2["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
     assert_eq!(api.send("GET", "/webhooks/abc", None).await.0, 404);
 
-    let (s, _, v) = api.send("POST", &format!("/webhooks/{id}/rotate-secret"), None).await;
+    let (s, _, v) = api
+        .send("POST", &format!("/webhooks/{id}/rotate-secret"), None)
+        .await;
     assert_eq!(s, 200);
     assert!(v["secret"].as_str().unwrap().starts_with("whsec_"));
-    assert_eq!(api.send("DELETE", &format!("/webhooks/{id}"), None).await.0, 204);
-    assert_eq!(api.send("GET", &format!("/webhooks/{id}"), None).await.0, 404);
+    assert_eq!(
+        api.send("DELETE", &format!("/webhooks/{id}"), None).await.0,
+        204
+    );
+    assert_eq!(
+        api.send("GET", &format!("/webhooks/{id}"), None).await.0,
+        404
+    );
     app.stop().await;
 }
 
@@ -95,23 +174,77 @@ async fn events_fan_out_are_idempotent_and_private() {
     let (_, key) = app.project("business").await;
     let (_, other_key) = app.project("business").await;
     let api = Api::new(&app, &key);
-    api.send("POST", "/webhooks", Some(json!({"url": rx.url, "events": ["order.created"]}))).await;
-    api.send("POST", "/webhooks", Some(json!({"url": rx.url, "events": ["*"]}))).await;
-    api.send("POST", "/webhooks", Some(json!({"url": rx.url, "events": ["other.thing"]}))).await;
+    api.send(
+        "POST",
+        "/webhooks",
+        Some(json!({"url": rx.url, "events": ["order.created"]})),
+    )
+    .await;
+    api.send(
+        "POST",
+        "/webhooks",
+        Some(json!({"url": rx.url, "events": ["*"]})),
+    )
+    .await;
+    api.send(
+        "POST",
+        "/webhooks",
+        Some(json!({"url": rx.url, "events": ["other.thing"]})),
+    )
+    .await;
 
-    let (s, _, v) = api.send("POST", "/events", Some(json!({"event": "order.created", "data": {"n": 1}, "id": "client-1"}))).await;
+    let (s, _, v) = api
+        .send(
+            "POST",
+            "/events",
+            Some(json!({"event": "order.created", "data": {"n": 1}, "id": "client-1"})),
+        )
+        .await;
     assert_eq!(s, 202, "{v}");
     assert_eq!(v["deliveries"], 2);
     let event_id = v["id"].as_str().unwrap().to_string();
     assert!(event_id.starts_with("evt_") && event_id.len() == 28);
-    let (s, _, again) = api.send("POST", "/events", Some(json!({"event": "order.created", "data": {"n": 2}, "id": "client-1"}))).await;
-    assert_eq!((s.as_u16(), again["id"].as_str()), (202, Some(event_id.as_str())), "a repeat returns the first event");
-    let header_key = api.http.post(format!("{}/events", api.base)).bearer_auth(&key).header("Idempotency-Key", "hdr-1")
-        .json(&json!({"event": "order.created", "data": {}})).send().await.unwrap().json::<Value>().await.unwrap();
-    let header_again = api.http.post(format!("{}/events", api.base)).bearer_auth(&key).header("Idempotency-Key", "hdr-1")
-        .json(&json!({"event": "order.created", "data": {}})).send().await.unwrap().json::<Value>().await.unwrap();
+    let (s, _, again) = api
+        .send(
+            "POST",
+            "/events",
+            Some(json!({"event": "order.created", "data": {"n": 2}, "id": "client-1"})),
+        )
+        .await;
+    assert_eq!(
+        (s.as_u16(), again["id"].as_str()),
+        (202, Some(event_id.as_str())),
+        "a repeat returns the first event"
+    );
+    let header_key = api
+        .http
+        .post(format!("{}/events", api.base))
+        .bearer_auth(&key)
+        .header("Idempotency-Key", "hdr-1")
+        .json(&json!({"event": "order.created", "data": {}}))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    let header_again = api
+        .http
+        .post(format!("{}/events", api.base))
+        .bearer_auth(&key)
+        .header("Idempotency-Key", "hdr-1")
+        .json(&json!({"event": "order.created", "data": {}}))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
     assert_eq!(header_key["id"], header_again["id"]);
-    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM events").fetch_one(&app.pool).await.unwrap();
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     assert_eq!(events, 2, "repeats create nothing");
     rx.wait_for(4, Duration::from_secs(10)).await;
     assert_eq!(rx.seen().len(), 4);
@@ -121,38 +254,80 @@ async fn events_fan_out_are_idempotent_and_private() {
         (json!({"event": "a.b"}), 422),
         (json!({"event": "a.b", "data": {}, "extra": true}), 422),
     ] {
-        assert_eq!(api.send("POST", "/events", Some(body.clone())).await.0.as_u16(), code, "{body}");
+        assert_eq!(
+            api.send("POST", "/events", Some(body.clone()))
+                .await
+                .0
+                .as_u16(),
+            code,
+            "{body}"
+        );
     }
 
     let (s, _, v) = api.send("GET", &format!("/events/{event_id}"), None).await;
-    assert_eq!((s.as_u16(), v["id"].as_str(), v["data"]["n"].as_i64()), (200, Some(event_id.as_str()), Some(1)));
-    assert_eq!(Api::new(&app, &other_key).send("GET", &format!("/events/{event_id}"), None).await.0, 404);
+    assert_eq!(
+        (s.as_u16(), v["id"].as_str(), v["data"]["n"].as_i64()),
+        (200, Some(event_id.as_str()), Some(1))
+    );
+    assert_eq!(
+        Api::new(&app, &other_key)
+            .send("GET", &format!("/events/{event_id}"), None)
+            .await
+            .0,
+        404
+    );
 
-    let (s, _, v) = api.send("GET", &format!("/deliveries?event_id={event_id}"), None).await;
+    let (s, _, v) = api
+        .send("GET", &format!("/deliveries?event_id={event_id}"), None)
+        .await;
     assert_eq!(s, 200);
     let rows = v["data"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     let delivery = rows[0]["id"].as_i64().unwrap();
-    let (s, _, d) = api.send("GET", &format!("/deliveries/{delivery}"), None).await;
+    let (s, _, d) = api
+        .send("GET", &format!("/deliveries/{delivery}"), None)
+        .await;
     assert_eq!(s, 200);
     assert!(d["payload"].as_str().unwrap().contains(&event_id));
     assert!(d["request_id"].as_str().unwrap().starts_with("req_"));
-    assert_eq!(Api::new(&app, &other_key).send("GET", &format!("/deliveries/{delivery}"), None).await.0, 404);
-    assert_eq!(Api::new(&app, &other_key).send("POST", &format!("/deliveries/{delivery}/retry"), None).await.0, 404);
+    assert_eq!(
+        Api::new(&app, &other_key)
+            .send("GET", &format!("/deliveries/{delivery}"), None)
+            .await
+            .0,
+        404
+    );
+    assert_eq!(
+        Api::new(&app, &other_key)
+            .send("POST", &format!("/deliveries/{delivery}/retry"), None)
+            .await
+            .0,
+        404
+    );
 
-    let (s, _, retry) = api.send("POST", &format!("/deliveries/{delivery}/retry"), None).await;
+    let (s, _, retry) = api
+        .send("POST", &format!("/deliveries/{delivery}/retry"), None)
+        .await;
     assert_eq!(s, 202, "{retry}");
     assert_eq!(retry["trigger"], "manual_retry");
     assert_ne!(retry["request_id"], d["request_id"]);
-    let (s, _, conflict) = api.send("POST", &format!("/deliveries/{delivery}/retry"), None).await;
+    let (s, _, conflict) = api
+        .send("POST", &format!("/deliveries/{delivery}/retry"), None)
+        .await;
     if s != 409 {
         // The first retry may already have been sent; then a second is allowed.
         assert_eq!(s, 202, "{conflict}");
     }
-    assert_eq!(api.send("GET", "/deliveries?status=bogus", None).await.0, 422);
+    assert_eq!(
+        api.send("GET", "/deliveries?status=bogus", None).await.0,
+        422
+    );
     assert_eq!(api.send("GET", "/deliveries?limit=500", None).await.0, 422);
     assert_eq!(api.send("GET", "/deliveries?cursor=zzz", None).await.0, 422);
-    assert_eq!(api.send("GET", "/events?since=yesterday", None).await.0, 422);
+    assert_eq!(
+        api.send("GET", "/events?since=yesterday", None).await.0,
+        422
+    );
     app.stop().await;
 }
 
@@ -174,7 +349,11 @@ async fn rate_limit_headers_on_every_response_and_429_when_spent() {
     assert_eq!(reset % 60, 0);
     assert!(reset > chrono::Utc::now().timestamp());
     let (s, h, _) = api.send("GET", "/webhooks/999999", None).await;
-    assert_eq!((s.as_u16(), h["x-ratelimit-remaining"].to_str().unwrap()), (404, "28"), "errors count and carry the headers");
+    assert_eq!(
+        (s.as_u16(), h["x-ratelimit-remaining"].to_str().unwrap()),
+        (404, "28"),
+        "errors count and carry the headers"
+    );
     for _ in 0..28 {
         api.send("GET", "/webhooks", None).await;
     }
@@ -184,12 +363,25 @@ async fn rate_limit_headers_on_every_response_and_429_when_spent() {
     let wait: i64 = h["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=60).contains(&wait));
 
-    let anon = Client::new().get(format!("{}/public/v1/webhooks", app.base)).send().await.unwrap();
+    let anon = Client::new()
+        .get(format!("{}/public/v1/webhooks", app.base))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(anon.status(), 401);
     assert!(anon.headers().contains_key("x-ratelimit-limit"));
-    let bad = Client::new().get(format!("{}/public/v1/webhooks", app.base)).bearer_auth("phk_wrong").send().await.unwrap();
+    let bad = Client::new()
+        .get(format!("{}/public/v1/webhooks", app.base))
+        .bearer_auth("phk_wrong")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(bad.status(), 401);
-    let doc = Client::new().get(format!("{}/public/v1/openapi.json", app.base)).send().await.unwrap();
+    let doc = Client::new()
+        .get(format!("{}/public/v1/openapi.json", app.base))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(doc.status(), 200);
     let doc: Value = doc.json().await.unwrap();
     assert!(doc["paths"]["/events"]["post"].is_object());
@@ -250,7 +442,10 @@ async fn polling_by_cursor_sees_every_event_exactly_once_while_they_arrive() {
                     expected.push(slow);
                 }
                 let t = app::core::event_type::EventType::parse("poll.test").unwrap();
-                let id = app::db::events::ingest(&pool, project, &t, "{}", None).await.unwrap().event_id;
+                let id = app::db::events::ingest(&pool, project, &t, "{}", None)
+                    .await
+                    .unwrap()
+                    .event_id;
                 expected.push(tokio::spawn(async move { id }));
             }
             let mut ids = Vec::new();
@@ -272,7 +467,12 @@ async fn polling_by_cursor_sees_every_event_exactly_once_while_they_arrive() {
         assert_eq!(s, 200, "{v}");
         let page = v["data"].as_array().unwrap();
         seen.extend(page.iter().map(|e| e["id"].as_str().unwrap().to_string()));
-        cursor = Some(v["meta"]["next_cursor"].as_str().expect("a cursor on every page").to_string());
+        cursor = Some(
+            v["meta"]["next_cursor"]
+                .as_str()
+                .expect("a cursor on every page")
+                .to_string(),
+        );
         if page.is_empty() && writer.is_finished() {
             idle_rounds += 1;
         }

@@ -16,11 +16,20 @@ async fn a_2xx_succeeds_once_with_every_documented_header() {
     let rx = Receiver::start().await;
     let (project, _) = app.project("trial").await;
     let (_, secret) = app.endpoint(project, &rx.url).await;
-    let event_id = app.ingest(project, "payment.succeeded", serde_json::json!({"amount": 5})).await;
+    let event_id = app
+        .ingest(
+            project,
+            "payment.succeeded",
+            serde_json::json!({"amount": 5}),
+        )
+        .await;
 
     let attempts = app.settled(&event_id, SETTLE).await;
     assert_eq!(attempts.len(), 1);
-    assert_eq!((attempts[0].1.as_str(), attempts[0].2), ("succeeded", Some(200)));
+    assert_eq!(
+        (attempts[0].1.as_str(), attempts[0].2),
+        ("succeeded", Some(200))
+    );
     let seen = rx.seen();
     assert_eq!(seen.len(), 1);
     let r = &seen[0];
@@ -41,7 +50,10 @@ async fn a_2xx_succeeds_once_with_every_documented_header() {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
     mac.update(format!("{ts}.").as_bytes());
     mac.update(&r.body);
-    assert_eq!(header(r, "x-botix-signature"), format!("sha256={}", hex::encode(mac.finalize().into_bytes())));
+    assert_eq!(
+        header(r, "x-botix-signature"),
+        format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+    );
 
     // Standard Webhooks headers checked by the `standardwebhooks` package from PyPI.
     verify_with_standardwebhooks(&secret, r);
@@ -59,7 +71,14 @@ Webhook(secret).verify(body, {"webhook-id": msg_id, "webhook-timestamp": ts, "we
 print("verified")
 "#;
     let mut child = std::process::Command::new(&python)
-        .args(["-c", script, secret, header(r, "webhook-id"), header(r, "webhook-timestamp"), header(r, "webhook-signature")])
+        .args([
+            "-c",
+            script,
+            secret,
+            header(r, "webhook-id"),
+            header(r, "webhook-timestamp"),
+            header(r, "webhook-signature"),
+        ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -82,17 +101,26 @@ async fn a_5xx_is_retried_with_new_request_ids_until_it_succeeds() {
     rx.script([Answer::status(500), Answer::status(503)]);
     let (project, _) = app.project("trial").await;
     app.endpoint(project, &rx.url).await;
-    let event_id = app.ingest(project, "order.created", serde_json::json!({})).await;
+    let event_id = app
+        .ingest(project, "order.created", serde_json::json!({}))
+        .await;
 
     let attempts = app.settled(&event_id, SETTLE).await;
     let statuses: Vec<&str> = attempts.iter().map(|a| a.1.as_str()).collect();
     assert_eq!(statuses, ["failed", "failed", "succeeded"]);
     let seen = rx.seen();
-    let numbers: Vec<&str> = seen.iter().map(|r| header(r, "x-delivery-attempt")).collect();
+    let numbers: Vec<&str> = seen
+        .iter()
+        .map(|r| header(r, "x-delivery-attempt"))
+        .collect();
     assert_eq!(numbers, ["1", "2", "3"]);
-    let ids: std::collections::HashSet<&str> = seen.iter().map(|r| header(r, "x-request-id")).collect();
+    let ids: std::collections::HashSet<&str> =
+        seen.iter().map(|r| header(r, "x-request-id")).collect();
     assert_eq!(ids.len(), 3, "every attempt has its own request id");
-    assert!(seen.iter().all(|r| header(r, "x-event-id") == event_id), "the event id never changes");
+    assert!(
+        seen.iter().all(|r| header(r, "x-event-id") == event_id),
+        "the event id never changes"
+    );
     app.stop().await;
 }
 
@@ -104,11 +132,20 @@ async fn connection_refused_is_retried_then_dead_lettered() {
     drop(closed);
     let (project, _) = app.project("trial").await;
     app.endpoint(project, &url).await;
-    let event_id = app.ingest(project, "order.created", serde_json::json!({})).await;
+    let event_id = app
+        .ingest(project, "order.created", serde_json::json!({}))
+        .await;
 
     let attempts = app.settled(&event_id, SETTLE).await;
-    assert_eq!(attempts.len(), 4, "first attempt plus the three schedule steps: {attempts:?}");
-    assert!(attempts.iter().all(|a| a.3.as_deref() == Some("connect")), "{attempts:?}");
+    assert_eq!(
+        attempts.len(),
+        4,
+        "first attempt plus the three schedule steps: {attempts:?}"
+    );
+    assert!(
+        attempts.iter().all(|a| a.3.as_deref() == Some("connect")),
+        "{attempts:?}"
+    );
     assert_eq!(attempts.last().unwrap().1, "dead_letter");
     app.stop().await;
 }
@@ -120,7 +157,9 @@ async fn a_slow_receiver_times_out_and_is_retried() {
     rx.script([Answer::status(200).delay(Duration::from_secs(3))]);
     let (project, _) = app.project("trial").await;
     app.endpoint(project, &rx.url).await;
-    let event_id = app.ingest(project, "order.created", serde_json::json!({})).await;
+    let event_id = app
+        .ingest(project, "order.created", serde_json::json!({}))
+        .await;
 
     let attempts = app.settled(&event_id, SETTLE).await;
     assert_eq!(attempts[0].1, "failed");
@@ -136,13 +175,21 @@ async fn a_429_waits_for_retry_after() {
     rx.script([Answer::status(429).header("retry-after", "2")]);
     let (project, _) = app.project("trial").await;
     app.endpoint(project, &rx.url).await;
-    let event_id = app.ingest(project, "order.created", serde_json::json!({})).await;
+    let event_id = app
+        .ingest(project, "order.created", serde_json::json!({}))
+        .await;
 
     let attempts = app.settled(&event_id, SETTLE).await;
-    assert_eq!(attempts.iter().map(|a| a.1.as_str()).collect::<Vec<_>>(), ["failed", "succeeded"]);
+    assert_eq!(
+        attempts.iter().map(|a| a.1.as_str()).collect::<Vec<_>>(),
+        ["failed", "succeeded"]
+    );
     let seen = rx.seen();
     let gap = seen[1].at - seen[0].at;
-    assert!(gap >= Duration::from_secs(2), "second attempt came {gap:?} after the 429");
+    assert!(
+        gap >= Duration::from_secs(2),
+        "second attempt came {gap:?} after the 429"
+    );
     assert!(gap < Duration::from_secs(4), "but not much later: {gap:?}");
     app.stop().await;
 }
@@ -155,10 +202,16 @@ async fn a_429_with_an_http_date_waits_until_then() {
     rx.script([Answer::status(429).header("retry-after", httpdate::fmt_http_date(at))]);
     let (project, _) = app.project("trial").await;
     app.endpoint(project, &rx.url).await;
-    let event_id = app.ingest(project, "order.created", serde_json::json!({})).await;
+    let event_id = app
+        .ingest(project, "order.created", serde_json::json!({}))
+        .await;
     app.settled(&event_id, SETTLE).await;
     let seen = rx.seen();
-    assert!(seen[1].at - seen[0].at >= Duration::from_millis(1500), "{:?}", seen[1].at - seen[0].at);
+    assert!(
+        seen[1].at - seen[0].at >= Duration::from_millis(1500),
+        "{:?}",
+        seen[1].at - seen[0].at
+    );
     app.stop().await;
 }
 
@@ -170,10 +223,15 @@ async fn a_401_or_404_dead_letters_after_one_attempt() {
         rx.set_default(Answer::status(code));
         let (project, _) = app.project("trial").await;
         app.endpoint(project, &rx.url).await;
-        let event_id = app.ingest(project, "order.created", serde_json::json!({})).await;
+        let event_id = app
+            .ingest(project, "order.created", serde_json::json!({}))
+            .await;
         let attempts = app.settled(&event_id, SETTLE).await;
         assert_eq!(attempts.len(), 1, "{code}: {attempts:?}");
-        assert_eq!((attempts[0].1.as_str(), attempts[0].2), ("dead_letter", Some(code as i16)));
+        assert_eq!(
+            (attempts[0].1.as_str(), attempts[0].2),
+            ("dead_letter", Some(code as i16))
+        );
         tokio::time::sleep(Duration::from_millis(700)).await;
         assert_eq!(rx.seen().len(), 1, "{code} is never sent again");
         app.stop().await;
@@ -188,11 +246,19 @@ async fn a_redirect_is_not_followed() {
     rx.set_default(Answer::status(301).header("location", other.url.clone()));
     let (project, _) = app.project("trial").await;
     app.endpoint(project, &rx.url).await;
-    let event_id = app.ingest(project, "order.created", serde_json::json!({})).await;
+    let event_id = app
+        .ingest(project, "order.created", serde_json::json!({}))
+        .await;
     let attempts = app.settled(&event_id, SETTLE).await;
     assert_eq!(attempts.len(), 1);
-    assert_eq!((attempts[0].1.as_str(), attempts[0].2), ("dead_letter", Some(301)));
-    assert!(other.seen().is_empty(), "the redirect target was never called");
+    assert_eq!(
+        (attempts[0].1.as_str(), attempts[0].2),
+        ("dead_letter", Some(301))
+    );
+    assert!(
+        other.seen().is_empty(),
+        "the redirect target was never called"
+    );
     app.stop().await;
 }
 
@@ -203,9 +269,14 @@ async fn an_exhausted_schedule_dead_letters() {
     rx.set_default(Answer::status(502));
     let (project, _) = app.project("trial").await;
     app.endpoint(project, &rx.url).await;
-    let event_id = app.ingest(project, "order.created", serde_json::json!({})).await;
+    let event_id = app
+        .ingest(project, "order.created", serde_json::json!({}))
+        .await;
     let attempts = app.settled(&event_id, SETTLE).await;
-    assert_eq!(attempts.iter().map(|a| a.1.as_str()).collect::<Vec<_>>(), ["failed", "failed", "failed", "dead_letter"]);
+    assert_eq!(
+        attempts.iter().map(|a| a.1.as_str()).collect::<Vec<_>>(),
+        ["failed", "failed", "failed", "dead_letter"]
+    );
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(rx.seen().len(), 4);
     app.stop().await;
@@ -222,9 +293,14 @@ async fn the_max_window_cuts_the_schedule_short() {
     rx.set_default(Answer::status(500));
     let (project, _) = app.project("trial").await;
     app.endpoint(project, &rx.url).await;
-    let event_id = app.ingest(project, "order.created", serde_json::json!({})).await;
+    let event_id = app
+        .ingest(project, "order.created", serde_json::json!({}))
+        .await;
     let attempts = app.settled(&event_id, SETTLE).await;
-    assert_eq!(attempts.iter().map(|a| a.1.as_str()).collect::<Vec<_>>(), ["failed", "dead_letter"]);
+    assert_eq!(
+        attempts.iter().map(|a| a.1.as_str()).collect::<Vec<_>>(),
+        ["failed", "dead_letter"]
+    );
     app.stop().await;
 }
 
@@ -235,7 +311,9 @@ async fn a_100_kib_payload_is_sent_truncated() {
     let (project, _) = app.project("trial").await;
     app.endpoint(project, &rx.url).await;
     let big = "x".repeat(100 * 1024);
-    let event_id = app.ingest(project, "file.uploaded", serde_json::json!({ "blob": big })).await;
+    let event_id = app
+        .ingest(project, "file.uploaded", serde_json::json!({ "blob": big }))
+        .await;
     app.settled(&event_id, SETTLE).await;
     let body: serde_json::Value = serde_json::from_slice(&rx.seen()[0].body).unwrap();
     assert_eq!(body["truncated"], true);
@@ -251,8 +329,11 @@ async fn private_targets_are_refused_unless_allowed() {
     let rx = Receiver::start().await;
     let (project, _) = app.project("trial").await;
     app.endpoint(project, &rx.url).await;
-    app.endpoint(project, &rx.url.replace("127.0.0.1", "localhost")).await;
-    let event_id = app.ingest(project, "order.created", serde_json::json!({})).await;
+    app.endpoint(project, &rx.url.replace("127.0.0.1", "localhost"))
+        .await;
+    let event_id = app
+        .ingest(project, "order.created", serde_json::json!({}))
+        .await;
     let deadline = Instant::now() + SETTLE;
     let attempts = loop {
         let a = app.attempts(&event_id).await;
@@ -261,7 +342,12 @@ async fn private_targets_are_refused_unless_allowed() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    assert!(attempts.iter().all(|a| a.1 == "dead_letter" && a.3.as_deref() == Some("refused_target")), "{attempts:?}");
+    assert!(
+        attempts
+            .iter()
+            .all(|a| a.1 == "dead_letter" && a.3.as_deref() == Some("refused_target")),
+        "{attempts:?}"
+    );
     assert!(rx.seen().is_empty());
     app.stop().await;
 }
@@ -273,7 +359,12 @@ async fn disabled_endpoints_hold_their_rows_and_deleted_ones_dead_letter_them() 
     let (project, _) = app.project("trial").await;
     let (ep, _) = app.endpoint(project, &rx.url).await;
     let access = app::auth::system_access(project, "test");
-    let set_enabled = |enabled| app::db::endpoints::EndpointPatch { url: None, event_types: None, description: None, enabled: Some(enabled) };
+    let set_enabled = |enabled| app::db::endpoints::EndpointPatch {
+        url: None,
+        event_types: None,
+        description: None,
+        enabled: Some(enabled),
+    };
     let queue = |event_id: String, request_id: &'static str| {
         let pool = app.pool.clone();
         let url = rx.url.clone();
@@ -289,18 +380,31 @@ async fn disabled_endpoints_hold_their_rows_and_deleted_ones_dead_letter_them() 
             .bind(project).bind(&event_id).bind(ep).bind(&url).bind(request_id).execute(&pool).await.unwrap();
         }
     };
-    app::db::endpoints::update(&app.pool, &access, ep, set_enabled(false)).await.unwrap();
+    app::db::endpoints::update(&app.pool, &access, ep, set_enabled(false))
+        .await
+        .unwrap();
     queue("evt_held000000000000000000001".into(), "req_held1").await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(app.attempts("evt_held000000000000000000001").await[0].1, "pending", "a disabled endpoint's row waits");
+    assert_eq!(
+        app.attempts("evt_held000000000000000000001").await[0].1,
+        "pending",
+        "a disabled endpoint's row waits"
+    );
     assert!(rx.seen().is_empty());
-    app::db::endpoints::update(&app.pool, &access, ep, set_enabled(true)).await.unwrap();
+    app::db::endpoints::update(&app.pool, &access, ep, set_enabled(true))
+        .await
+        .unwrap();
     let after = app.settled("evt_held000000000000000000001", SETTLE).await;
     assert_eq!(after[0].1, "succeeded", "re-enabling sends the held row");
 
     queue("evt_held000000000000000000002".into(), "req_held2").await;
-    app::db::endpoints::delete(&app.pool, &access, ep).await.unwrap();
+    app::db::endpoints::delete(&app.pool, &access, ep)
+        .await
+        .unwrap();
     let rows = app.attempts("evt_held000000000000000000002").await;
-    assert_eq!((rows[0].1.as_str(), rows[0].3.as_deref()), ("dead_letter", Some("endpoint_deleted")));
+    assert_eq!(
+        (rows[0].1.as_str(), rows[0].3.as_deref()),
+        ("dead_letter", Some("endpoint_deleted"))
+    );
     app.stop().await;
 }

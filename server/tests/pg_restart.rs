@@ -25,15 +25,27 @@ fn pg_bin() -> PathBuf {
 
 fn as_postgres(bin: &Path, args: &[&str]) -> std::process::ExitStatus {
     let root = unsafe_is_root();
-    let mut cmd = if root { Command::new("runuser") } else { Command::new(bin) };
+    let mut cmd = if root {
+        Command::new("runuser")
+    } else {
+        Command::new(bin)
+    };
     if root {
         cmd.args(["-u", "postgres", "--"]).arg(bin);
     }
-    cmd.args(args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).status().unwrap()
+    cmd.args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap()
 }
 
 fn unsafe_is_root() -> bool {
-    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
 }
 
 struct Cluster {
@@ -48,20 +60,44 @@ impl Cluster {
         let dir = std::env::temp_dir().join(format!("posthorn-pg-{}", ulid::Ulid::new()));
         std::fs::create_dir_all(&dir).unwrap();
         if unsafe_is_root() {
-            Command::new("chown").args(["postgres", dir.to_str().unwrap()]).status().unwrap();
+            Command::new("chown")
+                .args(["postgres", dir.to_str().unwrap()])
+                .status()
+                .unwrap();
         }
-        assert!(as_postgres(&bin.join("initdb"), &["-D", dir.to_str().unwrap(), "-U", "postgres", "--auth=trust"]).success());
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        assert!(as_postgres(
+            &bin.join("initdb"),
+            &[
+                "-D",
+                dir.to_str().unwrap(),
+                "-U",
+                "postgres",
+                "--auth=trust"
+            ]
+        )
+        .success());
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let c = Cluster { dir, port, bin };
         c.ctl(&["start"]);
         c
     }
 
     fn ctl(&self, action: &[&str]) {
-        let opts = format!("-p {} -k {} -c listen_addresses=127.0.0.1", self.port, self.dir.display());
+        let opts = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1",
+            self.port,
+            self.dir.display()
+        );
         let mut args = vec!["-D", self.dir.to_str().unwrap(), "-o", &opts, "-w"];
         args.extend_from_slice(action);
-        assert!(as_postgres(&self.bin.join("pg_ctl"), &args).success(), "pg_ctl {action:?}");
+        assert!(
+            as_postgres(&self.bin.join("pg_ctl"), &args).success(),
+            "pg_ctl {action:?}"
+        );
     }
 
     fn url(&self) -> String {
@@ -71,7 +107,10 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let _ = as_postgres(&self.bin.join("pg_ctl"), &["-D", self.dir.to_str().unwrap(), "-m", "immediate", "stop"]);
+        let _ = as_postgres(
+            &self.bin.join("pg_ctl"),
+            &["-D", self.dir.to_str().unwrap(), "-m", "immediate", "stop"],
+        );
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -94,7 +133,15 @@ async fn a_postgres_restart_under_load_loses_no_delivery() {
             let t = app::core::event_type::EventType::parse("order.created").unwrap();
             for i in 0..300 {
                 loop {
-                    match app::db::events::ingest(&pool, project, &t, &format!("{{\"i\":{i}}}"), Some(&format!("k{i}"))).await {
+                    match app::db::events::ingest(
+                        &pool,
+                        project,
+                        &t,
+                        &format!("{{\"i\":{i}}}"),
+                        Some(&format!("k{i}")),
+                    )
+                    .await
+                    {
                         Ok(e) => {
                             accepted.lock().unwrap().push(e.event_id);
                             break;
@@ -130,10 +177,20 @@ async fn a_postgres_restart_under_load_loses_no_delivery() {
         if done == 300 && open == 0 {
             break;
         }
-        assert!(Instant::now() < deadline, "{done}/300 delivered, {open} open after the restart");
+        assert!(
+            Instant::now() < deadline,
+            "{done}/300 delivered, {open} open after the restart"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let received: HashSet<String> = rx.seen().iter().map(|r| header(r, "x-event-id").to_string()).collect();
-    assert!(accepted.is_subset(&received), "every accepted event reached the receiver");
+    let received: HashSet<String> = rx
+        .seen()
+        .iter()
+        .map(|r| header(r, "x-event-id").to_string())
+        .collect();
+    assert!(
+        accepted.is_subset(&received),
+        "every accepted event reached the receiver"
+    );
     app.stop().await;
 }

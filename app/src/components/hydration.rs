@@ -30,7 +30,9 @@ pub fn gate() -> Gate {
     if let Some(h) = use_context::<Hydration>() {
         h.0.update_untracked(|n| *n += 1);
     }
-    Gate { done: StoredValue::new(false) }
+    Gate {
+        done: StoredValue::new(false),
+    }
 }
 
 impl Gate {

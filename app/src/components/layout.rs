@@ -5,8 +5,8 @@ use leptos::prelude::*;
 use leptos_router::components::{Redirect, A};
 
 use crate::{
-    components::hydration::gate,
     auth::{get_viewer, Logout, SwitchProject},
+    components::hydration::gate,
     model::Viewer,
 };
 
@@ -46,8 +46,16 @@ fn CabinetHeader(viewer: Viewer) -> impl IntoView {
         }
     });
     let current_id = viewer.current.as_ref().map(|p| p.id).unwrap_or_default();
-    let current_name = viewer.current.as_ref().map(|p| p.name.clone()).unwrap_or_else(|| "No project".into());
-    let role = if viewer.is_support { "support" } else { "owner" };
+    let current_name = viewer
+        .current
+        .as_ref()
+        .map(|p| p.name.clone())
+        .unwrap_or_else(|| "No project".into());
+    let role = if viewer.is_support {
+        "support"
+    } else {
+        "owner"
+    };
     view! {
         <header class="topbar">
             <a class="brand" href="/developers">"Posthorn"</a>

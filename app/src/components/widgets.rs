@@ -7,13 +7,19 @@ use crate::core::status::DeliveryStatus;
 
 #[component]
 pub fn StatusBadge(status: String) -> impl IntoView {
-    let label = DeliveryStatus::parse(&status).map(|s| s.label()).unwrap_or("Unknown");
+    let label = DeliveryStatus::parse(&status)
+        .map(|s| s.label())
+        .unwrap_or("Unknown");
     view! { <span class=format!("badge badge-{status}")>{label}</span> }
 }
 
 pub fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let secs = (now - at).num_seconds();
-    let (n, future) = if secs < 0 { (-secs, true) } else { (secs, false) };
+    let (n, future) = if secs < 0 {
+        (-secs, true)
+    } else {
+        (secs, false)
+    };
     let text = match n {
         0..=4 => return "just now".into(),
         5..=59 => format!("{n}s"),
@@ -21,7 +27,11 @@ pub fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
         3600..=86_399 => format!("{}h", n / 3600),
         _ => format!("{}d", n / 86_400),
     };
-    if future { format!("in {text}") } else { format!("{text} ago") }
+    if future {
+        format!("in {text}")
+    } else {
+        format!("{text} ago")
+    }
 }
 
 pub fn absolute(at: DateTime<Utc>) -> String {
@@ -45,7 +55,10 @@ pub fn copy_to_clipboard(text: &str) {
 }
 
 #[component]
-pub fn CopyButton(#[prop(into)] text: String, #[prop(optional, into)] label: Option<String>) -> impl IntoView {
+pub fn CopyButton(
+    #[prop(into)] text: String,
+    #[prop(optional, into)] label: Option<String>,
+) -> impl IntoView {
     let copied = RwSignal::new(false);
     let label = label.unwrap_or_else(|| "Copy".into());
     view! {

@@ -9,7 +9,9 @@ use chrono::{DateTime, Utc};
 pub enum Verdict {
     Succeeded,
     /// Worth another attempt; `retry_after` overrides the schedule's delay (429 only).
-    Retryable { retry_after: Option<Duration> },
+    Retryable {
+        retry_after: Option<Duration>,
+    },
     /// No automatic attempt follows (3xx, 4xx other than 429, refused target).
     Fatal,
 }
@@ -86,7 +88,10 @@ mod tests {
     #[test]
     fn any_5xx_is_retried_on_schedule() {
         for s in [500, 502, 503, 504, 599] {
-            assert_eq!(classify_status(s, None, now()), Verdict::Retryable { retry_after: None });
+            assert_eq!(
+                classify_status(s, None, now()),
+                Verdict::Retryable { retry_after: None }
+            );
         }
     }
 
@@ -101,20 +106,33 @@ mod tests {
     fn a_429_waits_for_retry_after_in_seconds() {
         assert_eq!(
             classify_status(429, Some("2"), now()),
-            Verdict::Retryable { retry_after: Some(Duration::from_secs(2)) }
+            Verdict::Retryable {
+                retry_after: Some(Duration::from_secs(2))
+            }
         );
     }
 
     #[test]
     fn a_429_waits_for_retry_after_as_http_date() {
         let v = classify_status(429, Some("Sun, 29 Nov 2026 12:01:30 GMT"), now());
-        assert_eq!(v, Verdict::Retryable { retry_after: Some(Duration::from_secs(90)) });
+        assert_eq!(
+            v,
+            Verdict::Retryable {
+                retry_after: Some(Duration::from_secs(90))
+            }
+        );
     }
 
     #[test]
     fn a_429_without_or_with_garbage_retry_after_uses_the_schedule() {
-        assert_eq!(classify_status(429, None, now()), Verdict::Retryable { retry_after: None });
-        assert_eq!(classify_status(429, Some("soon"), now()), Verdict::Retryable { retry_after: None });
+        assert_eq!(
+            classify_status(429, None, now()),
+            Verdict::Retryable { retry_after: None }
+        );
+        assert_eq!(
+            classify_status(429, Some("soon"), now()),
+            Verdict::Retryable { retry_after: None }
+        );
     }
 
     #[test]
@@ -127,9 +145,17 @@ mod tests {
 
     #[test]
     fn network_errors_retry_but_a_refused_target_does_not() {
-        for e in [TransportError::Timeout, TransportError::Connect, TransportError::Dns, TransportError::Tls] {
+        for e in [
+            TransportError::Timeout,
+            TransportError::Connect,
+            TransportError::Dns,
+            TransportError::Tls,
+        ] {
             assert_eq!(classify_error(e), Verdict::Retryable { retry_after: None });
         }
-        assert_eq!(classify_error(TransportError::RefusedTarget), Verdict::Fatal);
+        assert_eq!(
+            classify_error(TransportError::RefusedTarget),
+            Verdict::Fatal
+        );
     }
 }

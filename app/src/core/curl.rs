@@ -18,25 +18,36 @@ pub fn curl_bytes(method: &str, url: &str, headers: &[(String, String)], body: &
     let mut cmd = String::new();
     let binary = std::str::from_utf8(body).is_err();
     if binary {
-        cmd.push_str(&format!("printf %s {} | base64 -d | ", quote(&STANDARD.encode(body))));
+        cmd.push_str(&format!(
+            "printf %s {} | base64 -d | ",
+            quote(&STANDARD.encode(body))
+        ));
     }
     cmd.push_str(&format!("curl -sS -X {} {}", quote(method), quote(url)));
     for (name, value) in headers {
         let lower = name.to_ascii_lowercase();
-        if matches!(lower.as_str(), "content-length" | "host" | "transfer-encoding" | "connection") {
+        if matches!(
+            lower.as_str(),
+            "content-length" | "host" | "transfer-encoding" | "connection"
+        ) {
             continue;
         }
         cmd.push_str(&format!(" \\\n  -H {}", quote(&format!("{name}: {value}"))));
     }
     for default in CURL_DEFAULTS {
-        if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(default)) && (default != "content-type" || !body.is_empty()) {
+        if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(default))
+            && (default != "content-type" || !body.is_empty())
+        {
             cmd.push_str(&format!(" \\\n  -H {}", quote(&format!("{default}:"))));
         }
     }
     if binary {
         cmd.push_str(" \\\n  --data-binary @-");
     } else if !body.is_empty() {
-        cmd.push_str(&format!(" \\\n  --data-binary {}", quote(std::str::from_utf8(body).unwrap_or_default())));
+        cmd.push_str(&format!(
+            " \\\n  --data-binary {}",
+            quote(std::str::from_utf8(body).unwrap_or_default())
+        ));
     }
     cmd
 }
@@ -47,7 +58,12 @@ mod tests {
 
     #[test]
     fn hostile_text_stays_quoted() {
-        let c = curl_command("POST", "http://x/y", &[("X-A".into(), "it's".into())], r#"{"a":"'; rm -rf /"}"#);
+        let c = curl_command(
+            "POST",
+            "http://x/y",
+            &[("X-A".into(), "it's".into())],
+            r#"{"a":"'; rm -rf /"}"#,
+        );
         assert!(c.contains(r"-H 'X-A: it'\''s'"));
         assert!(c.contains(r#"--data-binary '{"a":"'\''; rm -rf /"}'"#));
     }

@@ -11,7 +11,11 @@ pub struct Cursor {
 
 impl Cursor {
     pub fn encode(&self) -> String {
-        URL_SAFE_NO_PAD.encode(format!("{}:{}", self.created_at.timestamp_micros(), self.id))
+        URL_SAFE_NO_PAD.encode(format!(
+            "{}:{}",
+            self.created_at.timestamp_micros(),
+            self.id
+        ))
     }
 
     pub fn decode(token: &str) -> Result<Cursor, String> {
@@ -32,7 +36,10 @@ mod tests {
 
     #[test]
     fn a_cursor_round_trips() {
-        let c = Cursor { created_at: DateTime::from_timestamp_micros(1_764_000_000_123_456).unwrap(), id: 42 };
+        let c = Cursor {
+            created_at: DateTime::from_timestamp_micros(1_764_000_000_123_456).unwrap(),
+            id: 42,
+        };
         assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
     }
 

@@ -17,7 +17,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "m" => n * 60_000,
         "h" => n * 3_600_000,
         "d" => n * 86_400_000,
-        _ => return Err(format!("`{text}` has unknown unit `{unit}` (use ms, s, m, h or d)")),
+        _ => {
+            return Err(format!(
+                "`{text}` has unknown unit `{unit}` (use ms, s, m, h or d)"
+            ))
+        }
     };
     Ok(Duration::from_millis(millis))
 }

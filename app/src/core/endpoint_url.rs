@@ -5,7 +5,10 @@ use url::Url;
 pub fn parse_endpoint_url(text: &str) -> Result<Url, String> {
     let url = Url::parse(text.trim()).map_err(|e| format!("url is not a valid URL: {e}"))?;
     if url.scheme() != "http" && url.scheme() != "https" {
-        return Err(format!("url must use http or https, not `{}`", url.scheme()));
+        return Err(format!(
+            "url must use http or https, not `{}`",
+            url.scheme()
+        ));
     }
     if url.host_str().is_none_or(str::is_empty) {
         return Err("url must name a host".into());
@@ -31,8 +34,12 @@ mod tests {
 
     #[test]
     fn other_schemes_and_credentials_fail() {
-        assert!(parse_endpoint_url("ftp://example.com").unwrap_err().contains("http"));
-        assert!(parse_endpoint_url("https://u:p@example.com").unwrap_err().contains("credentials"));
+        assert!(parse_endpoint_url("ftp://example.com")
+            .unwrap_err()
+            .contains("http"));
+        assert!(parse_endpoint_url("https://u:p@example.com")
+            .unwrap_err()
+            .contains("credentials"));
         assert!(parse_endpoint_url("not a url").is_err());
         assert!(parse_endpoint_url("file:///etc/passwd").is_err());
     }

@@ -77,7 +77,16 @@ mod tests {
 
     #[test]
     fn refuses_everything_else() {
-        for bad in ["payment", "Payment.succeeded", "payment.", ".x", "1a.b", "a..b", "a.b-c", ""] {
+        for bad in [
+            "payment",
+            "Payment.succeeded",
+            "payment.",
+            ".x",
+            "1a.b",
+            "a..b",
+            "a.b-c",
+            "",
+        ] {
             assert!(EventType::parse(bad).is_err(), "{bad}");
         }
     }

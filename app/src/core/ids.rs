@@ -1,7 +1,9 @@
 //! Identifiers: time-ordered where the id is seen in lists, 128+ random bits where it
 //! must be unguessable.
 
-use base64::{engine::general_purpose::STANDARD, engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
+use base64::{
+    engine::general_purpose::STANDARD, engine::general_purpose::URL_SAFE_NO_PAD, Engine as _,
+};
 use rand::RngCore;
 
 /// `evt_` + 24 characters: the ULID's 10 time characters and 14 of its random ones.

@@ -5,12 +5,12 @@ pub mod classify;
 pub mod curl;
 pub mod cursor;
 pub mod duration;
-pub mod event_type;
 pub mod endpoint_url;
+pub mod event_type;
+#[cfg(feature = "ssr")]
+pub mod ids;
 pub mod payload;
 pub mod ratelimit;
 pub mod retry;
 pub mod signing;
 pub mod status;
-#[cfg(feature = "ssr")]
-pub mod ids;

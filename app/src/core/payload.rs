@@ -19,17 +19,34 @@ struct Body<'a> {
 }
 
 /// `data_json` is the event's data as stored (valid JSON text).
-pub fn build_body(event_id: &str, event_type: &str, created_at: DateTime<Utc>, data_json: &str) -> Vec<u8> {
+pub fn build_body(
+    event_id: &str,
+    event_type: &str,
+    created_at: DateTime<Utc>,
+    data_json: &str,
+) -> Vec<u8> {
     let null: &RawValue = serde_json::from_str("null").expect("null is JSON");
     let data: &RawValue = serde_json::from_str(data_json).unwrap_or(null);
     let created_at = created_at.to_rfc3339_opts(SecondsFormat::Secs, true);
-    let full = serde_json::to_vec(&Body { event_id, event: event_type, created_at: created_at.clone(), data, truncated: false })
-        .expect("serializing a body cannot fail");
+    let full = serde_json::to_vec(&Body {
+        event_id,
+        event: event_type,
+        created_at: created_at.clone(),
+        data,
+        truncated: false,
+    })
+    .expect("serializing a body cannot fail");
     if full.len() <= MAX_BODY {
         return full;
     }
-    serde_json::to_vec(&Body { event_id, event: event_type, created_at, data: null, truncated: true })
-        .expect("serializing a body cannot fail")
+    serde_json::to_vec(&Body {
+        event_id,
+        event: event_type,
+        created_at,
+        data: null,
+        truncated: true,
+    })
+    .expect("serializing a body cannot fail")
 }
 
 #[cfg(test)]

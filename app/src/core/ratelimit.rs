@@ -49,7 +49,12 @@ pub fn window_start(now_unix: i64) -> i64 {
 
 pub fn quota(limit: u32, count: u32, now_unix: i64) -> Quota {
     let reset = window_start(now_unix) + 60;
-    Quota { limit, remaining: limit.saturating_sub(count), reset, allowed: count <= limit }
+    Quota {
+        limit,
+        remaining: limit.saturating_sub(count),
+        reset,
+        allowed: count <= limit,
+    }
 }
 
 /// Seconds to wait when refused: until the window ends, at least 1.

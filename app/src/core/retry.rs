@@ -17,7 +17,9 @@ pub struct RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
-            schedule: [30, 300, 1800, 7200, 21600].map(Duration::from_secs).to_vec(),
+            schedule: [30, 300, 1800, 7200, 21600]
+                .map(Duration::from_secs)
+                .to_vec(),
             max_window: Duration::from_secs(24 * 3600),
         }
     }
@@ -89,7 +91,10 @@ mod tests {
     #[test]
     fn success_ends_the_chain() {
         let p = RetryPolicy::default();
-        assert_eq!(p.next_attempt(Verdict::Succeeded, 1, true, t0(), t0(), 0.0), Next::Succeeded);
+        assert_eq!(
+            p.next_attempt(Verdict::Succeeded, 1, true, t0(), t0(), 0.0),
+            Next::Succeeded
+        );
     }
 
     #[test]
@@ -107,13 +112,18 @@ mod tests {
                 other => panic!("attempt {} gave {other:?}", i + 1),
             }
         }
-        assert_eq!(p.next_attempt(RETRY, 6, true, t0(), at, 0.0), Next::DeadLetter);
+        assert_eq!(
+            p.next_attempt(RETRY, 6, true, t0(), at, 0.0),
+            Next::DeadLetter
+        );
     }
 
     #[test]
     fn jitter_adds_at_most_ten_percent() {
         let p = RetryPolicy::default();
-        let Next::RetryAt(at) = p.next_attempt(RETRY, 1, true, t0(), t0(), 0.999) else { panic!() };
+        let Next::RetryAt(at) = p.next_attempt(RETRY, 1, true, t0(), t0(), 0.999) else {
+            panic!()
+        };
         let ms = (at - t0()).num_milliseconds();
         assert!((30_000..=33_000).contains(&ms), "{ms}");
     }
@@ -121,7 +131,9 @@ mod tests {
     #[test]
     fn a_429_waits_for_retry_after_without_jitter() {
         let p = RetryPolicy::default();
-        let v = Verdict::Retryable { retry_after: Some(Duration::from_secs(2)) };
+        let v = Verdict::Retryable {
+            retry_after: Some(Duration::from_secs(2)),
+        };
         assert_eq!(
             p.next_attempt(v, 1, true, t0(), t0(), 0.9),
             Next::RetryAt(t0() + chrono::Duration::seconds(2))
@@ -130,29 +142,55 @@ mod tests {
 
     #[test]
     fn a_429_still_uses_up_a_step() {
-        let p = RetryPolicy { schedule: vec![Duration::from_secs(1)], ..Default::default() };
-        let v = Verdict::Retryable { retry_after: Some(Duration::from_secs(2)) };
-        assert!(matches!(p.next_attempt(v, 1, true, t0(), t0(), 0.0), Next::RetryAt(_)));
-        assert_eq!(p.next_attempt(v, 2, true, t0(), t0(), 0.0), Next::DeadLetter);
+        let p = RetryPolicy {
+            schedule: vec![Duration::from_secs(1)],
+            ..Default::default()
+        };
+        let v = Verdict::Retryable {
+            retry_after: Some(Duration::from_secs(2)),
+        };
+        assert!(matches!(
+            p.next_attempt(v, 1, true, t0(), t0(), 0.0),
+            Next::RetryAt(_)
+        ));
+        assert_eq!(
+            p.next_attempt(v, 2, true, t0(), t0(), 0.0),
+            Next::DeadLetter
+        );
     }
 
     #[test]
     fn fatal_verdicts_dead_letter_at_once() {
         let p = RetryPolicy::default();
-        assert_eq!(p.next_attempt(Verdict::Fatal, 1, true, t0(), t0(), 0.0), Next::DeadLetter);
+        assert_eq!(
+            p.next_attempt(Verdict::Fatal, 1, true, t0(), t0(), 0.0),
+            Next::DeadLetter
+        );
     }
 
     #[test]
     fn past_the_window_is_dead_letter() {
-        let p = RetryPolicy { max_window: Duration::from_secs(60), ..Default::default() };
+        let p = RetryPolicy {
+            max_window: Duration::from_secs(60),
+            ..Default::default()
+        };
         let late = t0() + chrono::Duration::seconds(45);
-        assert_eq!(p.next_attempt(RETRY, 1, true, t0(), late, 0.0), Next::DeadLetter);
-        assert!(matches!(p.next_attempt(RETRY, 1, true, t0(), t0(), 0.0), Next::RetryAt(_)));
+        assert_eq!(
+            p.next_attempt(RETRY, 1, true, t0(), late, 0.0),
+            Next::DeadLetter
+        );
+        assert!(matches!(
+            p.next_attempt(RETRY, 1, true, t0(), t0(), 0.0),
+            Next::RetryAt(_)
+        ));
     }
 
     #[test]
     fn manual_attempts_never_chain() {
         let p = RetryPolicy::default();
-        assert_eq!(p.next_attempt(RETRY, 2, false, t0(), t0(), 0.0), Next::DeadLetter);
+        assert_eq!(
+            p.next_attempt(RETRY, 2, false, t0(), t0(), 0.0),
+            Next::DeadLetter
+        );
     }
 }

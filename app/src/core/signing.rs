@@ -37,10 +37,7 @@ pub fn standard_key(secret: &str) -> Vec<u8> {
 pub fn standard_signature(secret: &str, msg_id: &str, timestamp: i64, body: &[u8]) -> String {
     let ts = timestamp.to_string();
     let key = standard_key(secret);
-    let mac = hmac(
-        &key,
-        &[msg_id.as_bytes(), b".", ts.as_bytes(), b".", body],
-    );
+    let mac = hmac(&key, &[msg_id.as_bytes(), b".", ts.as_bytes(), b".", body]);
     format!("v1,{}", STANDARD.encode(mac))
 }
 
@@ -138,10 +135,22 @@ mod tests {
         assert_eq!(sigs.standard.matches("v1,").count(), 2);
         for s in [SECRET, old] {
             let check = verify(s, ID, TS, BODY, Some(&sigs.botix), Some(&sigs.standard));
-            assert_eq!(check, SignatureCheck { botix: Some(true), standard: Some(true) });
+            assert_eq!(
+                check,
+                SignatureCheck {
+                    botix: Some(true),
+                    standard: Some(true)
+                }
+            );
         }
         let wrong = verify("whsec_AAAA", ID, TS, BODY, Some(&sigs.botix), None);
-        assert_eq!(wrong, SignatureCheck { botix: Some(false), standard: None });
+        assert_eq!(
+            wrong,
+            SignatureCheck {
+                botix: Some(false),
+                standard: None
+            }
+        );
     }
 
     #[test]

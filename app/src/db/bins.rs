@@ -8,7 +8,11 @@ use crate::{core::ids::new_bin_id, error::AppResult, model::BinRequest};
 /// Requests kept per bin; older ones are dropped as new ones arrive.
 pub const MAX_REQUESTS_PER_BIN: i64 = 500;
 
-pub async fn create(pool: &PgPool, ttl: std::time::Duration, remote_addr: Option<&str>) -> AppResult<(String, DateTime<Utc>)> {
+pub async fn create(
+    pool: &PgPool,
+    ttl: std::time::Duration,
+    remote_addr: Option<&str>,
+) -> AppResult<(String, DateTime<Utc>)> {
     let id = new_bin_id();
     let expires_at: DateTime<Utc> = sqlx::query_scalar(
         "INSERT INTO bins (id, expires_at, remote_addr) VALUES ($1, now() + $2, $3) RETURNING expires_at",
@@ -23,10 +27,12 @@ pub async fn create(pool: &PgPool, ttl: std::time::Duration, remote_addr: Option
 
 /// The bin's expiry, if it exists and has not expired.
 pub async fn live(pool: &PgPool, id: &str) -> AppResult<Option<DateTime<Utc>>> {
-    Ok(sqlx::query_scalar("SELECT expires_at FROM bins WHERE id = $1 AND expires_at > now()")
-        .bind(id)
-        .fetch_optional(pool)
-        .await?)
+    Ok(
+        sqlx::query_scalar("SELECT expires_at FROM bins WHERE id = $1 AND expires_at > now()")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?,
+    )
 }
 
 pub struct Captured<'a> {
@@ -77,7 +83,11 @@ pub async fn capture(pool: &PgPool, bin_id: &str, c: Captured<'_>) -> AppResult<
 }
 
 /// Newest first; `after` returns only requests newer than that id (live updates).
-pub async fn requests(pool: &PgPool, bin_id: &str, after: Option<i64>) -> AppResult<Vec<BinRequest>> {
+pub async fn requests(
+    pool: &PgPool,
+    bin_id: &str,
+    after: Option<i64>,
+) -> AppResult<Vec<BinRequest>> {
     Ok(sqlx::query_as::<_, BinRequest>(
         "SELECT id, method, path, query, headers, body, size, status, remote_addr, received_at
          FROM bin_requests WHERE bin_id = $1 AND id > $2 ORDER BY id DESC LIMIT $3",

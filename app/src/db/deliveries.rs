@@ -74,7 +74,9 @@ pub fn push_filters(
                 .push_bind(base + 99);
         }
         Some(exact) => {
-            let code: i16 = exact.parse().map_err(|_| AppError::Invalid(format!("code `{exact}` is not a status code or class")))?;
+            let code: i16 = exact.parse().map_err(|_| {
+                AppError::Invalid(format!("code `{exact}` is not a status code or class"))
+            })?;
             q.push(" AND d.response_status = ").push_bind(code);
         }
     }
@@ -108,7 +110,8 @@ pub async fn list(
         "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id WHERE "
     ));
     push_filters(&mut q, access, filter, retention_days, access.is_support)?;
-    q.push(" ORDER BY d.created_at DESC, d.id DESC LIMIT ").push_bind(limit);
+    q.push(" ORDER BY d.created_at DESC, d.id DESC LIMIT ")
+        .push_bind(limit);
     Ok(q.build_query_as::<DeliveryRow>().fetch_all(pool).await?)
 }
 
@@ -149,7 +152,12 @@ pub async fn extras(pool: &PgPool, row: &DeliveryRow) -> AppResult<RowExtras> {
 }
 
 /// Every attempt of one event to one endpoint, oldest first.
-pub async fn attempts_of(pool: &PgPool, project_id: i64, event_id: &str, endpoint_id: i64) -> AppResult<Vec<DeliveryRow>> {
+pub async fn attempts_of(
+    pool: &PgPool,
+    project_id: i64,
+    event_id: &str,
+    endpoint_id: i64,
+) -> AppResult<Vec<DeliveryRow>> {
     Ok(sqlx::query_as::<_, DeliveryRow>(&format!(
         "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
          WHERE d.event_id = $1 AND d.endpoint_id = $2 AND d.project_id = $3
@@ -215,7 +223,12 @@ pub async fn retry(pool: &PgPool, access: &Access, id: i64) -> AppResult<Deliver
 }
 
 /// The same event, signed the same way, to an inspector bin; one attempt, never retried.
-pub async fn redirect(pool: &PgPool, access: &Access, id: i64, bin_url: &str) -> AppResult<DeliveryRow> {
+pub async fn redirect(
+    pool: &PgPool,
+    access: &Access,
+    id: i64,
+    bin_url: &str,
+) -> AppResult<DeliveryRow> {
     let row = get_row(pool, access, id).await?;
     let new_id: i64 = sqlx::query_scalar(
         "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
@@ -246,7 +259,9 @@ pub async fn page(
 ) -> AppResult<Vec<DeliveryRow>> {
     let mut conn = pool.acquire().await?;
     let horizon = super::events::commit_horizon(&mut conn).await?;
-    let (after_ts, after_id) = after.map(|c| (c.created_at, c.id)).unwrap_or((DateTime::<Utc>::UNIX_EPOCH, 0));
+    let (after_ts, after_id) = after
+        .map(|c| (c.created_at, c.id))
+        .unwrap_or((DateTime::<Utc>::UNIX_EPOCH, 0));
     Ok(sqlx::query_as::<_, DeliveryRow>(&format!(
         "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
          WHERE d.project_id = $1 AND (d.created_at, d.id) > ($2, $3) AND d.created_at < $4
@@ -269,7 +284,11 @@ pub async fn page(
 
 /// A `test.ping` event to one endpoint: stored as an event of its own (so the payload can
 /// be shown and rebuilt) with a single attempt that is never retried.
-pub async fn test_send(pool: &PgPool, access: &Access, endpoint: &crate::model::EndpointView) -> AppResult<i64> {
+pub async fn test_send(
+    pool: &PgPool,
+    access: &Access,
+    endpoint: &crate::model::EndpointView,
+) -> AppResult<i64> {
     let event_id = crate::core::ids::new_event_id();
     let mut tx = pool.begin().await?;
     sqlx::query(

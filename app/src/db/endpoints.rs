@@ -19,7 +19,11 @@ pub struct NewEndpoint<'a> {
 }
 
 /// Returns the endpoint and its secret (shown to the creator).
-pub async fn create(pool: &PgPool, access: &Access, new: NewEndpoint<'_>) -> AppResult<(EndpointView, String)> {
+pub async fn create(
+    pool: &PgPool,
+    access: &Access,
+    new: NewEndpoint<'_>,
+) -> AppResult<(EndpointView, String)> {
     let secret = new_endpoint_secret();
     let ep = sqlx::query_as::<_, EndpointView>(&format!(
         "INSERT INTO endpoints (project_id, url, event_types, description, secret)
@@ -62,7 +66,12 @@ pub struct EndpointPatch {
     pub enabled: Option<bool>,
 }
 
-pub async fn update(pool: &PgPool, access: &Access, id: i64, patch: EndpointPatch) -> AppResult<EndpointView> {
+pub async fn update(
+    pool: &PgPool,
+    access: &Access,
+    id: i64,
+    patch: EndpointPatch,
+) -> AppResult<EndpointView> {
     sqlx::query_as::<_, EndpointView>(&format!(
         "UPDATE endpoints SET
             url = coalesce($3, url),
@@ -112,7 +121,11 @@ pub async fn delete(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
 }
 
 /// The current secret (and the rotated-out one while it is still valid).
-pub async fn secrets(pool: &PgPool, access: &Access, id: i64) -> AppResult<(String, Option<String>)> {
+pub async fn secrets(
+    pool: &PgPool,
+    access: &Access,
+    id: i64,
+) -> AppResult<(String, Option<String>)> {
     sqlx::query_as::<_, (String, Option<String>)>(
         "SELECT secret, CASE WHEN previous_secret_expires_at > now() THEN previous_secret END
          FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",

@@ -67,7 +67,12 @@ pub async fn ingest(
         .bind(client_id)
         .fetch_one(pool)
         .await?;
-        return Ok(Ingested { event_id, deliveries, created_at, repeated: true });
+        return Ok(Ingested {
+            event_id,
+            deliveries,
+            created_at,
+            repeated: true,
+        });
     };
     if !targets.is_empty() {
         let (ids, urls): (Vec<i64>, Vec<String>) = targets.into_iter().unzip();
@@ -88,7 +93,12 @@ pub async fn ingest(
         .await?;
     }
     tx.commit().await?;
-    Ok(Ingested { event_id, deliveries, created_at, repeated: false })
+    Ok(Ingested {
+        event_id,
+        deliveries,
+        created_at,
+        repeated: false,
+    })
 }
 
 #[derive(Clone, Debug, serde::Serialize, sqlx::FromRow)]
@@ -129,7 +139,9 @@ pub async fn page(
 ) -> AppResult<Vec<StoredEvent>> {
     let mut conn = pool.acquire().await?;
     let horizon = commit_horizon(&mut conn).await?;
-    let (after_ts, after_id) = after.map(|c| (c.created_at, c.id)).unwrap_or((DateTime::<Utc>::UNIX_EPOCH, 0));
+    let (after_ts, after_id) = after
+        .map(|c| (c.created_at, c.id))
+        .unwrap_or((DateTime::<Utc>::UNIX_EPOCH, 0));
     Ok(sqlx::query_as::<_, StoredEvent>(&format!(
         "SELECT {EVENT_COLUMNS} FROM events
          WHERE project_id = $1 AND (created_at, id) > ($2, $3) AND created_at < $4

@@ -26,10 +26,11 @@ pub async fn ensure_partitions(pool: &PgPool, days_back: i32, days_ahead: i32) -
 pub async fn sweep(pool: &PgPool, retention_days: u32) -> AppResult<Swept> {
     let partitions_made = ensure_partitions(pool, 1, 7).await?;
     // One day beyond the window is kept so "the last 14 days" is always whole.
-    let partitions_dropped: i32 = sqlx::query_scalar("SELECT posthorn_drop_delivery_partitions($1)")
-        .bind(retention_days as i32 + 1)
-        .fetch_one(pool)
-        .await?;
+    let partitions_dropped: i32 =
+        sqlx::query_scalar("SELECT posthorn_drop_delivery_partitions($1)")
+            .bind(retention_days as i32 + 1)
+            .fetch_one(pool)
+            .await?;
     let events_deleted = sqlx::query(
         "DELETE FROM events WHERE id IN (
             SELECT id FROM events WHERE created_at < now() - make_interval(days => $1 + 1) LIMIT 10000)",
@@ -40,5 +41,10 @@ pub async fn sweep(pool: &PgPool, retention_days: u32) -> AppResult<Swept> {
     .rows_affected();
     let bins_deleted = super::bins::delete_expired(pool).await?;
     super::rate_counters::purge_before(pool, chrono::Utc::now().timestamp() - 3600).await?;
-    Ok(Swept { partitions_made, partitions_dropped, events_deleted, bins_deleted })
+    Ok(Swept {
+        partitions_made,
+        partitions_dropped,
+        events_deleted,
+        bins_deleted,
+    })
 }

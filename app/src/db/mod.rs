@@ -31,7 +31,8 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, sqlx::Er
 /// the main pool, durably.
 pub async fn connect_dispatcher(url: &str, max_connections: u32) -> Result<PgPool, sqlx::Error> {
     use std::str::FromStr;
-    let options = sqlx::postgres::PgConnectOptions::from_str(url)?.options([("synchronous_commit", "off")]);
+    let options =
+        sqlx::postgres::PgConnectOptions::from_str(url)?.options([("synchronous_commit", "off")]);
     PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(std::time::Duration::from_secs(10))

@@ -37,11 +37,17 @@ pub async fn add_member(
 }
 
 /// The projects a user sees: their memberships, or every project for support staff.
-pub async fn visible_to(pool: &PgPool, user_id: i64, is_support: bool) -> AppResult<Vec<ProjectRef>> {
+pub async fn visible_to(
+    pool: &PgPool,
+    user_id: i64,
+    is_support: bool,
+) -> AppResult<Vec<ProjectRef>> {
     let rows = if is_support {
-        sqlx::query_as::<_, ProjectRef>("SELECT id, name, plan FROM projects ORDER BY name, id LIMIT 1000")
-            .fetch_all(pool)
-            .await?
+        sqlx::query_as::<_, ProjectRef>(
+            "SELECT id, name, plan FROM projects ORDER BY name, id LIMIT 1000",
+        )
+        .fetch_all(pool)
+        .await?
     } else {
         sqlx::query_as::<_, ProjectRef>(
             "SELECT p.id, p.name, p.plan FROM projects p JOIN memberships m ON m.project_id = p.id
@@ -54,7 +60,11 @@ pub async fn visible_to(pool: &PgPool, user_id: i64, is_support: bool) -> AppRes
     Ok(rows)
 }
 
-pub async fn find_by_owner_and_name(pool: &PgPool, owner_id: i64, name: &str) -> AppResult<Option<ProjectRef>> {
+pub async fn find_by_owner_and_name(
+    pool: &PgPool,
+    owner_id: i64,
+    name: &str,
+) -> AppResult<Option<ProjectRef>> {
     Ok(sqlx::query_as::<_, ProjectRef>(
         "SELECT p.id, p.name, p.plan FROM projects p JOIN memberships m ON m.project_id = p.id
          WHERE m.user_id = $1 AND m.role = 'owner' AND p.name = $2 ORDER BY p.id LIMIT 1",
@@ -66,10 +76,12 @@ pub async fn find_by_owner_and_name(pool: &PgPool, owner_id: i64, name: &str) ->
 }
 
 pub async fn get(pool: &PgPool, id: i64) -> AppResult<Option<ProjectRef>> {
-    Ok(sqlx::query_as::<_, ProjectRef>("SELECT id, name, plan FROM projects WHERE id = $1")
-        .bind(id)
-        .fetch_optional(pool)
-        .await?)
+    Ok(
+        sqlx::query_as::<_, ProjectRef>("SELECT id, name, plan FROM projects WHERE id = $1")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?,
+    )
 }
 
 pub async fn is_member(pool: &PgPool, project_id: i64, user_id: i64) -> AppResult<bool> {

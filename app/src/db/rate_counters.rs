@@ -20,12 +20,13 @@ pub async fn hit(pool: &PgPool, bucket: &str, window_start: i64) -> AppResult<u3
 }
 
 pub async fn current(pool: &PgPool, bucket: &str, window_start: i64) -> AppResult<u32> {
-    let count: Option<i32> =
-        sqlx::query_scalar("SELECT count FROM rate_counters WHERE bucket = $1 AND window_start = $2")
-            .bind(bucket)
-            .bind(window_start)
-            .fetch_optional(pool)
-            .await?;
+    let count: Option<i32> = sqlx::query_scalar(
+        "SELECT count FROM rate_counters WHERE bucket = $1 AND window_start = $2",
+    )
+    .bind(bucket)
+    .bind(window_start)
+    .fetch_optional(pool)
+    .await?;
     Ok(count.unwrap_or(0).max(0) as u32)
 }
 
@@ -40,9 +41,11 @@ pub async fn clear(pool: &PgPool, bucket: &str, window_start: i64) -> AppResult<
 
 /// Old windows are of no use; maintenance drops them.
 pub async fn purge_before(pool: &PgPool, window_start: i64) -> AppResult<u64> {
-    Ok(sqlx::query("DELETE FROM rate_counters WHERE window_start < $1")
-        .bind(window_start)
-        .execute(pool)
-        .await?
-        .rows_affected())
+    Ok(
+        sqlx::query("DELETE FROM rate_counters WHERE window_start < $1")
+            .bind(window_start)
+            .execute(pool)
+            .await?
+            .rows_affected(),
+    )
 }

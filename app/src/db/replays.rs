@@ -12,7 +12,12 @@ use crate::{
 
 /// Pairs a replay of this view would send: distinct (event, endpoint) of the matching
 /// attempts, on endpoints that still exist, excluding redirects.
-fn push_pairs(q: &mut QueryBuilder<'_, Postgres>, access: &Access, filter: &DeliveryFilter, retention_days: u32) -> AppResult<()> {
+fn push_pairs(
+    q: &mut QueryBuilder<'_, Postgres>,
+    access: &Access,
+    filter: &DeliveryFilter,
+    retention_days: u32,
+) -> AppResult<()> {
     q.push(
         "SELECT DISTINCT d.event_id, d.endpoint_id FROM deliveries d
          JOIN endpoints e ON e.id = d.endpoint_id AND e.deleted_at IS NULL WHERE d.trigger <> 'redirect' AND ",
@@ -25,14 +30,25 @@ fn push_pairs(q: &mut QueryBuilder<'_, Postgres>, access: &Access, filter: &Deli
 /// Replays are capped so one click cannot queue millions of requests.
 pub const MAX_REPLAY: i64 = 100_000;
 
-pub async fn preview(pool: &PgPool, access: &Access, filter: &DeliveryFilter, retention_days: u32) -> AppResult<i64> {
+pub async fn preview(
+    pool: &PgPool,
+    access: &Access,
+    filter: &DeliveryFilter,
+    retention_days: u32,
+) -> AppResult<i64> {
     let mut q = QueryBuilder::new("SELECT count(*) FROM (");
     push_pairs(&mut q, access, filter, retention_days)?;
     q.push(") pairs");
     Ok(q.build_query_scalar::<i64>().fetch_one(pool).await?)
 }
 
-pub async fn start(pool: &PgPool, access: &Access, filter: &DeliveryFilter, retention_days: u32, per_second: i32) -> AppResult<i64> {
+pub async fn start(
+    pool: &PgPool,
+    access: &Access,
+    filter: &DeliveryFilter,
+    retention_days: u32,
+    per_second: i32,
+) -> AppResult<i64> {
     let mut tx = pool.begin().await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO replays (project_id, created_by, filter, per_second) VALUES ($1, $2, $3, $4) RETURNING id",
@@ -43,15 +59,22 @@ pub async fn start(pool: &PgPool, access: &Access, filter: &DeliveryFilter, rete
     .bind(per_second)
     .fetch_one(&mut *tx)
     .await?;
-    let mut q = QueryBuilder::new("INSERT INTO replay_items (replay_id, event_id, endpoint_id) SELECT ");
+    let mut q =
+        QueryBuilder::new("INSERT INTO replay_items (replay_id, event_id, endpoint_id) SELECT ");
     q.push_bind(id).push(", p.event_id, p.endpoint_id FROM (");
     push_pairs(&mut q, access, filter, retention_days)?;
     q.push(") p LIMIT ").push_bind(MAX_REPLAY);
     let total = q.build().execute(&mut *tx).await?.rows_affected();
     if total == 0 {
-        return Err(AppError::Invalid("Nothing matches this view: no replay started.".into()));
+        return Err(AppError::Invalid(
+            "Nothing matches this view: no replay started.".into(),
+        ));
     }
-    sqlx::query("UPDATE replays SET total = $2 WHERE id = $1").bind(id).bind(total as i32).execute(&mut *tx).await?;
+    sqlx::query("UPDATE replays SET total = $2 WHERE id = $1")
+        .bind(id)
+        .bind(total as i32)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(id)
 }
@@ -72,7 +95,14 @@ pub async fn progress(pool: &PgPool, access: &Access, id: i64) -> AppResult<Repl
     .bind(id)
     .fetch_one(pool)
     .await?;
-    Ok(ReplayProgress { id, total, queued, finished: delivered as i32, status, per_second })
+    Ok(ReplayProgress {
+        id,
+        total,
+        queued,
+        finished: delivered as i32,
+        status,
+        per_second,
+    })
 }
 
 pub async fn cancel(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
@@ -94,18 +124,20 @@ pub async fn cancel(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
 /// One second's worth of every running replay: up to `per_second` new attempts per
 /// endpoint. Returns how many attempts were queued.
 pub async fn tick(pool: &PgPool) -> AppResult<u64> {
-    let running: Vec<(i64, i64, String, i32)> =
-        sqlx::query_as("SELECT id, project_id, created_by, per_second FROM replays WHERE status = 'running'")
-            .fetch_all(pool)
-            .await?;
+    let running: Vec<(i64, i64, String, i32)> = sqlx::query_as(
+        "SELECT id, project_id, created_by, per_second FROM replays WHERE status = 'running'",
+    )
+    .fetch_all(pool)
+    .await?;
     let mut queued = 0;
     for (id, project_id, by, per_second) in running {
         let mut tx = pool.begin().await?;
         // Lock the replay row: two servers ticking at once take turns.
-        let still: Option<String> = sqlx::query_scalar("SELECT status FROM replays WHERE id = $1 FOR UPDATE SKIP LOCKED")
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
+        let still: Option<String> =
+            sqlx::query_scalar("SELECT status FROM replays WHERE id = $1 FOR UPDATE SKIP LOCKED")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
         if still.as_deref() != Some("running") {
             continue;
         }
@@ -120,7 +152,10 @@ pub async fn tick(pool: &PgPool) -> AppResult<u64> {
         .fetch_all(&mut *tx)
         .await?;
         if picked.is_empty() {
-            sqlx::query("UPDATE replays SET status = 'done', finished_at = now() WHERE id = $1").bind(id).execute(&mut *tx).await?;
+            sqlx::query("UPDATE replays SET status = 'done', finished_at = now() WHERE id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
             tx.commit().await?;
             continue;
         }
@@ -160,7 +195,11 @@ pub async fn tick(pool: &PgPool) -> AppResult<u64> {
         .bind(made.iter().map(|m| m.2).collect::<Vec<_>>())
         .execute(&mut *tx)
         .await?;
-        sqlx::query("UPDATE replays SET queued = queued + $2 WHERE id = $1").bind(id).bind(events.len() as i32).execute(&mut *tx).await?;
+        sqlx::query("UPDATE replays SET queued = queued + $2 WHERE id = $1")
+            .bind(id)
+            .bind(events.len() as i32)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         queued += made.len() as u64;
     }

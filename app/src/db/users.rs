@@ -24,7 +24,9 @@ impl User {
 
 pub fn hash_password(password: &str) -> AppResult<String> {
     if password.chars().count() < 8 {
-        return Err(AppError::Invalid("password must be at least 8 characters".into()));
+        return Err(AppError::Invalid(
+            "password must be at least 8 characters".into(),
+        ));
     }
     let salt = SaltString::generate(&mut OsRng);
     Argon2::default()
@@ -35,7 +37,11 @@ pub fn hash_password(password: &str) -> AppResult<String> {
 
 pub fn verify_password(password: &str, hash: &str) -> bool {
     PasswordHash::new(hash)
-        .map(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+        .map(|parsed| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &parsed)
+                .is_ok()
+        })
         .unwrap_or(false)
 }
 
@@ -88,10 +94,12 @@ pub async fn find_by_email(pool: &PgPool, email: &str) -> AppResult<Option<User>
 }
 
 pub async fn get(pool: &PgPool, id: i64) -> AppResult<Option<User>> {
-    Ok(sqlx::query_as::<_, User>("SELECT id, email, password_hash, role FROM users WHERE id = $1")
-        .bind(id)
-        .fetch_optional(pool)
-        .await?)
+    Ok(
+        sqlx::query_as::<_, User>("SELECT id, email, password_hash, role FROM users WHERE id = $1")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?,
+    )
 }
 
 pub async fn set_password(pool: &PgPool, id: i64, password: &str) -> AppResult<()> {

@@ -4,7 +4,11 @@ use leptos::prelude::*;
 
 use crate::{
     cabinet::list_audit,
-    components::{hydration::gate, layout::Cabinet, widgets::{error_text, Time}},
+    components::{
+        hydration::gate,
+        layout::Cabinet,
+        widgets::{error_text, Time},
+    },
 };
 
 #[component]

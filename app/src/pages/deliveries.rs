@@ -9,17 +9,33 @@ use crate::{
     components::{
         hydration::{gate, Gate},
         layout::Cabinet,
-        widgets::{absolute, error_text, pretty, relative, CopyButton, HeaderTable, StatusBadge, Time},
+        widgets::{
+            absolute, error_text, pretty, relative, CopyButton, HeaderTable, StatusBadge, Time,
+        },
     },
-    core::{duration::format_millis, status::{DeliveryStatus, ERROR_KINDS}},
+    core::{
+        duration::format_millis,
+        status::{DeliveryStatus, ERROR_KINDS},
+    },
     deliveries::{
-        cancel_replay, preview_replay, start_replay, ReplayProgress,
-        get_delivery_detail, delivery_filter_options, list_deliveries, redirect_delivery, retry_delivery, DeliveryFilter, FilterOptions,
+        cancel_replay, delivery_filter_options, get_delivery_detail, list_deliveries,
+        preview_replay, redirect_delivery, retry_delivery, start_replay, DeliveryFilter,
+        FilterOptions, ReplayProgress,
     },
     model::DeliveryRow,
 };
 
-const FILTER_KEYS: [&str; 9] = ["status", "event_type", "endpoint", "code", "error_kind", "since", "until", "q", "cursor"];
+const FILTER_KEYS: [&str; 9] = [
+    "status",
+    "event_type",
+    "endpoint",
+    "code",
+    "error_kind",
+    "since",
+    "until",
+    "q",
+    "cursor",
+];
 
 #[component]
 pub fn DeliveriesPage() -> impl IntoView {
@@ -28,7 +44,10 @@ pub fn DeliveriesPage() -> impl IntoView {
     let query = use_query_map();
     let filter = Memo::new(move |_| {
         let q = query.get();
-        let pairs: Vec<(&str, String)> = FILTER_KEYS.iter().filter_map(|k| q.get(k).map(|v| (*k, v))).collect();
+        let pairs: Vec<(&str, String)> = FILTER_KEYS
+            .iter()
+            .filter_map(|k| q.get(k).map(|v| (*k, v)))
+            .collect();
         DeliveryFilter::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())))
     });
     let page = Resource::new(move || filter.get(), list_deliveries);
@@ -91,10 +110,17 @@ fn DeliveryView(
 }
 
 #[component]
-fn FilterBar(filter: Memo<DeliveryFilter>, opts: FilterOptions, search_ref: NodeRef<html::Input>) -> impl IntoView {
+fn FilterBar(
+    filter: Memo<DeliveryFilter>,
+    opts: FilterOptions,
+    search_ref: NodeRef<html::Input>,
+) -> impl IntoView {
     let navigate = use_navigate();
     let go = StoredValue::new(move |f: DeliveryFilter| {
-        navigate(&format!("/developers/deliveries?{}", f.to_query(false)), Default::default());
+        navigate(
+            &format!("/developers/deliveries?{}", f.to_query(false)),
+            Default::default(),
+        );
     });
     let set = move |apply: fn(&mut DeliveryFilter, String)| {
         move |ev: leptos::ev::Event| {
@@ -109,7 +135,15 @@ fn FilterBar(filter: Memo<DeliveryFilter>, opts: FilterOptions, search_ref: Node
     let selected_range = match f.since {
         Some(s) if f.until.is_none() => {
             let age = Utc::now() - s;
-            if age <= Duration::minutes(61) { "1h" } else if age <= Duration::minutes(361) { "6h" } else if age <= Duration::hours(25) { "24h" } else { "" }
+            if age <= Duration::minutes(61) {
+                "1h"
+            } else if age <= Duration::minutes(361) {
+                "6h"
+            } else if age <= Duration::hours(25) {
+                "24h"
+            } else {
+                ""
+            }
         }
         _ => "",
     };
@@ -197,10 +231,19 @@ fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> im
             move || {
                 tick.update(|t| *t = t.wrapping_add(1));
                 let live: Vec<(i64, i64)> = rows.with_untracked(|v| {
-                    v.iter().filter(|r| is_live(&r.status)).map(|r| (r.project_id, r.id)).collect()
+                    v.iter()
+                        .filter(|r| is_live(&r.status))
+                        .map(|r| (r.project_id, r.id))
+                        .collect()
                 });
-                let Some(project_id) = live.first().map(|x| x.0) else { return };
-                let ids: Vec<i64> = live.iter().filter(|x| x.0 == project_id).map(|x| x.1).collect();
+                let Some(project_id) = live.first().map(|x| x.0) else {
+                    return;
+                };
+                let ids: Vec<i64> = live
+                    .iter()
+                    .filter(|x| x.0 == project_id)
+                    .map(|x| x.1)
+                    .collect();
                 spawn_local(async move {
                     if let Ok(fresh) = refresh_rows(project_id, ids).await {
                         rows.update(|v| {
@@ -231,7 +274,9 @@ fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> im
             }
             let ids: Vec<i64> = rows.with_untracked(|v| v.iter().map(|r| r.id).collect());
             let count = ids.len();
-            let pos = selected.get_untracked().and_then(|s| ids.iter().position(|i| *i == s));
+            let pos = selected
+                .get_untracked()
+                .and_then(|s| ids.iter().position(|i| *i == s));
             match ev.key().as_str() {
                 "/" => {
                     ev.prevent_default();
@@ -239,8 +284,12 @@ fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> im
                         let _ = input.focus();
                     }
                 }
-                "j" if count > 0 => selected.set(Some(ids[pos.map(|p| (p + 1).min(count - 1)).unwrap_or(0)])),
-                "k" if count > 0 => selected.set(Some(ids[pos.map(|p| p.saturating_sub(1)).unwrap_or(0)])),
+                "j" if count > 0 => {
+                    selected.set(Some(ids[pos.map(|p| (p + 1).min(count - 1)).unwrap_or(0)]))
+                }
+                "k" if count > 0 => {
+                    selected.set(Some(ids[pos.map(|p| p.saturating_sub(1)).unwrap_or(0)]))
+                }
                 "Enter" => {
                     if let Some(id) = selected.get_untracked() {
                         expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
@@ -289,14 +338,20 @@ fn Row(
     let id = row.id;
     let is_open = move || expanded.get() == Some(id);
     let is_selected = move || selected.get() == Some(id);
-    let code = row.response_status.map(|c| c.to_string()).unwrap_or_else(|| "—".into());
+    let code = row
+        .response_status
+        .map(|c| c.to_string())
+        .unwrap_or_else(|| "—".into());
     let code_class = match row.response_status {
         Some(c) if (200..300).contains(&c) => "code ok",
         Some(c) if (400..500).contains(&c) => "code warn",
         Some(_) => "code bad",
         None => "code none",
     };
-    let duration = row.duration_ms.map(|d| format_millis(d as i64)).unwrap_or_else(|| "—".into());
+    let duration = row
+        .duration_ms
+        .map(|d| format_millis(d as i64))
+        .unwrap_or_else(|| "—".into());
     let trigger = (row.trigger != "auto").then(|| row.trigger.replace('_', " "));
     let error_line = row.error.clone();
     let r = row.clone();
@@ -328,17 +383,25 @@ fn Row(
 }
 
 #[component]
-fn Detail(row: DeliveryRow, rows: RwSignal<Vec<DeliveryRow>>, tick: RwSignal<u32>) -> impl IntoView {
+fn Detail(
+    row: DeliveryRow,
+    rows: RwSignal<Vec<DeliveryRow>>,
+    tick: RwSignal<u32>,
+) -> impl IntoView {
     let (project_id, id) = (row.project_id, row.id);
     let detail = Resource::new(move || (), move |_| get_delivery_detail(project_id, id));
     let message = RwSignal::new(None::<(bool, String)>);
     let bin_link = RwSignal::new(None::<String>);
     let bin_input = RwSignal::new(String::new());
     let retry = Action::new(move |_: &()| retry_delivery(project_id, id));
-    let redirect = Action::new(move |bin: &Option<String>| redirect_delivery(project_id, id, bin.clone()));
+    let redirect =
+        Action::new(move |bin: &Option<String>| redirect_delivery(project_id, id, bin.clone()));
     Effect::new(move |_| match retry.value().get() {
         Some(Ok(new_row)) => {
-            message.set(Some((true, format!("Retry queued as {}.", new_row.request_id))));
+            message.set(Some((
+                true,
+                format!("Retry queued as {}.", new_row.request_id),
+            )));
             rows.update(|v| v.insert(0, new_row));
         }
         Some(Err(e)) => message.set(Some((false, error_text(&e)))),
@@ -346,7 +409,10 @@ fn Detail(row: DeliveryRow, rows: RwSignal<Vec<DeliveryRow>>, tick: RwSignal<u32
     });
     Effect::new(move |_| match redirect.value().get() {
         Some(Ok((new_row, bin))) => {
-            message.set(Some((true, format!("Redirected as {}.", new_row.request_id))));
+            message.set(Some((
+                true,
+                format!("Redirected as {}.", new_row.request_id),
+            )));
             bin_link.set(Some(bin));
             rows.update(|v| v.insert(0, new_row));
         }
@@ -470,7 +536,9 @@ fn BulkReplay(filter: Memo<DeliveryFilter>) -> impl IntoView {
         use leptos::task::spawn_local;
         let handle = set_interval_with_handle(
             move || {
-                let Some(p) = progress.get_untracked() else { return };
+                let Some(p) = progress.get_untracked() else {
+                    return;
+                };
                 if p.status != "running" && p.finished >= p.queued {
                     return;
                 }

@@ -4,7 +4,11 @@ use leptos::prelude::*;
 
 use crate::{
     cabinet::event_catalogue,
-    components::{hydration::gate, layout::Cabinet, widgets::{error_text, pretty, Time}},
+    components::{
+        hydration::gate,
+        layout::Cabinet,
+        widgets::{error_text, pretty, Time},
+    },
 };
 
 #[component]

@@ -10,7 +10,7 @@ use crate::{
     components::hydration::gate,
     components::widgets::{error_text, pretty, CopyButton, HeaderTable, Time},
     core::{curl::curl_bytes, signing},
-    inspector::{get_bin_info, bin_requests, create_bin, BinInfo},
+    inspector::{bin_requests, create_bin, get_bin_info, BinInfo},
     model::BinRequest,
 };
 
@@ -162,20 +162,40 @@ fn RequestList(bin_id: String, list: Vec<BinRequest>, secret: RwSignal<String>) 
 }
 
 fn header<'a>(r: &'a BinRequest, name: &str) -> Option<&'a str> {
-    r.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    r.headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 #[component]
 fn RequestDetail(r: BinRequest, secret: RwSignal<String>) -> impl IntoView {
     let host = header(&r, "host").unwrap_or("127.0.0.1:3000").to_string();
-    let url = format!("http://{host}{}{}", r.path, if r.query.is_empty() { String::new() } else { format!("?{}", r.query) });
+    let url = format!(
+        "http://{host}{}{}",
+        r.path,
+        if r.query.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", r.query)
+        }
+    );
     let curl = curl_bytes(&r.method, &url, &r.headers, &r.body);
     let body_view = match std::str::from_utf8(&r.body) {
         Ok(text) => pretty(text),
-        Err(_) => format!("(binary, {} bytes, base64)\n{}", r.body.len(), STANDARD.encode(&r.body)),
+        Err(_) => format!(
+            "(binary, {} bytes, base64)\n{}",
+            r.body.len(),
+            STANDARD.encode(&r.body)
+        ),
     };
-    let ts = header(&r, "x-botix-timestamp").or(header(&r, "webhook-timestamp")).and_then(|t| t.parse::<i64>().ok());
-    let msg_id = header(&r, "webhook-id").or(header(&r, "x-event-id")).unwrap_or_default().to_string();
+    let ts = header(&r, "x-botix-timestamp")
+        .or(header(&r, "webhook-timestamp"))
+        .and_then(|t| t.parse::<i64>().ok());
+    let msg_id = header(&r, "webhook-id")
+        .or(header(&r, "x-event-id"))
+        .unwrap_or_default()
+        .to_string();
     let botix = header(&r, "x-botix-signature").map(str::to_string);
     let standard = header(&r, "webhook-signature").map(str::to_string);
     let signed = botix.is_some() || standard.is_some();
@@ -186,7 +206,14 @@ fn RequestDetail(r: BinRequest, secret: RwSignal<String>) -> impl IntoView {
         if s.trim().is_empty() {
             return None;
         }
-        Some(signing::verify(s.trim(), &msg_id, ts, &body, botix.as_deref(), standard.as_deref()))
+        Some(signing::verify(
+            s.trim(),
+            &msg_id,
+            ts,
+            &body,
+            botix.as_deref(),
+            standard.as_deref(),
+        ))
     };
     let verdict = |v: Option<bool>| match v {
         Some(true) => "valid",

@@ -4,7 +4,11 @@ use leptos::prelude::*;
 
 use crate::{
     cabinet::{list_members, ChangePassword},
-    components::{hydration::gate, layout::Cabinet, widgets::{error_text, Time}},
+    components::{
+        hydration::gate,
+        layout::Cabinet,
+        widgets::{error_text, Time},
+    },
 };
 
 #[component]

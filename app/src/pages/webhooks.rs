@@ -4,7 +4,10 @@
 use leptos::prelude::*;
 
 use crate::{
-    cabinet::{create_endpoint, delete_endpoint, list_endpoints, reveal_secret, rotate_secret, test_send, update_endpoint, EndpointStats},
+    cabinet::{
+        create_endpoint, delete_endpoint, list_endpoints, reveal_secret, rotate_secret, test_send,
+        update_endpoint, EndpointStats,
+    },
     components::{
         hydration::gate,
         layout::Cabinet,
@@ -38,8 +41,18 @@ pub fn WebhooksPage() -> impl IntoView {
     let version = RwSignal::new(0u32);
     let endpoints = Resource::new(move || version.get(), |_| list_endpoints());
     let gate = gate();
-    let (url, types, description) = (RwSignal::new(String::new()), RwSignal::new("*".to_string()), RwSignal::new(String::new()));
-    let create = Action::new(move |_: &()| create_endpoint(url.get_untracked(), types.get_untracked(), description.get_untracked()));
+    let (url, types, description) = (
+        RwSignal::new(String::new()),
+        RwSignal::new("*".to_string()),
+        RwSignal::new(String::new()),
+    );
+    let create = Action::new(move |_: &()| {
+        create_endpoint(
+            url.get_untracked(),
+            types.get_untracked(),
+            description.get_untracked(),
+        )
+    });
     Effect::new(move |_| {
         if let Some(Ok(_)) = create.value().get() {
             url.set(String::new());
@@ -96,9 +109,23 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
     let editing = RwSignal::new(false);
     let edit_url = RwSignal::new(ep.url.clone());
     let edit_types = RwSignal::new(ep.event_types.join(", "));
-    let save = Action::new(move |_: &()| update_endpoint(id, Some(edit_url.get_untracked()), Some(edit_types.get_untracked()), None));
+    let save = Action::new(move |_: &()| {
+        update_endpoint(
+            id,
+            Some(edit_url.get_untracked()),
+            Some(edit_types.get_untracked()),
+            None,
+        )
+    });
     Effect::new(move |_| {
-        for r in [toggle.value().get(), remove.value().get(), save.value().get()].into_iter().flatten() {
+        for r in [
+            toggle.value().get(),
+            remove.value().get(),
+            save.value().get(),
+        ]
+        .into_iter()
+        .flatten()
+        {
             match r {
                 Ok(()) => version.update(|v| *v += 1),
                 Err(e) => message.set(Some((false, error_text(&e)))),
@@ -106,7 +133,10 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
         }
     });
     Effect::new(move |_| {
-        for r in [reveal.value().get(), rotate.value().get()].into_iter().flatten() {
+        for r in [reveal.value().get(), rotate.value().get()]
+            .into_iter()
+            .flatten()
+        {
             match r {
                 Ok(s) => secret.set(Some(s)),
                 Err(e) => message.set(Some((false, error_text(&e)))),
@@ -124,12 +154,16 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
         // The test send's outcome appears inline as soon as it is recorded.
         let handle = set_interval_with_handle(
             move || {
-                let Some(row) = test_row.get_untracked() else { return };
+                let Some(row) = test_row.get_untracked() else {
+                    return;
+                };
                 if row.status != "pending" && row.status != "in_flight" {
                     return;
                 }
                 spawn_local(async move {
-                    if let Ok(mut fresh) = crate::deliveries::refresh_rows(row.project_id, vec![row.id]).await {
+                    if let Ok(mut fresh) =
+                        crate::deliveries::refresh_rows(row.project_id, vec![row.id]).await
+                    {
                         if let Some(f) = fresh.pop() {
                             test_row.set(Some(f));
                         }
@@ -144,7 +178,8 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
             }
         });
     }
-    let rate = (stats.attempts_24h > 0).then(|| stats.succeeded_24h as f64 / stats.attempts_24h as f64 * 100.0);
+    let rate = (stats.attempts_24h > 0)
+        .then(|| stats.succeeded_24h as f64 / stats.attempts_24h as f64 * 100.0);
     let rate_class = match rate {
         Some(r) if r >= 95.0 => "rate ok",
         Some(r) if r >= 50.0 => "rate warn",

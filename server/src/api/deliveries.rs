@@ -10,7 +10,12 @@ use axum::{
 use serde::Deserialize;
 use sqlx::PgPool;
 
-use super::{events::page_json, page_limit, parse_cursor, parse_since, webhooks::parse_id, ApiError, Caller};
+use super::{
+    events::{cut_page, page_json},
+    page_limit, parse_cursor, parse_since,
+    webhooks::parse_id,
+    ApiError, Caller,
+};
 
 #[derive(Deserialize, utoipa::IntoParams)]
 pub struct ListDeliveries {
@@ -32,13 +37,25 @@ pub async fn list(
     let since = parse_since(q.since.as_deref())?;
     if let Some(s) = q.status.as_deref() {
         if app::core::status::DeliveryStatus::parse(s).is_none() {
-            return Err(ApiError::invalid(format!("status `{s}` is not one of pending, in_flight, succeeded, failed, dead_letter")));
+            return Err(ApiError::invalid(format!(
+                "status `{s}` is not one of pending, in_flight, succeeded, failed, dead_letter"
+            )));
         }
     }
-    let mut rows = deliveries::page(&pool, caller.project_id, after, since, q.status.as_deref(), q.event_id.as_deref(), limit + 1).await?;
-    let has_more = rows.len() as i64 > limit;
-    rows.truncate(limit as usize);
-    let next = rows.last().map(|r| Cursor { created_at: r.created_at, id: r.id }).or(after);
+    let mut rows = deliveries::page(
+        &pool,
+        caller.project_id,
+        after,
+        since,
+        q.status.as_deref(),
+        q.event_id.as_deref(),
+        limit + 1,
+    )
+    .await?;
+    let (next, has_more) = cut_page(&mut rows, limit, after, |r| Cursor {
+        created_at: r.created_at,
+        id: r.id,
+    });
     let data: Vec<serde_json::Value> = rows.iter().map(row_json).collect();
     Ok(Json(page_json(&data, next, has_more)))
 }
@@ -52,29 +69,59 @@ fn row_json(r: &app::model::DeliveryRow) -> serde_json::Value {
     v
 }
 
-#[utoipa::path(get, path = "/deliveries/{id}", responses((status = 200), (status = 404)))]
-pub async fn get(State(pool): State<PgPool>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+#[utoipa::path(get, path = "/deliveries/{id}", params(("id" = i64, Path, description = "Delivery attempt id")), responses((status = 200), (status = 404)))]
+pub async fn get(
+    State(pool): State<PgPool>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
     let access = system_access(caller.project_id, "api");
     let row = deliveries::get_row(&pool, &access, parse_id(&id)?).await?;
     let extras = deliveries::extras(&pool, &row).await?;
     let mut v = row_json(&row);
     if let Some(o) = v.as_object_mut() {
         let payload = match (&extras.data, extras.event_created_at) {
-            (Some(d), Some(at)) => String::from_utf8_lossy(&app::core::payload::build_body(&row.event_id, &row.event_type, at, d)).into_owned(),
+            (Some(d), Some(at)) => String::from_utf8_lossy(&app::core::payload::build_body(
+                &row.event_id,
+                &row.event_type,
+                at,
+                d,
+            ))
+            .into_owned(),
             _ => String::new(),
         };
         o.insert("payload".into(), payload.into());
-        o.insert("request_headers".into(), serde_json::json!(extras.request_headers.map(|j| j.0)));
-        o.insert("response_headers".into(), serde_json::json!(extras.response_headers.map(|j| j.0)));
-        o.insert("response_body".into(), serde_json::json!(extras.response_body));
+        o.insert(
+            "request_headers".into(),
+            serde_json::json!(extras.request_headers.map(|j| j.0)),
+        );
+        o.insert(
+            "response_headers".into(),
+            serde_json::json!(extras.response_headers.map(|j| j.0)),
+        );
+        o.insert(
+            "response_body".into(),
+            serde_json::json!(extras.response_body),
+        );
     }
     Ok(Json(v))
 }
 
-#[utoipa::path(post, path = "/deliveries/{id}/retry", responses((status = 202), (status = 404), (status = 409)))]
-pub async fn retry(State(pool): State<PgPool>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+#[utoipa::path(post, path = "/deliveries/{id}/retry", params(("id" = i64, Path, description = "Delivery attempt id")), responses((status = 202), (status = 404), (status = 409)))]
+pub async fn retry(
+    State(pool): State<PgPool>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
     let access = system_access(caller.project_id, "api");
     let row = deliveries::retry(&pool, &access, parse_id(&id)?).await?;
-    app::db::audit::record(&pool, &access, "retry", &row.event_id, serde_json::json!({"delivery": id, "new_delivery": row.id, "via": "api"})).await?;
+    app::db::audit::record(
+        &pool,
+        &access,
+        "retry",
+        &row.event_id,
+        serde_json::json!({"delivery": id, "new_delivery": row.id, "via": "api"}),
+    )
+    .await?;
     Ok((StatusCode::ACCEPTED, Json(row_json(&row))))
 }

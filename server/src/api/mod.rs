@@ -32,7 +32,12 @@ pub const MAX_BODY: usize = 256 * 1024;
 pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/webhooks", post(webhooks::create).get(webhooks::list))
-        .route("/webhooks/{id}", get(webhooks::get).patch(webhooks::update).delete(webhooks::delete))
+        .route(
+            "/webhooks/{id}",
+            get(webhooks::get)
+                .patch(webhooks::update)
+                .delete(webhooks::delete),
+        )
         .route("/webhooks/{id}/rotate-secret", post(webhooks::rotate))
         .route("/events", post(events::create).get(events::list))
         .route("/events/{id}", get(events::get))
@@ -41,7 +46,10 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/deliveries/{id}/retry", post(deliveries::retry))
         .route("/openapi.json", get(openapi::document))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
-        .layer(middleware::from_fn_with_state(state, authenticate_and_limit))
+        .layer(middleware::from_fn_with_state(
+            state,
+            authenticate_and_limit,
+        ))
 }
 
 #[derive(Debug)]
@@ -53,7 +61,11 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, code, message: message.into() }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
     }
     pub fn invalid(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", message)
@@ -77,7 +89,11 @@ impl From<AppError> for ApiError {
             AppError::TooMany(m) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", m),
             AppError::Db(e) => {
                 tracing::error!(error = %e, "database error in the API");
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error")
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "internal error",
+                )
             }
         }
     }
@@ -103,29 +119,49 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
-        let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY).await.map_err(|_| {
-            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", format!("request body is over {} KiB", MAX_BODY / 1024))
-        })?;
+        let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY)
+            .await
+            .map_err(|_| {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "too_large",
+                    format!("request body is over {} KiB", MAX_BODY / 1024),
+                )
+            })?;
         parse_json(&bytes).map(ApiJson)
     }
 }
 
 pub fn parse_json<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, ApiError> {
     if bytes.is_empty() {
-        return Err(ApiError::new(StatusCode::BAD_REQUEST, "malformed", "request body must be a JSON object"));
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed",
+            "request body must be a JSON object",
+        ));
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de);
     match value {
         Ok(v) => {
-            de.end().map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "malformed", format!("malformed JSON: {e}")))?;
+            de.end().map_err(|e| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "malformed",
+                    format!("malformed JSON: {e}"),
+                )
+            })?;
             Ok(v)
         }
         Err(e) => {
             let path = e.path().to_string();
             let inner = e.into_inner();
             if inner.is_syntax() || inner.is_eof() {
-                Err(ApiError::new(StatusCode::BAD_REQUEST, "malformed", format!("malformed JSON: {inner}")))
+                Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "malformed",
+                    format!("malformed JSON: {inner}"),
+                ))
             } else if path == "." {
                 Err(ApiError::invalid(inner.to_string()))
             } else {
@@ -148,7 +184,10 @@ async fn authenticate_and_limit(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
         .map(|k| k.trim().to_string());
     let owner = match &bearer {
         Some(key) => match api_keys::authenticate(&state.pool, key).await {
@@ -174,20 +213,28 @@ async fn authenticate_and_limit(
             format!("rate limit of {limit} requests per minute reached; retry in {wait} s"),
         )
         .into_response();
-        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait));
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(wait));
         r
     } else if req.uri().path().ends_with("/openapi.json") {
         next.run(req).await
     } else {
         match owner {
             Some(o) => {
-                req.extensions_mut().insert(Caller { project_id: o.project_id, key_id: o.key_id });
+                req.extensions_mut().insert(Caller {
+                    project_id: o.project_id,
+                    key_id: o.key_id,
+                });
                 next.run(req).await
             }
             None => ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
-                if bearer.is_some() { "the API key is not valid" } else { "missing Authorization: Bearer <api key>" },
+                if bearer.is_some() {
+                    "the API key is not valid"
+                } else {
+                    "missing Authorization: Bearer <api key>"
+                },
             )
             .into_response(),
         }
@@ -204,7 +251,9 @@ pub fn page_limit(limit: Option<i64>) -> Result<i64, ApiError> {
     match limit {
         None => Ok(50),
         Some(n) if (1..=200).contains(&n) => Ok(n),
-        Some(n) => Err(ApiError::invalid(format!("limit must be between 1 and 200, not {n}"))),
+        Some(n) => Err(ApiError::invalid(format!(
+            "limit must be between 1 and 200, not {n}"
+        ))),
     }
 }
 
@@ -219,7 +268,9 @@ pub fn parse_since(s: Option<&str>) -> Result<Option<chrono::DateTime<chrono::Ut
         .map(|s| {
             chrono::DateTime::parse_from_rfc3339(s)
                 .map(|t| t.with_timezone(&chrono::Utc))
-                .map_err(|_| ApiError::invalid(format!("since must be an RFC 3339 time, not `{s}`")))
+                .map_err(|_| {
+                    ApiError::invalid(format!("since must be an RFC 3339 time, not `{s}`"))
+                })
         })
         .transpose()
 }

@@ -20,7 +20,14 @@ use super::{ApiError, ApiJson, Caller};
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWebhook {
+    /// http(s) URL without credentials.
+    #[schema(
+        pattern = r"^https?://[a-z0-9]+(\.[a-z0-9]+)*(/[a-z0-9]*)*$",
+        example = "https://example.com/webhooks"
+    )]
     pub url: String,
+    /// Event types (`payment.succeeded`) or `*`.
+    #[schema(min_items = 1, example = json!(["payment.succeeded"]))]
     pub events: Vec<String>,
     pub description: Option<String>,
 }
@@ -28,6 +35,7 @@ pub struct CreateWebhook {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateWebhook {
+    #[schema(pattern = r"^https?://[a-z0-9]+(\.[a-z0-9]+)*(/[a-z0-9]*)*$")]
     pub url: Option<String>,
     pub events: Option<Vec<String>>,
     pub description: Option<String>,
@@ -48,7 +56,15 @@ pub struct Webhook {
 
 impl Webhook {
     fn from_view(e: EndpointView, secret: Option<String>) -> Webhook {
-        Webhook { id: e.id, url: e.url, events: e.event_types, description: e.description, enabled: e.enabled, created_at: e.created_at, secret }
+        Webhook {
+            id: e.id,
+            url: e.url,
+            events: e.event_types,
+            description: e.description,
+            enabled: e.enabled,
+            created_at: e.created_at,
+            secret,
+        }
     }
 }
 
@@ -64,27 +80,50 @@ pub async fn create(
     let (ep, secret) = endpoints::create(
         &pool,
         &access,
-        NewEndpoint { url: url.as_str(), event_types: &events, description: body.description.as_deref().unwrap_or("") },
+        NewEndpoint {
+            url: url.as_str(),
+            event_types: &events,
+            description: body.description.as_deref().unwrap_or(""),
+        },
     )
     .await?;
-    Ok((StatusCode::CREATED, Json(Webhook::from_view(ep, Some(secret)))))
+    Ok((
+        StatusCode::CREATED,
+        Json(Webhook::from_view(ep, Some(secret))),
+    ))
 }
 
-#[utoipa::path(get, path = "/webhooks", responses((status = 200, body = Vec<Webhook>)))]
-pub async fn list(State(pool): State<PgPool>, Extension(caller): Extension<Caller>) -> Result<impl IntoResponse, ApiError> {
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct WebhookList {
+    pub data: Vec<Webhook>,
+}
+
+#[utoipa::path(get, path = "/webhooks", responses((status = 200, body = WebhookList)))]
+pub async fn list(
+    State(pool): State<PgPool>,
+    Extension(caller): Extension<Caller>,
+) -> Result<impl IntoResponse, ApiError> {
     let access = system_access(caller.project_id, "api");
-    let list: Vec<Webhook> = endpoints::list(&pool, &access).await?.into_iter().map(|e| Webhook::from_view(e, None)).collect();
-    Ok(Json(serde_json::json!({ "data": list })))
+    let list: Vec<Webhook> = endpoints::list(&pool, &access)
+        .await?
+        .into_iter()
+        .map(|e| Webhook::from_view(e, None))
+        .collect();
+    Ok(Json(WebhookList { data: list }))
 }
 
-#[utoipa::path(get, path = "/webhooks/{id}", responses((status = 200, body = Webhook), (status = 404)))]
-pub async fn get(State(pool): State<PgPool>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<Json<Webhook>, ApiError> {
+#[utoipa::path(get, path = "/webhooks/{id}", params(("id" = i64, Path, description = "Endpoint id")), responses((status = 200, body = Webhook), (status = 404)))]
+pub async fn get(
+    State(pool): State<PgPool>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<Json<Webhook>, ApiError> {
     let access = system_access(caller.project_id, "api");
     let ep = endpoints::get(&pool, &access, parse_id(&id)?).await?;
     Ok(Json(Webhook::from_view(ep, None)))
 }
 
-#[utoipa::path(patch, path = "/webhooks/{id}", request_body = UpdateWebhook, responses((status = 200, body = Webhook), (status = 404)))]
+#[utoipa::path(patch, path = "/webhooks/{id}", params(("id" = i64, Path, description = "Endpoint id")), request_body = UpdateWebhook, responses((status = 200, body = Webhook), (status = 404)))]
 pub async fn update(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,
@@ -92,28 +131,51 @@ pub async fn update(
     ApiJson(body): ApiJson<UpdateWebhook>,
 ) -> Result<Json<Webhook>, ApiError> {
     let id = parse_id(&id)?;
-    let url = body.url.as_deref().map(parse_endpoint_url).transpose().map_err(ApiError::invalid)?;
-    let events = body.events.as_deref().map(parse_subscription).transpose().map_err(ApiError::invalid)?;
+    let url = body
+        .url
+        .as_deref()
+        .map(parse_endpoint_url)
+        .transpose()
+        .map_err(ApiError::invalid)?;
+    let events = body
+        .events
+        .as_deref()
+        .map(parse_subscription)
+        .transpose()
+        .map_err(ApiError::invalid)?;
     let access = system_access(caller.project_id, "api");
     let ep = endpoints::update(
         &pool,
         &access,
         id,
-        EndpointPatch { url: url.map(|u| u.to_string()), event_types: events, description: body.description, enabled: body.enabled },
+        EndpointPatch {
+            url: url.map(|u| u.to_string()),
+            event_types: events,
+            description: body.description,
+            enabled: body.enabled,
+        },
     )
     .await?;
     Ok(Json(Webhook::from_view(ep, None)))
 }
 
-#[utoipa::path(delete, path = "/webhooks/{id}", responses((status = 204), (status = 404)))]
-pub async fn delete(State(pool): State<PgPool>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+#[utoipa::path(delete, path = "/webhooks/{id}", params(("id" = i64, Path, description = "Endpoint id")), responses((status = 204), (status = 404)))]
+pub async fn delete(
+    State(pool): State<PgPool>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
     let access = system_access(caller.project_id, "api");
     endpoints::delete(&pool, &access, parse_id(&id)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(post, path = "/webhooks/{id}/rotate-secret", responses((status = 200, body = Webhook), (status = 404)))]
-pub async fn rotate(State(pool): State<PgPool>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<Json<Webhook>, ApiError> {
+#[utoipa::path(post, path = "/webhooks/{id}/rotate-secret", params(("id" = i64, Path, description = "Endpoint id")), responses((status = 200, body = Webhook), (status = 404)))]
+pub async fn rotate(
+    State(pool): State<PgPool>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<Json<Webhook>, ApiError> {
     let id = parse_id(&id)?;
     let access = system_access(caller.project_id, "api");
     let secret = endpoints::rotate_secret(&pool, &access, id).await?;
@@ -123,5 +185,6 @@ pub async fn rotate(State(pool): State<PgPool>, Extension(caller): Extension<Cal
 
 /// Ids that are not numbers are simply unknown.
 pub fn parse_id(id: &str) -> Result<i64, ApiError> {
-    id.parse().map_err(|_| app::error::AppError::NotFound.into())
+    id.parse()
+        .map_err(|_| app::error::AppError::NotFound.into())
 }

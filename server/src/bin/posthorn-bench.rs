@@ -73,7 +73,10 @@ async fn receive(State(r): State<Receipts>, headers: HeaderMap, _body: Bytes) ->
     r.count.fetch_add(1, Ordering::Relaxed);
     if r.track {
         if let Some(id) = headers.get("x-event-id").and_then(|v| v.to_str().ok()) {
-            r.at.lock().unwrap().entry(id.to_string()).or_insert_with(Instant::now);
+            r.at.lock()
+                .unwrap()
+                .entry(id.to_string())
+                .or_insert_with(Instant::now);
         }
     }
     "ok"
@@ -83,8 +86,14 @@ async fn scratch_db() -> (sqlx::PgPool, String) {
     let admin_url = std::env::var("DATABASE_URL").expect("DATABASE_URL");
     let admin = sqlx::PgPool::connect(&admin_url).await.unwrap();
     let name = format!("ph_bench_{}", std::process::id());
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&admin).await.unwrap();
-    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&admin).await.unwrap();
+    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .execute(&admin)
+        .await
+        .unwrap();
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&admin)
+        .await
+        .unwrap();
     let mut url = url::Url::parse(&admin_url).unwrap();
     url.set_path(&format!("/{name}"));
     let pool = db::connect(url.as_str(), 64).await.unwrap();
@@ -95,15 +104,27 @@ async fn scratch_db() -> (sqlx::PgPool, String) {
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
-    if let Mode::Queries { rows, projects, reuse } = args.mode {
+    if let Mode::Queries {
+        rows,
+        projects,
+        reuse,
+    } = args.mode
+    {
         return queries(rows, projects, reuse).await;
     }
-    if let Mode::Capture { seconds, concurrency } = args.mode {
+    if let Mode::Capture {
+        seconds,
+        concurrency,
+    } = args.mode
+    {
         return capture(seconds, concurrency).await;
     }
     let (pool, url) = scratch_db().await;
     let track = matches!(args.mode, Mode::Latency { .. });
-    let receipts = Receipts { track, ..Default::default() };
+    let receipts = Receipts {
+        track,
+        ..Default::default()
+    };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let target = format!("http://{}/hook", listener.local_addr().unwrap());
     let app = Router::new().fallback(receive).with_state(receipts.clone());
@@ -117,8 +138,12 @@ async fn main() {
     .unwrap();
     cfg.per_endpoint_concurrency = cfg.per_endpoint_concurrency.max(8);
     let cfg = Arc::new(cfg);
-    let user = db::users::upsert(&pool, "bench@example.com", "bench-password", "user").await.unwrap();
-    let project = db::projects::create(&pool, "Bench", "business", user.id).await.unwrap();
+    let user = db::users::upsert(&pool, "bench@example.com", "bench-password", "user")
+        .await
+        .unwrap();
+    let project = db::projects::create(&pool, "Bench", "business", user.id)
+        .await
+        .unwrap();
     let access = app::auth::system_access(project.id, "bench");
     let endpoints = match args.mode {
         Mode::Throughput { endpoints, .. } => endpoints,
@@ -126,11 +151,23 @@ async fn main() {
         Mode::Queries { .. } | Mode::Capture { .. } => unreachable!(),
     };
     for _ in 0..endpoints {
-        db::endpoints::create(&pool, &access, db::endpoints::NewEndpoint { url: &target, event_types: &["*".into()], description: "" }).await.unwrap();
+        db::endpoints::create(
+            &pool,
+            &access,
+            db::endpoints::NewEndpoint {
+                url: &target,
+                event_types: &["*".into()],
+                description: "",
+            },
+        )
+        .await
+        .unwrap();
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let dispatch_pool = db::connect_dispatcher(&url, 16).await.unwrap();
-    let dispatcher = tokio::spawn(Dispatcher::new(dispatch_pool, cfg.clone(), Arc::new(Metrics::default())).run(stop_rx));
+    let dispatcher = tokio::spawn(
+        Dispatcher::new(dispatch_pool, cfg.clone(), Arc::new(Metrics::default())).run(stop_rx),
+    );
     let event_type = EventType::parse("bench.event").unwrap();
     let data = r#"{"order_id":"ord_12345","amount":4200,"currency":"EUR","customer":{"id":"cus_1","email":"a@example.com"}}"#;
 
@@ -148,7 +185,11 @@ async fn main() {
                     for _ in 0..8 {
                         let pool = pool.clone();
                         let t = event_type.clone();
-                        tasks.push(tokio::spawn(async move { db::events::ingest(&pool, project.id, &t, data, None).await.unwrap() }));
+                        tasks.push(tokio::spawn(async move {
+                            db::events::ingest(&pool, project.id, &t, data, None)
+                                .await
+                                .unwrap()
+                        }));
                     }
                     for t in tasks {
                         t.await.unwrap();
@@ -168,8 +209,15 @@ async fn main() {
             // Recorded, not just received: wait until the table agrees.
             let target_rows = (ingested * endpoints as u64) as i64;
             loop {
-                let ok: i64 = sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE status = 'succeeded'").fetch_one(&pool).await.unwrap();
-                if ok >= target_rows { break; }
+                let ok: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM deliveries WHERE status = 'succeeded'",
+                )
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+                if ok >= target_rows {
+                    break;
+                }
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
             let total = start.elapsed().as_secs_f64();
@@ -177,9 +225,22 @@ async fn main() {
             let median = samples.get(samples.len() / 2).copied().unwrap_or(0.0);
             println!("endpoints per event: {endpoints}");
             println!("events ingested: {ingested}, deliveries: {target_rows}");
-            println!("received during the run: {received} in {elapsed:.1} s = {:.0} deliveries/s", received as f64 / elapsed);
-            println!("all recorded as succeeded after {total:.1} s = {:.0} deliveries/s end to end", target_rows as f64 / total);
-            println!("median of 5 s windows: {median:.0} deliveries/s (windows: {})", samples.iter().map(|s| format!("{s:.0}")).collect::<Vec<_>>().join(", "));
+            println!(
+                "received during the run: {received} in {elapsed:.1} s = {:.0} deliveries/s",
+                received as f64 / elapsed
+            );
+            println!(
+                "all recorded as succeeded after {total:.1} s = {:.0} deliveries/s end to end",
+                target_rows as f64 / total
+            );
+            println!(
+                "median of 5 s windows: {median:.0} deliveries/s (windows: {})",
+                samples
+                    .iter()
+                    .map(|s| format!("{s:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
         }
         Mode::Queries { .. } | Mode::Capture { .. } => unreachable!(),
         Mode::Latency { rate, seconds } => {
@@ -200,7 +261,9 @@ async fn main() {
                 let tx = tx.clone();
                 tokio::spawn(async move {
                     let at = Instant::now();
-                    let e = db::events::ingest(&pool, project.id, &t, data, None).await.unwrap();
+                    let e = db::events::ingest(&pool, project.id, &t, data, None)
+                        .await
+                        .unwrap();
                     let _ = tx.send((e.event_id, at));
                 });
             }
@@ -210,11 +273,25 @@ async fn main() {
             }
             tokio::time::sleep(Duration::from_secs(3)).await;
             let got = receipts.at.lock().unwrap().clone();
-            let mut lat: Vec<f64> = sent.iter().filter_map(|(id, at)| got.get(id).map(|r| (*r - *at).as_secs_f64() * 1000.0)).collect();
+            let mut lat: Vec<f64> = sent
+                .iter()
+                .filter_map(|(id, at)| got.get(id).map(|r| (*r - *at).as_secs_f64() * 1000.0))
+                .collect();
             lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
             let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
-            println!("rate {rate} events/s for {seconds} s ({:.1} s actual): {} sent, {} received", start.elapsed().as_secs_f64(), sent.len(), lat.len());
-            println!("ingest -> receipt latency: p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms", pct(0.5), pct(0.9), pct(0.99), lat[lat.len() - 1]);
+            println!(
+                "rate {rate} events/s for {seconds} s ({:.1} s actual): {} sent, {} received",
+                start.elapsed().as_secs_f64(),
+                sent.len(),
+                lat.len()
+            );
+            println!(
+                "ingest -> receipt latency: p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+                pct(0.5),
+                pct(0.9),
+                pct(0.99),
+                lat[lat.len() - 1]
+            );
         }
     }
     let _ = stop_tx.send(true);
@@ -258,8 +335,14 @@ async fn queries(rows: i64, projects: i64, reuse: Option<String>) {
                 eprintln!("generated {to} rows ({:.0} s)", t.elapsed().as_secs_f64());
                 from = to + 1;
             }
-            sqlx::query("VACUUM ANALYZE deliveries").execute(&pool).await.unwrap();
-            println!("generated {rows} rows across {projects} projects in {:.0} s; database {url}", t.elapsed().as_secs_f64());
+            sqlx::query("VACUUM ANALYZE deliveries")
+                .execute(&pool)
+                .await
+                .unwrap();
+            println!(
+                "generated {rows} rows across {projects} projects in {:.0} s; database {url}",
+                t.elapsed().as_secs_f64()
+            );
             (pool, url)
         }
     };
@@ -271,14 +354,62 @@ async fn queries(rows: i64, projects: i64, reuse: Option<String>) {
     let f = app::deliveries::DeliveryFilter::default;
     let cases: Vec<(&str, app::deliveries::DeliveryFilter)> = vec![
         ("unfiltered", f()),
-        ("status=dead_letter", app::deliveries::DeliveryFilter { status: Some("dead_letter".into()), ..f() }),
-        ("endpoint", app::deliveries::DeliveryFilter { endpoint: Some(endpoint), ..f() }),
-        ("event_type", app::deliveries::DeliveryFilter { event_type: Some("chat.opened".into()), ..f() }),
-        ("search event id", app::deliveries::DeliveryFilter { q: Some(event_id.clone()), ..f() }),
-        ("search request id", app::deliveries::DeliveryFilter { q: Some(request_id.clone()), ..f() }),
-        ("code=5xx", app::deliveries::DeliveryFilter { code: Some("5xx".into()), ..f() }),
-        ("error_kind=http_status", app::deliveries::DeliveryFilter { error_kind: Some("http_status".into()), ..f() }),
-        ("last hour", app::deliveries::DeliveryFilter { since: Some(chrono::Utc::now() - chrono::Duration::hours(1)), ..f() }),
+        (
+            "status=dead_letter",
+            app::deliveries::DeliveryFilter {
+                status: Some("dead_letter".into()),
+                ..f()
+            },
+        ),
+        (
+            "endpoint",
+            app::deliveries::DeliveryFilter {
+                endpoint: Some(endpoint),
+                ..f()
+            },
+        ),
+        (
+            "event_type",
+            app::deliveries::DeliveryFilter {
+                event_type: Some("chat.opened".into()),
+                ..f()
+            },
+        ),
+        (
+            "search event id",
+            app::deliveries::DeliveryFilter {
+                q: Some(event_id.clone()),
+                ..f()
+            },
+        ),
+        (
+            "search request id",
+            app::deliveries::DeliveryFilter {
+                q: Some(request_id.clone()),
+                ..f()
+            },
+        ),
+        (
+            "code=5xx",
+            app::deliveries::DeliveryFilter {
+                code: Some("5xx".into()),
+                ..f()
+            },
+        ),
+        (
+            "error_kind=http_status",
+            app::deliveries::DeliveryFilter {
+                error_kind: Some("http_status".into()),
+                ..f()
+            },
+        ),
+        (
+            "last hour",
+            app::deliveries::DeliveryFilter {
+                since: Some(chrono::Utc::now() - chrono::Duration::hours(1)),
+                ..f()
+            },
+        ),
     ];
     println!("| query (busiest project, 51 rows) | median ms | p90 ms | rows |");
     println!("|---|---|---|---|");
@@ -287,7 +418,10 @@ async fn queries(rows: i64, projects: i64, reuse: Option<String>) {
         let mut n = 0;
         for _ in 0..15 {
             let t = Instant::now();
-            n = db::deliveries::list(&pool, &access, &filter, 14, 51).await.unwrap().len();
+            n = db::deliveries::list(&pool, &access, &filter, 14, 51)
+                .await
+                .unwrap()
+                .len();
             times.push(t.elapsed().as_secs_f64() * 1000.0);
         }
         times.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -331,7 +465,14 @@ async fn capture(seconds: u64, concurrency: usize) {
     std::env::set_var("POSTHORN_CAPTURE_RATE_LIMIT", "100000000");
     let addr = serve_app(&pool, &url).await;
     let http = reqwest::Client::new();
-    let bin: serde_json::Value = http.post(format!("http://{addr}/inspector/bins")).send().await.unwrap().json().await.unwrap();
+    let bin: serde_json::Value = http
+        .post(format!("http://{addr}/inspector/bins"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let target = format!("http://{addr}/r/{}/hook", bin["id"].as_str().unwrap());
     let count = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
@@ -341,7 +482,13 @@ async fn capture(seconds: u64, concurrency: usize) {
         let (http, target, count) = (http.clone(), target.clone(), count.clone());
         tasks.push(tokio::spawn(async move {
             while start.elapsed() < Duration::from_secs(seconds) {
-                let r = http.post(&target).header("content-type", "application/json").body(body).send().await.unwrap();
+                let r = http
+                    .post(&target)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
                 assert_eq!(r.status(), 200);
                 count.fetch_add(1, Ordering::Relaxed);
             }
@@ -351,20 +498,36 @@ async fn capture(seconds: u64, concurrency: usize) {
         t.await.unwrap();
     }
     let n = count.load(Ordering::Relaxed);
-    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM bin_requests").fetch_one(&pool).await.unwrap();
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM bin_requests")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
     println!("{concurrency} concurrent clients, {seconds} s: {n} captures = {:.0} requests/s into one bin ({stored} kept: the newest 500)", n as f64 / start.elapsed().as_secs_f64());
 }
 
 /// Time to first byte of `/developers/deliveries` for a signed-in owner of project 1.
 async fn ttfb(pool: &sqlx::PgPool, url: &str) {
     let addr = serve_app(pool, url).await;
-    let user = db::users::upsert(pool, "ttfb@example.com", "bench-password", "user").await.unwrap();
-    sqlx::query("INSERT INTO memberships (project_id, user_id) VALUES (1, $1) ON CONFLICT DO NOTHING")
-        .bind(user.id).execute(pool).await.unwrap();
-    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let user = db::users::upsert(pool, "ttfb@example.com", "bench-password", "user")
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO memberships (project_id, user_id) VALUES (1, $1) ON CONFLICT DO NOTHING",
+    )
+    .bind(user.id)
+    .execute(pool)
+    .await
+    .unwrap();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
     let res = http
         .post(format!("http://{addr}/api/login"))
-        .form(&[("email", "ttfb@example.com"), ("password", "bench-password")])
+        .form(&[
+            ("email", "ttfb@example.com"),
+            ("password", "bench-password"),
+        ])
         .send()
         .await
         .unwrap();
@@ -380,7 +543,12 @@ async fn ttfb(pool: &sqlx::PgPool, url: &str) {
     let mut full = Vec::new();
     for _ in 0..15 {
         let t = Instant::now();
-        let res = http.get(format!("http://{addr}/developers/deliveries")).header("cookie", &cookie).send().await.unwrap();
+        let res = http
+            .get(format!("http://{addr}/developers/deliveries"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
         first.push(t.elapsed().as_secs_f64() * 1000.0);
         let body = res.text().await.unwrap();
         assert!(body.contains("delivery-row"), "the page lists deliveries");

@@ -55,9 +55,12 @@ impl Resolve for PublicOnlyResolver {
     fn resolve(&self, name: Name) -> Resolving {
         Box::pin(async move {
             let host = name.as_str().to_string();
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
-                return Err(Box::new(RefusedTarget(bad.ip())) as Box<dyn std::error::Error + Send + Sync>);
+                return Err(
+                    Box::new(RefusedTarget(bad.ip())) as Box<dyn std::error::Error + Send + Sync>
+                );
             }
             Ok(Box::new(addrs.into_iter()) as Addrs)
         })
@@ -74,8 +77,20 @@ mod tests {
 
     #[test]
     fn private_and_special_addresses_are_refused() {
-        for ip in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0",
-                   "100.64.0.1", "::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "255.255.255.255"] {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "255.255.255.255",
+        ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip}");
         }
     }

@@ -37,7 +37,12 @@ pub struct Dispatcher {
 impl Dispatcher {
     pub fn new(pool: PgPool, cfg: Arc<Config>, metrics: Arc<Metrics>) -> Dispatcher {
         let worker = format!("{}-{}", std::process::id(), ulid::Ulid::new());
-        Dispatcher { pool, cfg, metrics, worker }
+        Dispatcher {
+            pool,
+            cfg,
+            metrics,
+            worker,
+        }
     }
 
     /// Runs until `shutdown` turns true, then stops claiming, lets in-flight attempts
@@ -66,7 +71,12 @@ impl Dispatcher {
             held.clone(),
             progress.clone(),
         ));
-        let renewer = tokio::spawn(renew(self.pool.clone(), self.worker.clone(), held.clone(), self.cfg.lease));
+        let renewer = tokio::spawn(renew(
+            self.pool.clone(),
+            self.worker.clone(),
+            held.clone(),
+            self.cfg.lease,
+        ));
         let mut tasks = JoinSet::new();
         let mut last_recovery = std::time::Instant::now() - Duration::from_secs(60);
         tracing::info!(worker = %self.worker, "dispatcher started");
@@ -79,7 +89,9 @@ impl Dispatcher {
             if last_recovery.elapsed() > Duration::from_secs(2) {
                 last_recovery = std::time::Instant::now();
                 match queue::recover_expired(&self.pool).await {
-                    Ok(n) if n > 0 => tracing::warn!(rows = n, "recovered attempts whose lease ran out"),
+                    Ok(n) if n > 0 => {
+                        tracing::warn!(rows = n, "recovered attempts whose lease ran out")
+                    }
                     Ok(_) => {}
                     Err(e) => tracing::warn!(error = %e, "lease recovery failed"),
                 }
@@ -107,17 +119,20 @@ impl Dispatcher {
                 continue;
             }
             let limit = room.min(self.cfg.batch_size);
-            let claimed = match queue::claim_due(&self.pool, &self.worker, limit, self.cfg.lease, &saturated).await {
-                Ok(rows) => rows,
-                Err(e) => {
-                    tracing::warn!(error = %e, "claim failed; retrying in 1 s");
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                        _ = shutdown.changed() => {}
+            let claimed =
+                match queue::claim_due(&self.pool, &self.worker, limit, self.cfg.lease, &saturated)
+                    .await
+                {
+                    Ok(rows) => rows,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "claim failed; retrying in 1 s");
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                            _ = shutdown.changed() => {}
+                        }
+                        continue;
                     }
-                    continue;
-                }
-            };
+                };
             let got = claimed.len() as i64;
             {
                 let mut h = held.lock().expect("held lock");
@@ -128,7 +143,9 @@ impl Dispatcher {
             for row in claimed {
                 let ep_sem = per_endpoint
                     .entry(row.endpoint_id)
-                    .or_insert_with(|| Arc::new(Semaphore::new(self.cfg.per_endpoint_concurrency.max(1))))
+                    .or_insert_with(|| {
+                        Arc::new(Semaphore::new(self.cfg.per_endpoint_concurrency.max(1)))
+                    })
                     .clone();
                 let global = global.clone();
                 let sender = sender.clone();
@@ -153,7 +170,10 @@ impl Dispatcher {
             }
             if got < limit {
                 let sleep = match queue::next_due(&self.pool).await {
-                    Ok(Some(at)) => (at - chrono::Utc::now()).to_std().unwrap_or_default().clamp(Duration::from_millis(5), Duration::from_secs(1)),
+                    Ok(Some(at)) => (at - chrono::Utc::now())
+                        .to_std()
+                        .unwrap_or_default()
+                        .clamp(Duration::from_millis(5), Duration::from_secs(1)),
                     _ => Duration::from_secs(1),
                 };
                 tokio::select! {
@@ -164,7 +184,10 @@ impl Dispatcher {
             }
         }
 
-        tracing::info!(in_flight = tasks.len(), "dispatcher stopping: finishing in-flight attempts");
+        tracing::info!(
+            in_flight = tasks.len(),
+            "dispatcher stopping: finishing in-flight attempts"
+        );
         let grace = self.cfg.read_timeout + self.cfg.connect_timeout + Duration::from_secs(1);
         let drained = tokio::time::timeout(grace.min(Duration::from_secs(25)), async {
             while tasks.join_next().await.is_some() {}
@@ -178,9 +201,13 @@ impl Dispatcher {
         listener.abort();
         renewer.abort();
         match queue::release_all(&self.pool, &self.worker).await {
-            Ok(n) if n > 0 => tracing::info!(rows = n, "handed unfinished attempts back to the queue"),
+            Ok(n) if n > 0 => {
+                tracing::info!(rows = n, "handed unfinished attempts back to the queue")
+            }
             Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "could not hand back attempts; their leases will expire"),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not hand back attempts; their leases will expire")
+            }
         }
         tracing::info!("dispatcher stopped");
     }

@@ -70,7 +70,12 @@ pub async fn claim_due(
 }
 
 /// Extends the leases of rows this worker still holds.
-pub async fn renew_leases(pool: &PgPool, worker: &str, ids: &[i64], lease: std::time::Duration) -> Result<u64, sqlx::Error> {
+pub async fn renew_leases(
+    pool: &PgPool,
+    worker: &str,
+    ids: &[i64],
+    lease: std::time::Duration,
+) -> Result<u64, sqlx::Error> {
     Ok(sqlx::query(
         "UPDATE deliveries SET lease_expires_at = now() + $3
          WHERE id = ANY($2) AND status = 'in_flight' AND claimed_by = $1",
@@ -149,10 +154,15 @@ pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u6
     let status: Vec<&str> = batch.iter().map(|o| o.status).collect();
     let finished: Vec<DateTime<Utc>> = batch.iter().map(|o| o.finished_at).collect();
     let duration: Vec<i32> = batch.iter().map(|o| o.duration_ms).collect();
-    let req_headers: Vec<serde_json::Value> = batch.iter().map(|o| serde_json::json!(o.request_headers)).collect();
+    let req_headers: Vec<serde_json::Value> = batch
+        .iter()
+        .map(|o| serde_json::json!(o.request_headers))
+        .collect();
     let resp_status: Vec<Option<i16>> = batch.iter().map(|o| o.response_status).collect();
-    let resp_headers: Vec<Option<serde_json::Value>> =
-        batch.iter().map(|o| o.response_headers.as_ref().map(|h| serde_json::json!(h))).collect();
+    let resp_headers: Vec<Option<serde_json::Value>> = batch
+        .iter()
+        .map(|o| o.response_headers.as_ref().map(|h| serde_json::json!(h)))
+        .collect();
     let resp_body: Vec<Option<String>> = batch.iter().map(|o| o.response_body.clone()).collect();
     let error_kind: Vec<Option<String>> = batch.iter().map(|o| o.error_kind.clone()).collect();
     let error: Vec<Option<String>> = batch.iter().map(|o| o.error.clone()).collect();

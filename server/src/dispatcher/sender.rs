@@ -43,8 +43,16 @@ impl Sender {
                 .tcp_nodelay(true)
                 .user_agent(concat!("Posthorn-Webhooks/", env!("CARGO_PKG_VERSION")))
         };
-        let guarded = if cfg.allow_private_targets { base() } else { base().dns_resolver(guard::resolver()) };
-        Ok(Sender { guarded: guarded.build()?, trusted: base().build()?, cfg })
+        let guarded = if cfg.allow_private_targets {
+            base()
+        } else {
+            base().dns_resolver(guard::resolver())
+        };
+        Ok(Sender {
+            guarded: guarded.build()?,
+            trusted: base().build()?,
+            cfg,
+        })
     }
 
     fn is_own_bin(&self, url: &str) -> bool {
@@ -54,7 +62,12 @@ impl Sender {
     /// Sends one claimed attempt and decides what follows. Never fails: every failure is
     /// an outcome to record.
     pub async fn attempt(&self, row: &Claimed, jitter: f64) -> Outcome {
-        let body = build_body(&row.event_id, &row.event_type, row.event_created_at, &row.data);
+        let body = build_body(
+            &row.event_id,
+            &row.event_type,
+            row.event_created_at,
+            &row.data,
+        );
         let timestamp = Utc::now().timestamp();
         let mut secrets = vec![row.secret.as_str()];
         if let Some(prev) = row.previous_secret.as_deref() {
@@ -84,24 +97,51 @@ impl Sender {
         let result = self.send(&row.target_url, &headers, body).await;
         let finished_at = Utc::now();
         let duration_ms = started.elapsed().as_millis().min(i32::MAX as u128) as i32;
-        let (verdict, response_status, response_headers, response_body, error_kind, error) = match result {
-            Ok((status, resp_headers, resp_body)) => {
-                let retry_after = resp_headers
-                    .iter()
-                    .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
-                    .map(|(_, v)| v.clone());
-                let verdict = classify_status(status, retry_after.as_deref(), finished_at);
-                let (kind, err) = match verdict {
-                    Verdict::Succeeded => (None, None),
-                    _ => (Some("http_status".to_string()), Some(format!("endpoint answered {status}"))),
-                };
-                (verdict, Some(status as i16), Some(resp_headers), Some(resp_body), kind, err)
-            }
-            Err((kind, message)) => (classify_error(kind), None, None, None, Some(kind.kind().to_string()), Some(message)),
-        };
-        let chain_start = row.chain_started_at.unwrap_or(row.created_at.min(finished_at));
+        let (verdict, response_status, response_headers, response_body, error_kind, error) =
+            match result {
+                Ok((status, resp_headers, resp_body)) => {
+                    let retry_after = resp_headers
+                        .iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
+                        .map(|(_, v)| v.clone());
+                    let verdict = classify_status(status, retry_after.as_deref(), finished_at);
+                    let (kind, err) = match verdict {
+                        Verdict::Succeeded => (None, None),
+                        _ => (
+                            Some("http_status".to_string()),
+                            Some(format!("endpoint answered {status}")),
+                        ),
+                    };
+                    (
+                        verdict,
+                        Some(status as i16),
+                        Some(resp_headers),
+                        Some(resp_body),
+                        kind,
+                        err,
+                    )
+                }
+                Err((kind, message)) => (
+                    classify_error(kind),
+                    None,
+                    None,
+                    None,
+                    Some(kind.kind().to_string()),
+                    Some(message),
+                ),
+            };
+        let chain_start = row
+            .chain_started_at
+            .unwrap_or(row.created_at.min(finished_at));
         let chains = row.trigger == "auto";
-        let next = self.cfg.retry.next_attempt(verdict, row.attempt as u32, chains, chain_start, finished_at, jitter);
+        let next = self.cfg.retry.next_attempt(
+            verdict,
+            row.attempt as u32,
+            chains,
+            chain_start,
+            finished_at,
+            jitter,
+        );
         let (status, next) = match next {
             Next::Succeeded => ("succeeded", None),
             Next::DeadLetter => ("dead_letter", None),
@@ -143,7 +183,8 @@ impl Sender {
         body: Vec<u8>,
     ) -> Result<(u16, Vec<(String, String)>, String), (TransportError, String)> {
         let own_bin = self.is_own_bin(url);
-        let parsed = reqwest::Url::parse(url).map_err(|e| (TransportError::Other, format!("bad target URL: {e}")))?;
+        let parsed = reqwest::Url::parse(url)
+            .map_err(|e| (TransportError::Other, format!("bad target URL: {e}")))?;
         // An IP literal never reaches the resolver, so it is checked here.
         if !own_bin && !self.cfg.allow_private_targets {
             let literal = match parsed.host() {
@@ -155,7 +196,11 @@ impl Sender {
                 return Err((TransportError::RefusedTarget, RefusedTarget(ip).to_string()));
             }
         }
-        let client = if own_bin { &self.trusted } else { &self.guarded };
+        let client = if own_bin {
+            &self.trusted
+        } else {
+            &self.guarded
+        };
         let mut req = client.post(parsed).body(body);
         for (k, v) in headers {
             req = req.header(k, v);
@@ -166,7 +211,12 @@ impl Sender {
             let resp_headers: Vec<(String, String)> = resp
                 .headers()
                 .iter()
-                .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                .map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
                 .collect();
             let mut stream = resp.bytes_stream();
             let mut buf: Vec<u8> = Vec::new();
@@ -178,13 +228,20 @@ impl Sender {
                     break; // the rest is not read at all
                 }
             }
-            Ok((status, resp_headers, String::from_utf8_lossy(&buf).into_owned()))
+            Ok((
+                status,
+                resp_headers,
+                String::from_utf8_lossy(&buf).into_owned(),
+            ))
         };
         match tokio::time::timeout(self.cfg.read_timeout, exchange).await {
             Ok(r) => r,
             Err(_) => Err((
                 TransportError::Timeout,
-                format!("no complete response within {} ms", self.cfg.read_timeout.as_millis()),
+                format!(
+                    "no complete response within {} ms",
+                    self.cfg.read_timeout.as_millis()
+                ),
             )),
         }
     }
@@ -209,9 +266,13 @@ fn classify_reqwest(e: &reqwest::Error) -> (TransportError, String) {
         TransportError::RefusedTarget
     } else if e.is_timeout() {
         TransportError::Timeout
-    } else if lower.contains("dns error") || lower.contains("failed to lookup") || lower.contains("name or service not known") {
+    } else if lower.contains("dns error")
+        || lower.contains("failed to lookup")
+        || lower.contains("name or service not known")
+    {
         TransportError::Dns
-    } else if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") {
+    } else if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake")
+    {
         TransportError::Tls
     } else if e.is_connect() {
         TransportError::Connect

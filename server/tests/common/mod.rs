@@ -46,14 +46,28 @@ impl TestDb {
 
     /// A fresh database on the server behind `admin_url`.
     pub async fn on(admin_url: &str) -> TestDb {
-        let admin = PgPoolOptions::new().max_connections(1).connect(admin_url).await.expect("connect to PostgreSQL for tests");
+        let admin = PgPoolOptions::new()
+            .max_connections(1)
+            .connect(admin_url)
+            .await
+            .expect("connect to PostgreSQL for tests");
         let name = format!("ph_test_{}", ulid::Ulid::new().to_string().to_lowercase());
-        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&admin).await.expect("create test database");
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&admin)
+            .await
+            .expect("create test database");
         admin.close().await;
         let url = with_database(admin_url, &name);
-        let pool = PgPoolOptions::new().max_connections(20).connect(&url).await.expect("connect to test database");
+        let pool = PgPoolOptions::new()
+            .max_connections(20)
+            .connect(&url)
+            .await
+            .expect("connect to test database");
         db::migrate(&pool).await.expect("migrate");
-        web::session_store(&pool).migrate().await.expect("session table");
+        web::session_store(&pool)
+            .migrate()
+            .await
+            .expect("session table");
         TestDb { pool, url }
     }
 }
@@ -93,7 +107,11 @@ impl TestApp {
         Self::spawn_on(db, tweak, true).await
     }
 
-    pub async fn spawn_on(db: TestDb, tweak: impl FnOnce(&mut Config), with_dispatcher: bool) -> TestApp {
+    pub async fn spawn_on(
+        db: TestDb,
+        tweak: impl FnOnce(&mut Config),
+        with_dispatcher: bool,
+    ) -> TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mut cfg = test_config(&db.url);
@@ -105,10 +123,20 @@ impl TestApp {
         let (stop, rx) = watch::channel(false);
         let mut handles = Vec::new();
         if with_dispatcher {
-            handles.push(tokio::spawn(Dispatcher::new(db.pool.clone(), cfg.clone(), metrics.clone()).run(rx.clone())));
-            handles.push(tokio::spawn(server::replayer::run(db.pool.clone(), rx.clone())));
+            handles.push(tokio::spawn(
+                Dispatcher::new(db.pool.clone(), cfg.clone(), metrics.clone()).run(rx.clone()),
+            ));
+            handles.push(tokio::spawn(server::replayer::run(
+                db.pool.clone(),
+                rx.clone(),
+            )));
         }
-        let state = web::AppState { leptos_options: web::leptos_options(&cfg), pool: db.pool.clone(), cfg, metrics };
+        let state = web::AppState {
+            leptos_options: web::leptos_options(&cfg),
+            pool: db.pool.clone(),
+            cfg,
+            metrics,
+        };
         let mut stop_rx = rx.clone();
         handles.push(tokio::spawn(async move {
             let _ = web::serve(state, listener, async move {
@@ -116,15 +144,28 @@ impl TestApp {
             })
             .await;
         }));
-        TestApp { addr, base: format!("http://{addr}"), pool: db.pool, db_url: db.url, stop, handles }
+        TestApp {
+            addr,
+            base: format!("http://{addr}"),
+            pool: db.pool,
+            db_url: db.url,
+            stop,
+            handles,
+        }
     }
 
     /// A project with an owner and an API key: (project id, key).
     pub async fn project(&self, plan: &str) -> (i64, String) {
         let email = format!("owner-{}@example.com", ulid::Ulid::new());
-        let user = db::users::upsert(&self.pool, &email, "password-123", "user").await.unwrap();
-        let p = db::projects::create(&self.pool, "Test", plan, user.id).await.unwrap();
-        let (key, _) = db::api_keys::create(&self.pool, p.id, "test").await.unwrap();
+        let user = db::users::upsert(&self.pool, &email, "password-123", "user")
+            .await
+            .unwrap();
+        let p = db::projects::create(&self.pool, "Test", plan, user.id)
+            .await
+            .unwrap();
+        let (key, _) = db::api_keys::create(&self.pool, p.id, "test")
+            .await
+            .unwrap();
         (p.id, key)
     }
 
@@ -133,22 +174,40 @@ impl TestApp {
         let (ep, secret) = db::endpoints::create(
             &self.pool,
             &access,
-            db::endpoints::NewEndpoint { url, event_types: &["*".into()], description: "" },
+            db::endpoints::NewEndpoint {
+                url,
+                event_types: &["*".into()],
+                description: "",
+            },
         )
         .await
         .unwrap();
         (ep.id, secret)
     }
 
-    pub async fn ingest(&self, project_id: i64, event_type: &str, data: serde_json::Value) -> String {
-        db::events::ingest(&self.pool, project_id, &EventType::parse(event_type).unwrap(), &data.to_string(), None)
-            .await
-            .unwrap()
-            .event_id
+    pub async fn ingest(
+        &self,
+        project_id: i64,
+        event_type: &str,
+        data: serde_json::Value,
+    ) -> String {
+        db::events::ingest(
+            &self.pool,
+            project_id,
+            &EventType::parse(event_type).unwrap(),
+            &data.to_string(),
+            None,
+        )
+        .await
+        .unwrap()
+        .event_id
     }
 
     /// Attempts of one event, oldest first: (attempt, status, response_status, error_kind, request_id).
-    pub async fn attempts(&self, event_id: &str) -> Vec<(i32, String, Option<i16>, Option<String>, String)> {
+    pub async fn attempts(
+        &self,
+        event_id: &str,
+    ) -> Vec<(i32, String, Option<i16>, Option<String>, String)> {
         sqlx::query_as(
             "SELECT attempt, status, response_status, error_kind, request_id FROM deliveries
              WHERE event_id = $1 ORDER BY created_at, id",
@@ -160,11 +219,17 @@ impl TestApp {
     }
 
     /// Waits until the event's newest attempt is final (succeeded or dead_letter).
-    pub async fn settled(&self, event_id: &str, within: Duration) -> Vec<(i32, String, Option<i16>, Option<String>, String)> {
+    pub async fn settled(
+        &self,
+        event_id: &str,
+        within: Duration,
+    ) -> Vec<(i32, String, Option<i16>, Option<String>, String)> {
         let deadline = tokio::time::Instant::now() + within;
         loop {
             let a = self.attempts(event_id).await;
-            if a.last().is_some_and(|l| l.1 == "succeeded" || l.1 == "dead_letter") {
+            if a.last()
+                .is_some_and(|l| l.1 == "succeeded" || l.1 == "dead_letter")
+            {
                 return a;
             }
             if tokio::time::Instant::now() > deadline {
@@ -201,7 +266,12 @@ pub struct Answer {
 
 impl Answer {
     pub fn status(status: u16) -> Answer {
-        Answer { status, headers: vec![], delay: Duration::ZERO, body: "ok".into() }
+        Answer {
+            status,
+            headers: vec![],
+            delay: Duration::ZERO,
+            body: "ok".into(),
+        }
     }
     pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Answer {
         self.headers.push((name, value.into()));
@@ -264,7 +334,11 @@ impl Receiver {
 }
 
 async fn receive(State(state): State<ReceiverState>, headers: HeaderMap, body: Bytes) -> Response {
-    state.seen.lock().unwrap().push(Received { headers, body, at: std::time::Instant::now() });
+    state.seen.lock().unwrap().push(Received {
+        headers,
+        body,
+        at: std::time::Instant::now(),
+    });
     let answer = state
         .script
         .lock()
@@ -283,5 +357,8 @@ async fn receive(State(state): State<ReceiverState>, headers: HeaderMap, body: B
 }
 
 pub fn header<'a>(r: &'a Received, name: &str) -> &'a str {
-    r.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+    r.headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
 }
