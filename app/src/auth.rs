@@ -125,12 +125,25 @@ pub async fn get_viewer() -> Result<Option<Viewer>, ServerFnError> {
         Err(_) => None,
     };
     let is_support = user.is_support();
+    let disabled_endpoints: Vec<(i64, String, String)> = match &current {
+        Some(p) => {
+            sqlx::query_as(
+                "SELECT id, url, disabled_reason FROM endpoints
+                 WHERE project_id = $1 AND NOT enabled AND deleted_at IS NULL AND disabled_reason LIKE 'auto:%'",
+            )
+            .bind(p.id)
+            .fetch_all(&ctx.pool)
+            .await?
+        }
+        None => Vec::new(),
+    };
     Ok(Some(Viewer {
         user_id: user.id,
         email: user.email,
         is_support,
         projects,
         current,
+        disabled_endpoints,
     }))
 }
 

@@ -18,6 +18,8 @@ pub struct EndpointStats {
     /// Failed attempts of the last 24 hours grouped by response code or error kind,
     /// most frequent first: an incident read at a glance.
     pub failures: Vec<(String, i64)>,
+    /// This endpoint receives the project's `endpoint.disabled` notices.
+    pub is_ops: bool,
 }
 
 #[server(endpoint = "list_endpoints")]
@@ -26,6 +28,10 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
     let ctx = server_ctx()?;
     let access = current_access().await?;
     let list = endpoints::list(&ctx.pool, &access).await?;
+    let ops: Option<i64> = sqlx::query_scalar("SELECT ops_endpoint_id FROM projects WHERE id = $1")
+        .bind(access.project_id)
+        .fetch_one(&ctx.pool)
+        .await?;
     let rows: Vec<(i64, i32, i64, i64)> = sqlx::query_as(
         "SELECT endpoint_id, (extract(epoch FROM now() - created_at) / 3600)::int AS hour,
                 count(*) FILTER (WHERE status IN ('succeeded', 'failed', 'dead_letter')),
@@ -72,6 +78,7 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
                 succeeded_24h: mine.iter().map(|r| r.3).sum(),
                 p95_ms: p95.iter().find(|p| p.0 == endpoint.id).and_then(|p| p.1),
                 hourly,
+                is_ops: ops == Some(endpoint.id),
                 failures: failures
                     .iter()
                     .filter(|f| f.0 == endpoint.id)
@@ -180,6 +187,33 @@ pub async fn update_endpoint(
         &ctx.pool,
         &access,
         action,
+        &format!("endpoint #{id}"),
+        serde_json::json!({}),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Chooses the endpoint that receives `endpoint.disabled` notices for this project.
+#[server(endpoint = "set_ops_endpoint")]
+pub async fn set_ops_endpoint(id: i64) -> Result<(), ServerFnError> {
+    use crate::{
+        auth::current_access,
+        ctx::server_ctx,
+        db::{audit, endpoints},
+    };
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    endpoints::get(&ctx.pool, &access, id).await?;
+    sqlx::query("UPDATE projects SET ops_endpoint_id = $2 WHERE id = $1")
+        .bind(access.project_id)
+        .bind(id)
+        .execute(&ctx.pool)
+        .await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "ops_endpoint.set",
         &format!("endpoint #{id}"),
         serde_json::json!({}),
     )
@@ -479,5 +513,175 @@ pub async fn change_password(current: String, new_password: String) -> Result<()
         return Err(AppError::Invalid("The current password is wrong.".into()).into());
     }
     users::set_password(&ctx.pool, user.id, &new_password).await?;
+    Ok(())
+}
+
+/// Invites someone by email; returns the one-time link (no mail server: the owner
+/// passes it on). Owners only.
+#[server(endpoint = "invite_member")]
+pub async fn invite_member(email: String) -> Result<String, ServerFnError> {
+    use crate::{
+        auth::current_access, core::ids::new_token, ctx::server_ctx, db::audit, error::AppError,
+    };
+    use sha2::{Digest, Sha256};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    require_owner(&ctx.pool, &access).await?;
+    let email = email.trim().to_lowercase();
+    if !email.contains('@') || email.len() > 200 {
+        return Err(AppError::Invalid("Enter an email address.".into()).into());
+    }
+    let token = new_token();
+    sqlx::query(
+        "INSERT INTO invitations (token_hash, project_id, email, role, created_by, expires_at)
+         VALUES ($1, $2, $3, 'member', $4, now() + interval '7 days')",
+    )
+    .bind(Sha256::digest(token.as_bytes()).to_vec())
+    .bind(access.project_id)
+    .bind(&email)
+    .bind(access.user_id)
+    .execute(&ctx.pool)
+    .await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "member.invite",
+        &email,
+        serde_json::json!({}),
+    )
+    .await?;
+    Ok(format!("{}/invite/{token}", ctx.cfg.public_url))
+}
+
+#[cfg(feature = "ssr")]
+async fn require_owner(
+    pool: &sqlx::PgPool,
+    access: &crate::auth::Access,
+) -> Result<(), crate::error::AppError> {
+    let owner: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM memberships WHERE project_id = $1 AND user_id = $2 AND role = 'owner')",
+    )
+    .bind(access.project_id)
+    .bind(access.user_id)
+    .fetch_one(pool)
+    .await?;
+    if owner {
+        Ok(())
+    } else {
+        Err(crate::error::AppError::Invalid(
+            "Only the project's owners can do that.".into(),
+        ))
+    }
+}
+
+/// Removes a member; the last owner of a project cannot be removed.
+#[server(endpoint = "remove_member")]
+pub async fn remove_member(email: String) -> Result<(), ServerFnError> {
+    use crate::{auth::current_access, ctx::server_ctx, db::audit, error::AppError};
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    require_owner(&ctx.pool, &access).await?;
+    let mut tx = ctx.pool.begin().await?;
+    // Lock the project's memberships so two removals cannot both pass the check.
+    let members: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT m.user_id, lower(u.email), m.role FROM memberships m JOIN users u ON u.id = m.user_id
+         WHERE m.project_id = $1 FOR UPDATE OF m",
+    )
+    .bind(access.project_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    let target = members
+        .iter()
+        .find(|m| m.1 == email.trim().to_lowercase())
+        .ok_or(AppError::NotFound)?;
+    if target.2 == "owner" && members.iter().filter(|m| m.2 == "owner").count() == 1 {
+        return Err(
+            AppError::Conflict("The last owner of a project cannot be removed.".into()).into(),
+        );
+    }
+    sqlx::query("DELETE FROM memberships WHERE project_id = $1 AND user_id = $2")
+        .bind(access.project_id)
+        .bind(target.0)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "member.remove",
+        &email,
+        serde_json::json!({}),
+    )
+    .await?;
+    Ok(())
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InvitationView {
+    pub project: String,
+    pub email: String,
+    pub has_account: bool,
+}
+
+#[server(endpoint = "get_invitation")]
+pub async fn get_invitation(token: String) -> Result<InvitationView, ServerFnError> {
+    use crate::{ctx::server_ctx, error::AppError};
+    use sha2::{Digest, Sha256};
+    let ctx = server_ctx()?;
+    let row: Option<(String, String, bool)> = sqlx::query_as(
+        "SELECT p.name, i.email, EXISTS (SELECT 1 FROM users u WHERE lower(u.email) = i.email)
+         FROM invitations i JOIN projects p ON p.id = i.project_id
+         WHERE i.token_hash = $1 AND i.used_at IS NULL AND i.expires_at > now()",
+    )
+    .bind(Sha256::digest(token.as_bytes()).to_vec())
+    .fetch_optional(&ctx.pool)
+    .await?;
+    let (project, email, has_account) = row
+        .ok_or_else(|| AppError::Invalid("This invitation is unknown, used or expired.".into()))?;
+    Ok(InvitationView {
+        project,
+        email,
+        has_account,
+    })
+}
+
+/// Accepts an invitation once: makes the account (or checks its password), joins the
+/// project and signs in.
+#[server(endpoint = "accept_invitation")]
+pub async fn accept_invitation(token: String, password: String) -> Result<(), ServerFnError> {
+    use crate::{
+        auth::{internal, session, PROJECT_KEY, USER_KEY},
+        ctx::server_ctx,
+        db::{projects, users},
+        error::AppError,
+    };
+    use sha2::{Digest, Sha256};
+    let ctx = server_ctx()?;
+    let mut tx = ctx.pool.begin().await?;
+    let invite: Option<(i64, String, String)> = sqlx::query_as(
+        "UPDATE invitations SET used_at = now()
+         WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
+         RETURNING project_id, email, role",
+    )
+    .bind(Sha256::digest(token.as_bytes()).to_vec())
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (project_id, email, role) = invite
+        .ok_or_else(|| AppError::Invalid("This invitation is unknown, used or expired.".into()))?;
+    let user = match users::find_by_email(&ctx.pool, &email).await? {
+        Some(u) if users::verify_password(&password, &u.password_hash) => u,
+        Some(_) => return Err(AppError::Invalid("Wrong password for this account.".into()).into()),
+        None => users::create(&ctx.pool, &email, &password, "user").await?,
+    };
+    projects::add_member(&mut tx, project_id, user.id, &role).await?;
+    tx.commit().await?;
+    let session = session().await?;
+    session.cycle_id().await.map_err(internal)?;
+    session.insert(USER_KEY, user.id).await.map_err(internal)?;
+    session
+        .insert(PROJECT_KEY, project_id)
+        .await
+        .map_err(internal)?;
+    leptos_axum::redirect("/developers");
     Ok(())
 }

@@ -65,6 +65,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/developers/events") view=pages::events::EventsPage ssr=SsrMode::Async/>
                 <Route path=path!("/developers/team") view=pages::team::TeamPage ssr=SsrMode::Async/>
                 <Route path=path!("/developers/audit") view=pages::audit::AuditPage ssr=SsrMode::Async/>
+                <Route path=path!("/invite/:token") view=pages::team::InvitePage ssr=SsrMode::Async/>
                 <Route path=path!("/inspector") view=pages::inspector::InspectorHome/>
                 <Route path=path!("/inspector/:id") view=pages::inspector::BinPage ssr=SsrMode::Async/>
             </Routes>

@@ -19,6 +19,8 @@ pub struct Viewer {
     pub is_support: bool,
     pub projects: Vec<ProjectRef>,
     pub current: Option<ProjectRef>,
+    /// Endpoints of the current project that Posthorn disabled: (id, url, reason).
+    pub disabled_endpoints: Vec<(i64, String, String)>,
 }
 
 /// One line of the delivery list.
@@ -78,6 +80,8 @@ pub struct EndpointView {
     pub enabled: bool,
     pub disabled_reason: Option<String>,
     pub created_at: DateTime<Utc>,
+    /// Names of the endpoint's custom headers; their values never leave the server.
+    pub header_names: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -126,6 +126,7 @@ async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
     let maintenance = tokio::spawn(crate::maintenance::run(
         pool.clone(),
         cfg.retention_days,
+        cfg.auto_disable_after,
         rx.clone(),
     ));
     let replayer = tokio::spawn(crate::replayer::run(pool.clone(), rx.clone()));

@@ -6,9 +6,17 @@ use sqlx::PgPool;
 use tokio::sync::watch;
 use tower_sessions::ExpiredDeletion;
 
-pub async fn run(pool: PgPool, retention_days: u32, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(
+    pool: PgPool,
+    retention_days: u32,
+    auto_disable_after: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let store = crate::web::session_store(&pool);
     loop {
+        if let Err(e) = disable_failing_endpoints(&pool, auto_disable_after).await {
+            tracing::warn!(error = %e, "failing-endpoint check failed");
+        }
         match app::db::maintenance::sweep(&pool, retention_days).await {
             Ok(s) if s.partitions_dropped + s.partitions_made > 0 || s.bins_deleted > 0 => {
                 tracing::info!(?s, "maintenance")
@@ -22,4 +30,41 @@ pub async fn run(pool: PgPool, retention_days: u32, mut shutdown: watch::Receive
             _ = shutdown.changed() => return,
         }
     }
+}
+
+/// Disables endpoints that have failed every attempt for `after`, and tells each
+/// project's operations endpoint (if it has one) with an `endpoint.disabled` event.
+pub async fn disable_failing_endpoints(
+    pool: &PgPool,
+    after: Duration,
+) -> app::error::AppResult<usize> {
+    let disabled = app::db::endpoints::auto_disable(pool, after).await?;
+    for (id, project_id, url) in &disabled {
+        tracing::warn!(
+            endpoint = id,
+            project = project_id,
+            "endpoint disabled after failing for too long"
+        );
+        let ops: Option<(i64, String)> = sqlx::query_as(
+            "SELECT e.id, e.url FROM projects p JOIN endpoints e ON e.id = p.ops_endpoint_id
+             WHERE p.id = $1 AND e.deleted_at IS NULL AND e.id <> $2",
+        )
+        .bind(project_id)
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+        if let Some((ops_id, ops_url)) = ops {
+            let data = serde_json::json!({ "endpoint_id": id, "url": url, "reason": "every attempt failed", "after_seconds": after.as_secs() });
+            app::db::deliveries::send_single(
+                pool,
+                *project_id,
+                (ops_id, &ops_url),
+                "endpoint.disabled",
+                &data.to_string(),
+                "posthorn",
+            )
+            .await?;
+        }
+    }
+    Ok(disabled.len())
 }

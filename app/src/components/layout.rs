@@ -22,6 +22,13 @@ pub fn Cabinet(#[prop(into)] title: String, children: ChildrenFn) -> impl IntoVi
                 let content = match viewer.await {
                     Ok(Some(v)) => view! {
                         <CabinetHeader viewer=v.clone()/>
+                        {(!v.disabled_endpoints.is_empty()).then(|| view! {
+                            <div class="banner" role="alert" data-testid="disabled-banner">
+                                {v.disabled_endpoints.iter().map(|(id, url, reason)| view! {
+                                    <p>"Endpoint "<a href="/developers/webhooks">{format!("#{id} {url}")}</a>" was disabled: "{reason.trim_start_matches("auto: ").to_string()}". Its queued events wait; enable it to resume."</p>
+                                }).collect_view()}
+                            </div>
+                        })}
                         <main class="cabinet">
                             <h1>{title.get_value()}</h1>
                             {children.read_value()()}

@@ -4,6 +4,7 @@
 pub mod classify;
 pub mod curl;
 pub mod cursor;
+pub mod custom_headers;
 pub mod duration;
 pub mod endpoint_url;
 pub mod event_type;

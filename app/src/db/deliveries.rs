@@ -282,33 +282,56 @@ pub async fn page(
     .await?)
 }
 
-/// A `test.ping` event to one endpoint: stored as an event of its own (so the payload can
-/// be shown and rebuilt) with a single attempt that is never retried.
+/// A `test.ping` event to one endpoint.
 pub async fn test_send(
     pool: &PgPool,
     access: &Access,
     endpoint: &crate::model::EndpointView,
 ) -> AppResult<i64> {
+    send_single(
+        pool,
+        access.project_id,
+        (endpoint.id, &endpoint.url),
+        "test.ping",
+        r#"{"message":"Test webhook from Posthorn"}"#,
+        &access.email,
+    )
+    .await
+}
+
+/// An event of Posthorn's own (test ping, endpoint alert) to exactly one endpoint: stored
+/// as an event (so its payload can be shown and rebuilt) with a single attempt, trigger
+/// `test`, that is never retried and goes out even to a disabled endpoint.
+pub async fn send_single(
+    pool: &PgPool,
+    project_id: i64,
+    (endpoint_id, url): (i64, &str),
+    event_type: &str,
+    data_json: &str,
+    by: &str,
+) -> AppResult<i64> {
     let event_id = crate::core::ids::new_event_id();
     let mut tx = pool.begin().await?;
     sqlx::query(
-        "INSERT INTO events (event_id, project_id, event_type, data, deliveries)
-         VALUES ($1, $2, 'test.ping', '{\"message\":\"Test webhook from Posthorn\"}', 1)",
+        "INSERT INTO events (event_id, project_id, event_type, data, deliveries) VALUES ($1, $2, $3, $4::json, 1)",
     )
     .bind(&event_id)
-    .bind(access.project_id)
+    .bind(project_id)
+    .bind(event_type)
+    .bind(data_json)
     .execute(&mut *tx)
     .await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
                                  trigger, triggered_by, status, request_id)
-         VALUES ($1, $2, 'test.ping', $3, $4, 1, 'test', $5, 'pending', $6) RETURNING id",
+         VALUES ($1, $2, $3, $4, $5, 1, 'test', $6, 'pending', $7) RETURNING id",
     )
-    .bind(access.project_id)
+    .bind(project_id)
     .bind(&event_id)
-    .bind(endpoint.id)
-    .bind(&endpoint.url)
-    .bind(&access.email)
+    .bind(event_type)
+    .bind(endpoint_id)
+    .bind(url)
+    .bind(by)
     .bind(new_request_id())
     .fetch_one(&mut *tx)
     .await?;

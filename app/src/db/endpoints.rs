@@ -10,12 +10,81 @@ use crate::{
 };
 
 const COLUMNS: &str =
-    "id, project_id, url, description, event_types, enabled, disabled_reason, created_at";
+    "id, project_id, url, description, event_types, enabled, disabled_reason, created_at,
+    ARRAY(SELECT h->>0 FROM jsonb_array_elements(custom_headers) h) AS header_names";
 
 pub struct NewEndpoint<'a> {
     pub url: &'a str,
     pub event_types: &'a [String],
     pub description: &'a str,
+}
+
+/// Custom header names of an endpoint (values are never read back out).
+pub async fn custom_header_names(
+    pool: &PgPool,
+    access: &Access,
+    id: i64,
+) -> AppResult<Vec<String>> {
+    let headers: sqlx::types::Json<Vec<(String, String)>> = sqlx::query_scalar(
+        "SELECT custom_headers FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+    )
+    .bind(id)
+    .bind(access.project_id)
+    .fetch_optional(pool)
+    .await?
+    .ok_or(AppError::NotFound)?;
+    Ok(headers.0.into_iter().map(|(n, _)| n).collect())
+}
+
+pub async fn set_custom_headers(
+    pool: &PgPool,
+    access: &Access,
+    id: i64,
+    headers: &[(String, String)],
+) -> AppResult<()> {
+    let n = sqlx::query(
+        "UPDATE endpoints SET custom_headers = $3, updated_at = now() WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+    )
+    .bind(id)
+    .bind(access.project_id)
+    .bind(sqlx::types::Json(headers))
+    .execute(pool)
+    .await?
+    .rows_affected();
+    if n == 0 {
+        return Err(AppError::NotFound);
+    }
+    Ok(())
+}
+
+/// Endpoints whose automatic attempts have all failed for longer than `after` (none
+/// succeeded since the first of those failures) are disabled. Manual retries,
+/// redirects and test sends do not count. Returns (id, project, url) of each.
+pub async fn auto_disable(
+    pool: &PgPool,
+    after: std::time::Duration,
+) -> AppResult<Vec<(i64, i64, String)>> {
+    Ok(sqlx::query_as(
+        "WITH candidates AS (
+            SELECT e.id,
+                   (SELECT max(d.created_at) FROM deliveries d
+                     WHERE d.endpoint_id = e.id AND d.trigger = 'auto' AND d.status = 'succeeded') AS last_ok
+            FROM endpoints e WHERE e.enabled AND e.deleted_at IS NULL
+         ), failing AS (
+            SELECT c.id, (SELECT min(d.created_at) FROM deliveries d
+                           WHERE d.endpoint_id = c.id AND d.trigger = 'auto' AND d.status IN ('failed', 'dead_letter')
+                             AND d.created_at > coalesce(c.last_ok, '-infinity')) AS since
+            FROM candidates c
+         )
+         UPDATE endpoints e SET enabled = false, updated_at = now(),
+                disabled_reason = 'auto: every attempt failed since ' || to_char(f.since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') || ' UTC'
+         FROM failing f
+         WHERE e.id = f.id AND f.since < now() - $1
+         RETURNING e.id, e.project_id, e.url",
+    )
+    .bind(chrono::Duration::from_std(after).unwrap_or(chrono::Duration::days(5)))
+    .fetch_all(pool)
+    .await?)
 }
 
 /// Returns the endpoint and its secret (shown to the creator).

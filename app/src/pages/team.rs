@@ -3,19 +3,28 @@
 use leptos::prelude::*;
 
 use crate::{
-    cabinet::{list_members, ChangePassword},
+    cabinet::{invite_member, list_members, remove_member, ChangePassword},
     components::{
         hydration::gate,
         layout::Cabinet,
-        widgets::{error_text, Time},
+        widgets::{error_text, CopyButton, Time},
     },
 };
 
 #[component]
 pub fn TeamPage() -> impl IntoView {
-    let members = Resource::new(|| (), |_| list_members());
+    let version = RwSignal::new(0u32);
+    let members = Resource::new(move || version.get(), |_| list_members());
     let gate = gate();
     let change = ServerAction::<ChangePassword>::new();
+    let invite_email = RwSignal::new(String::new());
+    let invite = Action::new(move |_: &()| invite_member(invite_email.get_untracked()));
+    let remove = Action::new(move |email: &String| remove_member(email.clone()));
+    Effect::new(move |_| {
+        if let Some(Ok(())) = remove.value().get() {
+            version.update(|v| *v += 1);
+        }
+    });
     view! {
         <Cabinet title="Team">
             <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
@@ -23,10 +32,15 @@ pub fn TeamPage() -> impl IntoView {
                     let content = match members.await {
                         Ok(list) => view! {
                             <table class="grid">
-                                <thead><tr><th>"Member"</th><th>"Role"</th><th>"Since"</th></tr></thead>
+                                <thead><tr><th>"Member"</th><th>"Role"</th><th>"Since"</th><th></th></tr></thead>
                                 <tbody>
-                                    {list.into_iter().map(|m| view! {
-                                        <tr data-testid="member-row"><td>{m.email}</td><td>{m.role}</td><td><Time at=m.since/></td></tr>
+                                    {list.into_iter().map(|m| {
+                                        let email = m.email.clone();
+                                        view! {
+                                            <tr data-testid="member-row"><td>{m.email}</td><td>{m.role}</td><td><Time at=m.since/></td>
+                                                <td><button type="button" class="link danger" data-testid="remove-member-button"
+                                                    on:click=move |_| { remove.dispatch(email.clone()); }>"Remove"</button></td></tr>
+                                        }
                                     }).collect_view()}
                                 </tbody>
                             </table>
@@ -36,6 +50,20 @@ pub fn TeamPage() -> impl IntoView {
                     view! { {gate.open()} {content} }
                 })}
             </Suspense>
+            {move || remove.value().get().and_then(|r| r.err()).map(|e| view! { <p class="error" role="alert" data-testid="member-error">{error_text(&e)}</p> })}
+            <h2>"Invite a member"</h2>
+            <form class="filters" on:submit=move |ev| { ev.prevent_default(); invite.dispatch(()); }>
+                <input type="email" placeholder="colleague@example.com" aria-label="Email to invite" data-testid="invite-email"
+                    prop:value=move || invite_email.get() on:input=move |ev| invite_email.set(event_target_value(&ev))/>
+                <button type="submit" class="primary" data-testid="invite-button">"Create invitation link"</button>
+            </form>
+            {move || match invite.value().get() {
+                Some(Ok(link)) => view! {
+                    <p class="newkey" role="status">"Send this one-time link (valid 7 days): "<code data-testid="invite-link">{link.clone()}</code>" "<CopyButton text=link.clone()/></p>
+                }.into_any(),
+                Some(Err(e)) => view! { <p class="error" role="alert">{error_text(&e)}</p> }.into_any(),
+                None => ().into_any(),
+            }}
             <h2>"Change your password"</h2>
             <ActionForm action=change attr:class="stack">
                 <label>"Current password "<input type="password" name="current" autocomplete="current-password" required data-testid="current-password"/></label>
@@ -48,5 +76,41 @@ pub fn TeamPage() -> impl IntoView {
                 }}
             </ActionForm>
         </Cabinet>
+    }
+}
+
+/// `/invite/{token}`: join a project with a one-time link.
+#[component]
+pub fn InvitePage() -> impl IntoView {
+    use crate::cabinet::{get_invitation, AcceptInvitation};
+    use leptos_router::hooks::use_params_map;
+    let params = use_params_map();
+    let token = move || params.read().get("token").unwrap_or_default();
+    let invitation = Resource::new(token, get_invitation);
+    let gate = gate();
+    let accept = ServerAction::<AcceptInvitation>::new();
+    view! {
+        <main class="login">
+            <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    let content = match invitation.await {
+                        Ok(inv) => view! {
+                            <h1>{format!("Join {}", inv.project)}</h1>
+                            <p>{format!("Invitation for {}.", inv.email)}</p>
+                            <ActionForm action=accept>
+                                <input type="hidden" name="token" value=token()/>
+                                <label>{if inv.has_account { "Your password" } else { "Choose a password (8+ characters)" }}
+                                    <input type="password" name="password" required data-testid="invite-password"/>
+                                </label>
+                                <button type="submit" data-testid="accept-invite-button">"Join"</button>
+                                {move || accept.value().get().and_then(|r| r.err()).map(|e| view! { <p class="error" role="alert">{error_text(&e)}</p> })}
+                            </ActionForm>
+                        }.into_any(),
+                        Err(e) => view! { <h1>"Invitation"</h1><p class="error" role="alert" data-testid="invite-error">{error_text(&e)}</p><p><a href="/login">"Sign in"</a></p> }.into_any(),
+                    };
+                    view! { {gate.open()} {content} }
+                })}
+            </Suspense>
+        </main>
     }
 }

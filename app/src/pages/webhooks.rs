@@ -5,8 +5,8 @@ use leptos::prelude::*;
 
 use crate::{
     cabinet::{
-        create_endpoint, delete_endpoint, list_endpoints, reveal_secret, rotate_secret, test_send,
-        update_endpoint, EndpointStats,
+        create_endpoint, delete_endpoint, list_endpoints, reveal_secret, rotate_secret,
+        set_ops_endpoint, test_send, update_endpoint, EndpointStats,
     },
     components::{
         hydration::gate,
@@ -46,6 +46,9 @@ pub fn WebhooksPage() -> impl IntoView {
         RwSignal::new("*".to_string()),
         RwSignal::new(String::new()),
     );
+    // The catalogue (documented and seen types) to pick subscriptions from.
+    let catalogue = Resource::new(|| (), |_| crate::cabinet::event_catalogue());
+    let picker_gate = crate::components::hydration::gate();
     let create = Action::new(move |_: &()| {
         create_endpoint(
             url.get_untracked(),
@@ -66,6 +69,28 @@ pub fn WebhooksPage() -> impl IntoView {
                     prop:value=move || url.get() on:input=move |ev| url.set(event_target_value(&ev))/>
                 <input type="text" placeholder="event types, or *" aria-label="Event types" data-testid="endpoint-types-input"
                     prop:value=move || types.get() on:input=move |ev| types.set(event_target_value(&ev))/>
+                <Suspense fallback=|| ()>
+                    {move || Suspend::new(async move {
+                        let types_list = catalogue.await.unwrap_or_default();
+                        view! {
+                            {picker_gate.open()}
+                            <select aria-label="Add an event type" data-testid="event-type-picker" on:change=move |ev| {
+                                let picked = event_target_value(&ev);
+                                if !picked.is_empty() {
+                                    types.update(|t| {
+                                        let mut list: Vec<String> = t.split([',', ' ']).map(str::trim)
+                                            .filter(|x| !x.is_empty() && *x != "*").map(String::from).collect();
+                                        if !list.contains(&picked) { list.push(picked); }
+                                        *t = list.join(", ");
+                                    });
+                                }
+                            }>
+                                <option value="">"+ event type"</option>
+                                {types_list.into_iter().map(|t| view! { <option value=t.event_type.clone()>{t.event_type.clone()}</option> }).collect_view()}
+                            </select>
+                        }
+                    })}
+                </Suspense>
                 <input type="text" placeholder="description" aria-label="Description"
                     prop:value=move || description.get() on:input=move |ev| description.set(event_target_value(&ev))/>
                 <button type="submit" class="primary" data-testid="create-endpoint-button">"Add endpoint"</button>
@@ -106,6 +131,7 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
     let rotate = Action::new(move |_: &()| rotate_secret(id));
     let test = Action::new(move |_: &()| test_send(id));
     let remove = Action::new(move |_: &()| delete_endpoint(id));
+    let make_ops = Action::new(move |_: &()| set_ops_endpoint(id));
     let editing = RwSignal::new(false);
     let edit_url = RwSignal::new(ep.url.clone());
     let edit_types = RwSignal::new(ep.event_types.join(", "));
@@ -122,6 +148,7 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
             toggle.value().get(),
             remove.value().get(),
             save.value().get(),
+            make_ops.value().get(),
         ]
         .into_iter()
         .flatten()
@@ -190,6 +217,7 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
         <section class="endpoint" data-testid="endpoint-row" data-endpoint-id=id.to_string() data-enabled=enabled.to_string()>
             <div class="ephead">
                 <span class="mono break epurl">{ep.url.clone()}</span>
+                {stats.is_ops.then(|| view! { <span class="badge badge-pending" title="Receives endpoint.disabled notices">"Operations alerts"</span> })}
                 {if enabled { view! { <span class="badge badge-succeeded">"Enabled"</span> }.into_any() } else {
                     view! { <span class="badge badge-dead_letter" title=ep.disabled_reason.clone().unwrap_or_default()>"Disabled"</span> }.into_any()
                 }}
@@ -197,6 +225,9 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
             <div class="epmeta">
                 <span>"Events: "<span class="mono">{ep.event_types.join(", ")}</span></span>
                 {(!ep.description.is_empty()).then(|| view! { <span class="muted">{ep.description.clone()}</span> })}
+                {(!ep.header_names.is_empty()).then(|| view! {
+                    <span data-testid="custom-headers">"Custom headers: "<span class="mono">{ep.header_names.iter().map(|n| format!("{n}: [redacted]")).collect::<Vec<_>>().join(", ")}</span></span>
+                })}
                 <span class=rate_class data-testid="success-rate">{rate.map(|r| format!("{r:.1}% ok")).unwrap_or_else(|| "no attempts".into())}" · 24 h"</span>
                 <span>{format!("{} attempts", stats.attempts_24h)}</span>
                 <span>{stats.p95_ms.map(|p| format!("p95 {p:.0} ms")).unwrap_or_default()}</span>
@@ -231,6 +262,9 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
                 <button type="button" data-testid="toggle-endpoint-button" on:click=move |_| { toggle.dispatch(()); }>{if enabled { "Disable" } else { "Enable" }}</button>
                 <button type="button" data-testid="reveal-secret-button" on:click=move |_| { reveal.dispatch(()); }>"Reveal secret"</button>
                 <button type="button" data-testid="rotate-secret-button" on:click=move |_| { rotate.dispatch(()); }>"Rotate secret"</button>
+                {(!stats.is_ops).then(|| view! {
+                    <button type="button" data-testid="ops-endpoint-button" on:click=move |_| { make_ops.dispatch(()); }>"Send operations alerts here"</button>
+                })}
                 <button type="button" class="link danger" on:click=move |_| { remove.dispatch(()); }>"Delete"</button>
                 {move || secret.get().map(|s| view! { <code data-testid="endpoint-secret">{s.clone()}</code> <CopyButton text=s.clone()/> })}
                 {move || test_row.get().map(|r| view! {

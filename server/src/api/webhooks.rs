@@ -12,6 +12,9 @@ use axum::{
     response::IntoResponse,
     Extension, Json,
 };
+use std::collections::BTreeMap;
+
+use app::core::custom_headers::parse_custom_headers;
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
@@ -30,6 +33,8 @@ pub struct CreateWebhook {
     #[schema(min_items = 1, example = json!(["payment.succeeded"]))]
     pub events: Vec<String>,
     pub description: Option<String>,
+    /// Custom headers sent with every attempt (for example a token the receiver expects).
+    pub headers: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -40,6 +45,8 @@ pub struct UpdateWebhook {
     pub events: Option<Vec<String>>,
     pub description: Option<String>,
     pub enabled: Option<bool>,
+    /// Replaces all custom headers.
+    pub headers: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -50,6 +57,8 @@ pub struct Webhook {
     pub description: String,
     pub enabled: bool,
     pub created_at: chrono::DateTime<chrono::Utc>,
+    /// Names of the custom headers (values are never returned).
+    pub headers: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
 }
@@ -63,6 +72,7 @@ impl Webhook {
             description: e.description,
             enabled: e.enabled,
             created_at: e.created_at,
+            headers: e.header_names,
             secret,
         }
     }
@@ -76,8 +86,9 @@ pub async fn create(
 ) -> Result<impl IntoResponse, ApiError> {
     let url = parse_endpoint_url(&body.url).map_err(ApiError::invalid)?;
     let events = parse_subscription(&body.events).map_err(ApiError::invalid)?;
+    let headers = custom_headers(body.headers.as_ref())?;
     let access = system_access(caller.project_id, "api");
-    let (ep, secret) = endpoints::create(
+    let (mut ep, secret) = endpoints::create(
         &pool,
         &access,
         NewEndpoint {
@@ -87,10 +98,24 @@ pub async fn create(
         },
     )
     .await?;
+    if let Some(headers) = headers {
+        endpoints::set_custom_headers(&pool, &access, ep.id, &headers).await?;
+        ep.header_names = headers.into_iter().map(|(n, _)| n).collect();
+    }
     Ok((
         StatusCode::CREATED,
         Json(Webhook::from_view(ep, Some(secret))),
     ))
+}
+
+fn custom_headers(
+    map: Option<&BTreeMap<String, String>>,
+) -> Result<Option<Vec<(String, String)>>, ApiError> {
+    map.map(|m| {
+        let pairs: Vec<(String, String)> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        parse_custom_headers(&pairs).map_err(|e| ApiError::invalid(format!("headers: {e}")))
+    })
+    .transpose()
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -143,8 +168,9 @@ pub async fn update(
         .map(parse_subscription)
         .transpose()
         .map_err(ApiError::invalid)?;
+    let headers = custom_headers(body.headers.as_ref())?;
     let access = system_access(caller.project_id, "api");
-    let ep = endpoints::update(
+    let mut ep = endpoints::update(
         &pool,
         &access,
         id,
@@ -156,6 +182,10 @@ pub async fn update(
         },
     )
     .await?;
+    if let Some(headers) = headers {
+        endpoints::set_custom_headers(&pool, &access, id, &headers).await?;
+        ep.header_names = headers.into_iter().map(|(n, _)| n).collect();
+    }
     Ok(Json(Webhook::from_view(ep, None)))
 }
 

@@ -86,10 +86,14 @@ impl Sender {
             ("webhook-timestamp".into(), timestamp.to_string()),
             ("webhook-signature".into(), sigs.standard),
         ];
+        // Custom headers (credentials, typically) go to the endpoint only, never to a
+        // bin, and are recorded redacted.
+        let mut recorded = headers.clone();
         if row.trigger != "redirect" {
             for (k, v) in row.custom_headers.0.iter() {
                 if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(k)) {
                     headers.push((k.clone(), v.clone()));
+                    recorded.push((k.clone(), app::core::custom_headers::REDACTED.to_string()));
                 }
             }
         }
@@ -165,7 +169,7 @@ impl Sender {
             status,
             finished_at,
             duration_ms,
-            request_headers: headers,
+            request_headers: recorded,
             response_status,
             response_headers,
             response_body,
