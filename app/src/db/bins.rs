@@ -49,7 +49,6 @@ pub struct Captured<'a> {
 /// Stores a capture and trims the bin to its newest [`MAX_REQUESTS_PER_BIN`].
 /// Returns false when the bin is unknown or expired.
 pub async fn capture(pool: &PgPool, bin_id: &str, c: Captured<'_>) -> AppResult<bool> {
-    let mut tx = pool.begin().await?;
     let inserted: Option<i64> = sqlx::query_scalar(
         "INSERT INTO bin_requests (bin_id, method, path, query, headers, body, size, status, remote_addr)
          SELECT id, $2, $3, $4, $5, $6, $7, $8, $9 FROM bins WHERE id = $1 AND expires_at > now()
@@ -64,21 +63,22 @@ pub async fn capture(pool: &PgPool, bin_id: &str, c: Captured<'_>) -> AppResult<
     .bind(c.size)
     .bind(c.status)
     .bind(c.remote_addr)
-    .fetch_optional(&mut *tx)
+    .fetch_optional(pool)
     .await?;
-    let Some(_) = inserted else {
+    if inserted.is_none() {
         return Ok(false);
-    };
-    // Keep the newest 500: the OFFSET walks the (bin_id, id) index backwards.
+    }
+    // Keep the newest 500. Concurrent captures each trim what the others have not locked,
+    // so they never wait on (or deadlock with) one another.
     sqlx::query(
-        "DELETE FROM bin_requests WHERE bin_id = $1 AND id < (
-            SELECT id FROM bin_requests WHERE bin_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)",
+        "DELETE FROM bin_requests WHERE id IN (
+            SELECT id FROM bin_requests WHERE bin_id = $1 ORDER BY id DESC OFFSET $2
+            FOR UPDATE SKIP LOCKED)",
     )
     .bind(bin_id)
-    .bind(MAX_REQUESTS_PER_BIN - 1)
-    .execute(&mut *tx)
+    .bind(MAX_REQUESTS_PER_BIN)
+    .execute(pool)
     .await?;
-    tx.commit().await?;
     Ok(true)
 }
 
