@@ -1,4 +1,4 @@
-// Screenshots of the main pages for review: node screenshot.mjs <base> <outdir>
+// Screenshots of the main pages for review (docs/screenshots): node screenshot.mjs <base> <outdir>
 import { chromium } from "@playwright/test";
 const [base = "http://127.0.0.1:3000", out = "shots"] = process.argv.slice(2);
 const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"] });
