@@ -249,13 +249,10 @@ pub async fn reveal_secret(id: i64) -> Result<String, ServerFnError> {
         auth::current_access,
         ctx::server_ctx,
         db::{audit, endpoints},
-        error::AppError,
     };
     let ctx = server_ctx()?;
     let access = current_access().await?;
-    if access.is_support {
-        return Err(AppError::Invalid("Support staff cannot see endpoint secrets.".into()).into());
-    }
+    refuse_support(&access, "see endpoint secrets")?;
     let (secret, _) = endpoints::secrets(&ctx.pool, &access, id).await?;
     audit::record(
         &ctx.pool,
@@ -274,13 +271,10 @@ pub async fn rotate_secret(id: i64) -> Result<String, ServerFnError> {
         auth::current_access,
         ctx::server_ctx,
         db::{audit, endpoints},
-        error::AppError,
     };
     let ctx = server_ctx()?;
     let access = current_access().await?;
-    if access.is_support {
-        return Err(AppError::Invalid("Support staff cannot rotate secrets.".into()).into());
-    }
+    refuse_support(&access, "rotate secrets")?;
     let secret = endpoints::rotate_secret(&ctx.pool, &access, id).await?;
     audit::record(
         &ctx.pool,
@@ -351,13 +345,10 @@ pub async fn create_key(name: String) -> Result<String, ServerFnError> {
         auth::current_access,
         ctx::server_ctx,
         db::{api_keys, audit},
-        error::AppError,
     };
     let ctx = server_ctx()?;
     let access = current_access().await?;
-    if access.is_support {
-        return Err(AppError::Invalid("Support staff cannot create API keys.".into()).into());
-    }
+    refuse_support(&access, "create API keys")?;
     let name = if name.trim().is_empty() {
         "unnamed".to_string()
     } else {
@@ -381,13 +372,10 @@ pub async fn revoke_key(id: i64) -> Result<(), ServerFnError> {
         auth::current_access,
         ctx::server_ctx,
         db::{api_keys, audit},
-        error::AppError,
     };
     let ctx = server_ctx()?;
     let access = current_access().await?;
-    if access.is_support {
-        return Err(AppError::Invalid("Support staff cannot revoke API keys.".into()).into());
-    }
+    refuse_support(&access, "revoke API keys")?;
     api_keys::revoke(&ctx.pool, &access, id).await?;
     audit::record(
         &ctx.pool,
@@ -551,6 +539,17 @@ pub async fn invite_member(email: String) -> Result<String, ServerFnError> {
     )
     .await?;
     Ok(format!("{}/invite/{token}", ctx.cfg.public_url))
+}
+
+/// Support staff read every project but never handle its credentials.
+#[cfg(feature = "ssr")]
+fn refuse_support(access: &crate::auth::Access, what: &str) -> Result<(), crate::error::AppError> {
+    if access.is_support {
+        return Err(crate::error::AppError::Invalid(format!(
+            "Support staff cannot {what}."
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(feature = "ssr")]

@@ -249,13 +249,8 @@ pub async fn refresh_rows(
     use crate::{auth::access_to, ctx::server_ctx, db::deliveries};
     let ctx = server_ctx()?;
     let access = access_to(project_id).await?;
-    let mut out = Vec::new();
-    for id in ids.into_iter().take(50) {
-        if let Ok(row) = deliveries::get_row(&ctx.pool, &access, id).await {
-            out.push(row);
-        }
-    }
-    Ok(out)
+    let ids: Vec<i64> = ids.into_iter().take(50).collect();
+    Ok(deliveries::get_rows(&ctx.pool, &access, &ids).await?)
 }
 
 #[cfg(test)]

@@ -40,12 +40,15 @@ pub struct KeyOwner {
 /// minute per key, to keep the hot path free of writes).
 pub async fn authenticate(pool: &PgPool, key: &str) -> AppResult<Option<KeyOwner>> {
     let row = sqlx::query_as::<_, (i64, i64, String)>(
-        "UPDATE api_keys k SET last_used_at = CASE
-             WHEN k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute' THEN now()
-             ELSE k.last_used_at END
-         FROM projects p
-         WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND p.id = k.project_id
-         RETURNING k.id, k.project_id, p.plan",
+        "WITH k AS (
+            SELECT k.id, k.project_id, p.plan, k.last_used_at FROM api_keys k
+            JOIN projects p ON p.id = k.project_id
+            WHERE k.key_hash = $1 AND k.revoked_at IS NULL
+         ), touched AS (
+            UPDATE api_keys SET last_used_at = now()
+            WHERE id IN (SELECT id FROM k WHERE last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+         )
+         SELECT id, project_id, plan FROM k",
     )
     .bind(hash_key(key))
     .fetch_optional(pool)

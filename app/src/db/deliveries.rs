@@ -128,6 +128,18 @@ pub async fn get_row(pool: &PgPool, access: &Access, id: i64) -> AppResult<Deliv
     .ok_or(AppError::NotFound)
 }
 
+/// The current state of several attempts of one project (live updates of a page).
+pub async fn get_rows(pool: &PgPool, access: &Access, ids: &[i64]) -> AppResult<Vec<DeliveryRow>> {
+    Ok(sqlx::query_as::<_, DeliveryRow>(&format!(
+        "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
+         WHERE d.id = ANY($1) AND d.project_id = $2"
+    ))
+    .bind(ids)
+    .bind(access.project_id)
+    .fetch_all(pool)
+    .await?)
+}
+
 /// The parts of a row that only the expanded view needs.
 #[derive(sqlx::FromRow)]
 pub struct RowExtras {
