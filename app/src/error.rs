@@ -44,6 +44,11 @@ impl From<sqlx::Error> for AppError {
     fn from(e: sqlx::Error) -> Self {
         match e {
             sqlx::Error::RowNotFound => AppError::NotFound,
+            // Class 22 is "data exception": a value the caller sent that PostgreSQL
+            // cannot store (a NUL character, `\u0000` in JSON, a number out of range).
+            sqlx::Error::Database(d) if d.code().is_some_and(|c| c.starts_with("22")) => {
+                AppError::Invalid(format!("value not accepted: {}", d.message()))
+            }
             e => AppError::Db(e),
         }
     }

@@ -485,3 +485,47 @@ async fn polling_by_cursor_sees_every_event_exactly_once_while_they_arrive() {
     assert_eq!(expected.len(), total + total / 25);
     app.stop().await;
 }
+
+/// NUL characters in text columns are refused by PostgreSQL; the API answers 422
+/// instead of 500 and stores nothing (`\u0000` inside event data is valid JSON, kept as sent).
+#[tokio::test]
+async fn values_postgres_cannot_store_are_refused_with_422() {
+    let app = TestApp::spawn().await;
+    let (_, key) = app.project("business").await;
+    let api = Api::new(&app, &key);
+    let (s, _, v) = api
+        .send(
+            "POST",
+            "/webhooks",
+            Some(json!({"url": "https://example.com/h", "events": ["*"]})),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let id = v["id"].as_i64().unwrap();
+    for (method, path, body) in [
+        (
+            "PATCH",
+            format!("/webhooks/{id}"),
+            json!({"description": "a\u{0}b"}),
+        ),
+        (
+            "POST",
+            "/webhooks".into(),
+            json!({"url": "https://example.com/h", "events": ["*"], "description": "\u{0}"}),
+        ),
+        (
+            "POST",
+            "/events".into(),
+            json!({"event": "order.created", "data": {}, "id": "key\u{0}"}),
+        ),
+    ] {
+        let (s, _, v) = api.send(method, &path, Some(body)).await;
+        assert_eq!(s, 422, "{method} {path}: {v}");
+        assert_eq!(v["error"]["code"], "invalid");
+    }
+    let (s, _, v) = api.send("GET", "/events?type=a%00b", None).await;
+    assert_eq!(s, 422, "{v}");
+    let (_, _, v) = api.send("GET", "/events", None).await;
+    assert_eq!(v["data"].as_array().unwrap().len(), 0, "nothing was stored");
+    app.stop().await;
+}
