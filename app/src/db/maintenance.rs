@@ -32,8 +32,14 @@ pub async fn sweep(pool: &PgPool, retention_days: u32) -> AppResult<Swept> {
             .fetch_one(pool)
             .await?;
     let events_deleted = sqlx::query(
+        // An event with a delivery still waiting (a disabled endpoint's) is kept: its
+        // payload is what will be sent when the endpoint is enabled again.
         "DELETE FROM events WHERE id IN (
-            SELECT id FROM events WHERE created_at < now() - make_interval(days => $1 + 1) LIMIT 10000)",
+            SELECT e.id FROM events e
+            WHERE e.created_at < now() - make_interval(days => $1 + 1)
+              AND NOT EXISTS (SELECT 1 FROM deliveries d
+                              WHERE d.event_id = e.event_id AND d.status IN ('pending', 'in_flight'))
+            LIMIT 10000)",
     )
     .bind(retention_days as i32)
     .execute(pool)
