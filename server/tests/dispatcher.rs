@@ -198,7 +198,12 @@ async fn a_429_waits_for_retry_after() {
 async fn a_429_with_an_http_date_waits_until_then() {
     let app = TestApp::spawn().await;
     let rx = Receiver::start().await;
-    let at = std::time::SystemTime::now() + Duration::from_secs(3);
+    let (sys0, t0) = (std::time::SystemTime::now(), std::time::Instant::now());
+    let at = sys0 + Duration::from_secs(4);
+    // An HTTP-date has whole seconds: the retry is due at `at` rounded down.
+    let whole = std::time::UNIX_EPOCH
+        + Duration::from_secs(at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs());
+    let due = t0 + whole.duration_since(sys0).unwrap();
     rx.script([Answer::status(429).header("retry-after", httpdate::fmt_http_date(at))]);
     let (project, _) = app.project("trial").await;
     app.endpoint(project, &rx.url).await;
@@ -207,10 +212,11 @@ async fn a_429_with_an_http_date_waits_until_then() {
         .await;
     app.settled(&event_id, SETTLE).await;
     let seen = rx.seen();
+    assert!(seen.len() >= 2, "{seen:?}");
     assert!(
-        seen[1].at - seen[0].at >= Duration::from_millis(1500),
-        "{:?}",
-        seen[1].at - seen[0].at
+        seen[1].at + Duration::from_millis(20) >= due,
+        "retried {:?} before the date",
+        due - seen[1].at
     );
     app.stop().await;
 }
