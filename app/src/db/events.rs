@@ -32,6 +32,11 @@ pub async fn ingest(
     client_id: Option<&str>,
 ) -> AppResult<Ingested> {
     let mut tx = pool.begin().await?;
+    // The dispatchers are woken after the commit, not by the insert trigger (see the
+    // `notify_after_commit` migration for why).
+    sqlx::query("SET LOCAL posthorn.defer_notify = on")
+        .execute(&mut *tx)
+        .await?;
     let targets: Vec<(i64, String)> = sqlx::query_as(
         "SELECT id, url FROM endpoints
          WHERE project_id = $1 AND enabled AND deleted_at IS NULL
@@ -93,6 +98,9 @@ pub async fn ingest(
         .await?;
     }
     tx.commit().await?;
+    if deliveries > 0 {
+        super::deliveries::wake_dispatchers(pool).await;
+    }
     Ok(Ingested {
         event_id,
         deliveries,

@@ -244,7 +244,7 @@ async fn main() {
         }
         Mode::Queries { .. } | Mode::Capture { .. } => unreachable!(),
         Mode::Latency { rate, seconds } => {
-            let mut sent: HashMap<String, Instant> = HashMap::new();
+            let mut sent: HashMap<String, (Instant, Instant)> = HashMap::new();
             let interval = Duration::from_secs_f64(1.0 / rate as f64);
             let start = Instant::now();
             let mut next = Instant::now();
@@ -264,21 +264,47 @@ async fn main() {
                     let e = db::events::ingest(&pool, project.id, &t, data, None)
                         .await
                         .unwrap();
-                    let _ = tx.send((e.event_id, at));
+                    let _ = tx.send((e.event_id, at, Instant::now()));
                 });
             }
             drop(tx);
-            while let Some((id, at)) = rx.recv().await {
-                sent.insert(id, at);
+            while let Some((id, at, committed)) = rx.recv().await {
+                sent.insert(id, (at, committed));
             }
             tokio::time::sleep(Duration::from_secs(3)).await;
             let got = receipts.at.lock().unwrap().clone();
-            let mut lat: Vec<f64> = sent
-                .iter()
-                .filter_map(|(id, at)| got.get(id).map(|r| (*r - *at).as_secs_f64() * 1000.0))
-                .collect();
-            lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+            let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+            let sorted = |mut v: Vec<f64>| {
+                v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                v
+            };
+            let lat = sorted(
+                sent.iter()
+                    .filter_map(|(id, (at, _))| got.get(id).map(|r| ms(*r - *at)))
+                    .collect(),
+            );
+            // The two halves: the ingest transaction (commit included), and commit to receipt.
+            let commit = sorted(sent.values().map(|(at, c)| ms(*c - *at)).collect());
+            let dispatch = sorted(
+                sent.iter()
+                    .filter_map(|(id, (_, c))| {
+                        got.get(id).map(|r| ms(r.saturating_duration_since(*c)))
+                    })
+                    .collect(),
+            );
+            let at_pct = |v: &[f64], p: f64| v[((v.len() as f64 * p) as usize).min(v.len() - 1)];
+            let pct = |p: f64| at_pct(&lat, p);
+            for (name, v) in [
+                ("ingest (commit)", &commit),
+                ("commit -> receipt", &dispatch),
+            ] {
+                println!(
+                    "  {name}: p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms",
+                    at_pct(v, 0.5),
+                    at_pct(v, 0.9),
+                    at_pct(v, 0.99)
+                );
+            }
             println!(
                 "rate {rate} events/s for {seconds} s ({:.1} s actual): {} sent, {} received",
                 start.elapsed().as_secs_f64(),
