@@ -31,13 +31,8 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, sqlx::Er
 /// the main pool, durably.
 pub async fn connect_dispatcher(url: &str, max_connections: u32) -> Result<PgPool, sqlx::Error> {
     use std::str::FromStr;
-    // The claim and outcome statements update the partitioned deliveries table: a custom
-    // plan for them spans every daily partition and costs ~10 ms to plan, against
-    // ~0.1 ms to run, so the dispatcher always uses the generic plan it prepares once.
-    let options = sqlx::postgres::PgConnectOptions::from_str(url)?.options([
-        ("synchronous_commit", "off"),
-        ("plan_cache_mode", "force_generic_plan"),
-    ]);
+    let options =
+        sqlx::postgres::PgConnectOptions::from_str(url)?.options([("synchronous_commit", "off")]);
     PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(std::time::Duration::from_secs(10))

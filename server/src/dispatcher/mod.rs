@@ -88,7 +88,9 @@ impl Dispatcher {
             while tasks.try_join_next().is_some() {}
             if last_recovery.elapsed() > Duration::from_secs(2) {
                 last_recovery = std::time::Instant::now();
-                match queue::recover_expired(&self.pool).await {
+                let recovered = queue::recover_expired(&self.pool).await;
+                slow("lease recovery", last_recovery);
+                match recovered {
                     Ok(n) if n > 0 => {
                         tracing::warn!(rows = n, "recovered attempts whose lease ran out")
                     }
@@ -119,6 +121,7 @@ impl Dispatcher {
                 continue;
             }
             let limit = room.min(self.cfg.batch_size);
+            let claim_started = std::time::Instant::now();
             let claimed =
                 match queue::claim_due(&self.pool, &self.worker, limit, self.cfg.lease, &saturated)
                     .await
@@ -134,6 +137,7 @@ impl Dispatcher {
                     }
                 };
             let got = claimed.len() as i64;
+            slow("claim", claim_started);
             {
                 let mut h = held.lock().expect("held lock");
                 for row in &claimed {
@@ -262,7 +266,10 @@ async fn write_outcomes(
                 Err(_) => break,
             }
         }
-        match queue::record(&pool, &worker, &batch).await {
+        let started = std::time::Instant::now();
+        let recorded = queue::record(&pool, &worker, &batch).await;
+        slow("recording outcomes", started);
+        match recorded {
             Ok(_) => {
                 let mut h = held.lock().expect("held lock");
                 for o in &batch {
@@ -292,5 +299,14 @@ async fn renew(pool: PgPool, worker: String, held: Held, lease: Duration) {
         if let Err(e) = queue::renew_leases(&pool, &worker, &ids, lease).await {
             tracing::warn!(error = %e, "lease renewal failed");
         }
+    }
+}
+
+/// Database round trips of the dispatcher normally take a few milliseconds; a slow one
+/// delays every attempt behind it, so it is worth a line in the log.
+fn slow(what: &str, since: std::time::Instant) {
+    let took = since.elapsed();
+    if took > Duration::from_millis(100) {
+        tracing::warn!(took_ms = took.as_millis() as u64, "{what} was slow");
     }
 }
