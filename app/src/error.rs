@@ -29,13 +29,37 @@ impl fmt::Display for AppError {
     }
 }
 
-impl std::error::Error for AppError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+impl AppError {
+    /// The HTTP status a server function answers with for this error.
+    pub fn status(&self) -> u16 {
         match self {
+            AppError::NotFound => 404,
+            AppError::Conflict(_) => 409,
+            AppError::Invalid(_) => 422,
+            AppError::Unauthorized(_) => 401,
+            AppError::TooMany(_) => 429,
             #[cfg(feature = "ssr")]
-            AppError::Db(e) => Some(e),
-            _ => None,
+            AppError::Db(_) => 500,
         }
+    }
+}
+
+/// Server functions answer with the error's own status (404 for another project's id,
+/// 409 for a refused retry…) instead of a blanket 500; the message is the same.
+impl From<AppError> for leptos::prelude::ServerFnError {
+    fn from(e: AppError) -> Self {
+        #[cfg(feature = "ssr")]
+        {
+            if let AppError::Db(db) = &e {
+                tracing::error!(error = %db, "database error in a server function");
+            }
+            if let Some(res) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
+                if let Ok(status) = http::StatusCode::from_u16(e.status()) {
+                    res.set_status(status);
+                }
+            }
+        }
+        leptos::prelude::ServerFnError::ServerError(e.to_string())
     }
 }
 

@@ -65,13 +65,17 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
         .map_err(|e| format!("cannot connect to the database: {e}"))?;
     app::db::migrate(&pool).await?;
     web::session_store(&pool).migrate().await?;
-    app::db::maintenance::ensure_partitions(&pool, 15, 7).await?;
+    app::db::maintenance::ensure_partitions(&pool, 15, 7)
+        .await
+        .map_err(|e| e.to_string())?;
     match command {
         Command::Migrate => {
             tracing::info!("migrations applied");
         }
         Command::SeedDemo => {
-            let id = crate::seed::seed_demo(&pool).await?;
+            let id = crate::seed::seed_demo(&pool)
+                .await
+                .map_err(|e| e.to_string())?;
             tracing::info!(project_id = id, "demo data ready");
         }
         Command::CreateProject {
@@ -80,11 +84,16 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             owner_password,
             plan,
         } => {
-            let owner =
-                app::db::users::upsert(&pool, &owner_email, &owner_password, "user").await?;
-            let project = app::db::projects::create(&pool, &name, &plan, owner.id).await?;
+            let owner = app::db::users::upsert(&pool, &owner_email, &owner_password, "user")
+                .await
+                .map_err(|e| e.to_string())?;
+            let project = app::db::projects::create(&pool, &name, &plan, owner.id)
+                .await
+                .map_err(|e| e.to_string())?;
             let (key, _) =
-                app::db::api_keys::create(&pool, project.id, "created by create-project").await?;
+                app::db::api_keys::create(&pool, project.id, "created by create-project")
+                    .await
+                    .map_err(|e| e.to_string())?;
             println!(
                 "{}",
                 serde_json::json!({ "project_id": project.id, "api_key": key })
@@ -95,7 +104,9 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             password,
             role,
         } => {
-            let user = app::db::users::upsert(&pool, &email, &password, &role).await?;
+            let user = app::db::users::upsert(&pool, &email, &password, &role)
+                .await
+                .map_err(|e| e.to_string())?;
             println!(
                 "{}",
                 serde_json::json!({ "user_id": user.id, "email": user.email, "role": user.role })
