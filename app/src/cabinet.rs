@@ -194,6 +194,49 @@ pub async fn update_endpoint(
     Ok(())
 }
 
+/// Sets (with a value) or removes (without) one custom header of an endpoint; returns
+/// the header names now set. Values are write-only: the cabinet never gets them back.
+#[server(endpoint = "edit_endpoint_header")]
+pub async fn edit_endpoint_header(
+    id: i64,
+    name: String,
+    value: Option<String>,
+) -> Result<Vec<String>, ServerFnError> {
+    use crate::{
+        auth::current_access,
+        core::custom_headers::{parse_custom_headers, MAX_HEADERS},
+        ctx::server_ctx,
+        db::{audit, endpoints},
+        error::AppError,
+    };
+    let ctx = server_ctx()?;
+    let access = current_access().await?;
+    refuse_support(&access, "change custom headers")?;
+    let name = name.trim().to_string();
+    let value = value.filter(|v| !v.is_empty());
+    if let Some(v) = &value {
+        parse_custom_headers(&[(name.clone(), v.clone())]).map_err(AppError::Invalid)?;
+        let names = endpoints::custom_header_names(&ctx.pool, &access, id).await?;
+        if names.len() >= MAX_HEADERS && !names.iter().any(|n| n.eq_ignore_ascii_case(&name)) {
+            return Err(AppError::Invalid(format!("at most {MAX_HEADERS} custom headers")).into());
+        }
+    }
+    endpoints::edit_custom_header(&ctx.pool, &access, id, &name, value.as_deref()).await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        if value.is_some() {
+            "endpoint.header.set"
+        } else {
+            "endpoint.header.remove"
+        },
+        &format!("endpoint #{id}"),
+        serde_json::json!({ "header": name }),
+    )
+    .await?;
+    Ok(endpoints::custom_header_names(&ctx.pool, &access, id).await?)
+}
+
 /// Chooses the endpoint that receives `endpoint.disabled` notices for this project.
 #[server(endpoint = "set_ops_endpoint")]
 pub async fn set_ops_endpoint(id: i64) -> Result<(), ServerFnError> {

@@ -1,5 +1,5 @@
 import { test, expect } from "@playwright/test";
-import { createProject, hydrated, login, startReceiver, api } from "./helpers";
+import { createProject, hydrated, login, api, webhooksPageOfNewProject } from "./helpers";
 
 test("API keys: created and shown once, listed by prefix, revoked at once", async ({ page, request }) => {
   const p = createProject("Keys");
@@ -24,11 +24,7 @@ test("API keys: created and shown once, listed by prefix, revoked at once", asyn
 });
 
 test("webhooks: create an endpoint, test-send to a live receiver, see success inline", async ({ page }) => {
-  const receiver = await startReceiver();
-  const p = createProject("Hooks");
-  await login(page, { email: p.email, password: p.password });
-  await page.goto("/developers/webhooks");
-  await hydrated(page);
+  const { receiver } = await webhooksPageOfNewProject(page, "Hooks");
   await page.getByTestId("endpoint-url-input").fill("ftp://nope");
   await page.getByTestId("create-endpoint-button").click();
   await expect(page.getByRole("alert")).toContainText(/http|URL/i);
@@ -59,4 +55,36 @@ test("every cabinet page renders for the demo owner, with no dead end", async ({
     await expect(page.getByRole("heading", { level: 1, name: heading })).toBeVisible();
     await expect(page.getByRole("banner").getByRole("link", { name: "Deliveries", exact: true })).toBeVisible();
   }
+});
+
+test("custom headers: set in the cabinet, sent to the receiver, never shown back, removable", async ({ page }) => {
+  const { receiver } = await webhooksPageOfNewProject(page, "Headers");
+  await page.getByTestId("endpoint-url-input").fill(receiver.url);
+  await page.getByTestId("create-endpoint-button").click();
+  const card = page.getByTestId("endpoint-row");
+  await expect(card).toHaveCount(1);
+  await card.getByTestId("edit-endpoint-button").click();
+  // A reserved header is refused with a message.
+  await card.getByTestId("header-name-input").fill("Content-Type");
+  await card.getByTestId("header-value-input").fill("text/plain");
+  await card.getByTestId("set-header-button").click();
+  await expect(card.getByRole("status")).toBeVisible();
+  await card.getByTestId("header-name-input").fill("X-Receiver-Token");
+  await card.getByTestId("header-value-input").fill("tok-123-secret");
+  await card.getByTestId("set-header-button").click();
+  await expect(card.getByTestId("custom-headers")).toHaveText("Custom headers: X-Receiver-Token: [redacted]");
+  await card.getByTestId("test-send-button").click();
+  await expect(card.getByTestId("test-send-result")).toHaveAttribute("data-status", "succeeded", { timeout: 15_000 });
+  expect(receiver.received[0].headers["x-receiver-token"]).toBe("tok-123-secret");
+  await page.reload();
+  await hydrated(page);
+  await expect(page.getByTestId("custom-headers")).toHaveText("Custom headers: X-Receiver-Token: [redacted]");
+  expect(await page.content()).not.toContain("tok-123-secret");
+  await card.getByTestId("edit-endpoint-button").click();
+  await card.getByTestId("remove-header-button").click();
+  await expect(card.getByTestId("custom-headers")).toHaveCount(0);
+  await card.getByTestId("test-send-button").click();
+  await expect.poll(() => receiver.received.length, { timeout: 15_000 }).toBe(2);
+  expect(receiver.received[1].headers["x-receiver-token"]).toBeUndefined();
+  receiver.close();
 });

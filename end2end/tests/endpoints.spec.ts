@@ -1,6 +1,6 @@
 import { test, expect } from "@playwright/test";
 import { createHmac } from "node:crypto";
-import { api, createProject, hydrated, login, startReceiver, OWNER, SUPPORT } from "./helpers";
+import { api, createProject, hydrated, login, startReceiver, webhooksPageOfNewProject, OWNER, SUPPORT } from "./helpers";
 
 function botix(secret: string, ts: string, body: string) {
   return "sha256=" + createHmac("sha256", secret).update(`${ts}.${body}`).digest("hex");
@@ -10,11 +10,7 @@ function standard(secret: string, id: string, ts: string, body: string) {
 }
 
 test("after a rotation the next delivery carries two signatures, valid for the old and new secret", async ({ page }) => {
-  const receiver = await startReceiver();
-  const p = createProject("Rotation");
-  await login(page, { email: p.email, password: p.password });
-  await page.goto("/developers/webhooks");
-  await hydrated(page);
+  const { receiver } = await webhooksPageOfNewProject(page, "Rotation");
   await page.getByTestId("endpoint-url-input").fill(receiver.url);
   await page.getByTestId("create-endpoint-button").click();
   const oldSecret = (await page.getByTestId("new-endpoint-secret").textContent())!.trim();

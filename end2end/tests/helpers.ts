@@ -58,3 +58,13 @@ export async function api(request: APIRequestContext, key: string, method: strin
   });
   return res;
 }
+
+/** A new project's owner on /developers/webhooks, signed in, with a live receiver to point endpoints at. */
+export async function webhooksPageOfNewProject(page: Page, name: string) {
+  const receiver = await startReceiver();
+  const p = createProject(name);
+  await login(page, { email: p.email, password: p.password });
+  await page.goto("/developers/webhooks");
+  await hydrated(page);
+  return { receiver, project: p };
+}

@@ -6,7 +6,7 @@ use sqlx::PgPool;
 use crate::{
     auth::Access,
     core::{ids::new_api_key, ratelimit::Plan},
-    error::{AppError, AppResult},
+    error::AppResult,
     model::ApiKeyView,
 };
 
@@ -71,16 +71,14 @@ pub async fn list(pool: &PgPool, access: &Access) -> AppResult<Vec<ApiKeyView>> 
 }
 
 pub async fn revoke(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
-    let n = sqlx::query(
-        "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 AND project_id = $2",
+    super::found(
+        sqlx::query(
+            "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 AND project_id = $2",
+        )
+        .bind(id)
+        .bind(access.project_id)
+        .execute(pool)
+        .await?
+        .rows_affected(),
     )
-    .bind(id)
-    .bind(access.project_id)
-    .execute(pool)
-    .await?
-    .rows_affected();
-    if n == 0 {
-        return Err(AppError::NotFound);
-    }
-    Ok(())
 }

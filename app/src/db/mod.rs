@@ -13,6 +13,7 @@ pub mod rate_counters;
 pub mod replays;
 pub mod users;
 
+use crate::error::{AppError, AppResult};
 use sqlx::{postgres::PgPoolOptions, PgPool};
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
@@ -42,4 +43,13 @@ pub async fn connect_dispatcher(url: &str, max_connections: u32) -> Result<PgPoo
 
 pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
     MIGRATOR.run(pool).await
+}
+
+/// The outcome of a write aimed at one row of the caller's project: none touched means
+/// the row is unknown or not theirs, and the two are never told apart.
+pub(crate) fn found(rows_affected: u64) -> AppResult<()> {
+    if rows_affected == 0 {
+        return Err(AppError::NotFound);
+    }
+    Ok(())
 }

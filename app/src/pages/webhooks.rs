@@ -5,8 +5,8 @@ use leptos::prelude::*;
 
 use crate::{
     cabinet::{
-        create_endpoint, delete_endpoint, list_endpoints, reveal_secret, rotate_secret,
-        set_ops_endpoint, test_send, update_endpoint, EndpointStats,
+        create_endpoint, delete_endpoint, edit_endpoint_header, list_endpoints, reveal_secret,
+        rotate_secret, set_ops_endpoint, test_send, update_endpoint, EndpointStats,
     },
     components::{
         hydration::gate,
@@ -133,6 +133,7 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
     let remove = Action::new(move |_: &()| delete_endpoint(id));
     let make_ops = Action::new(move |_: &()| set_ops_endpoint(id));
     let editing = RwSignal::new(false);
+    let header_names = RwSignal::new(ep.header_names.clone());
     let edit_url = RwSignal::new(ep.url.clone());
     let edit_types = RwSignal::new(ep.event_types.join(", "));
     let save = Action::new(move |_: &()| {
@@ -142,6 +143,21 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
             Some(edit_types.get_untracked()),
             None,
         )
+    });
+    let (header_name, header_value) = (RwSignal::new(String::new()), RwSignal::new(String::new()));
+    let edit_header = Action::new(move |(name, value): &(String, Option<String>)| {
+        edit_endpoint_header(id, name.clone(), value.clone())
+    });
+    // The card stays open while headers are edited: the list of names is kept here.
+    Effect::new(move |_| match edit_header.value().get() {
+        Some(Ok(names)) => {
+            header_names.set(names);
+            header_name.set(String::new());
+            header_value.set(String::new());
+            message.set(None);
+        }
+        Some(Err(e)) => message.set(Some((false, error_text(&e)))),
+        None => {}
     });
     Effect::new(move |_| {
         for r in [
@@ -225,8 +241,8 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
             <div class="epmeta">
                 <span>"Events: "<span class="mono">{ep.event_types.join(", ")}</span></span>
                 {(!ep.description.is_empty()).then(|| view! { <span class="muted">{ep.description.clone()}</span> })}
-                {(!ep.header_names.is_empty()).then(|| view! {
-                    <span data-testid="custom-headers">"Custom headers: "<span class="mono">{ep.header_names.iter().map(|n| format!("{n}: [redacted]")).collect::<Vec<_>>().join(", ")}</span></span>
+                {move || (!header_names.get().is_empty()).then(|| view! {
+                    <span data-testid="custom-headers">"Custom headers: "<span class="mono">{header_names.get().iter().map(|n| format!("{n}: [redacted]")).collect::<Vec<_>>().join(", ")}</span></span>
                 })}
                 <span class=rate_class data-testid="success-rate">{rate.map(|r| format!("{r:.1}% ok")).unwrap_or_else(|| "no attempts".into())}" · 24 h"</span>
                 <span>{format!("{} attempts", stats.attempts_24h)}</span>
@@ -255,6 +271,25 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
                     <button type="submit" class="primary" data-testid="save-endpoint-button">"Save"</button>
                     <button type="button" class="link" on:click=move |_| editing.set(false)>"Cancel"</button>
                 </form>
+                <div class="epheaders" data-testid="custom-headers-editor">
+                    <span class="muted">"Custom headers, sent with every attempt (values are write-only): "</span>
+                    {move || header_names.get().into_iter().map(|n| {
+                        let name = n.clone();
+                        view! {
+                            <span class="chip mono">{format!("{n}: [redacted]")}" "
+                                <button type="button" class="link danger" aria-label=format!("Remove header {n}") data-testid="remove-header-button"
+                                    on:click=move |_| { edit_header.dispatch((name.clone(), None)); }>"×"</button>
+                            </span>
+                        }
+                    }).collect_view()}
+                    <form class="filters" on:submit=move |ev| { ev.prevent_default(); edit_header.dispatch((header_name.get_untracked(), Some(header_value.get_untracked()))); }>
+                        <input type="text" placeholder="Header-Name" aria-label="Header name" required data-testid="header-name-input"
+                            prop:value=move || header_name.get() on:input=move |ev| header_name.set(event_target_value(&ev))/>
+                        <input type="password" placeholder="value" aria-label="Header value" required autocomplete="off" data-testid="header-value-input"
+                            prop:value=move || header_value.get() on:input=move |ev| header_value.set(event_target_value(&ev))/>
+                        <button type="submit" data-testid="set-header-button">"Set header"</button>
+                    </form>
+                </div>
             })}
             <div class="actions">
                 <button type="button" data-testid="edit-endpoint-button" on:click=move |_| editing.update(|e| *e = !*e)>"Edit"</button>
