@@ -7,7 +7,7 @@ test("API keys: created and shown once, listed by prefix, revoked at once", asyn
   await page.goto("/developers/keys");
   await hydrated(page);
   await expect(page.getByTestId("key-row")).toHaveCount(1);
-  await page.getByTestId("key-name-input").fill("ci");
+  await page.getByTestId("key-name-input").fill("deploy-bot");
   await page.getByTestId("create-key-button").click();
   const key = (await page.getByTestId("new-key-value").textContent())!.trim();
   expect(key).toMatch(/^phk_/);
@@ -17,7 +17,7 @@ test("API keys: created and shown once, listed by prefix, revoked at once", asyn
   await hydrated(page);
   await expect(page.getByTestId("new-key-value")).toHaveCount(0);
   await expect(page.getByText(key)).toHaveCount(0);
-  const row = page.getByTestId("key-row").filter({ hasText: "ci" });
+  const row = page.getByTestId("key-row").filter({ hasText: "deploy-bot" });
   await row.getByTestId("revoke-key-button").click();
   await expect(row).toHaveAttribute("data-revoked", "true");
   expect((await api(request, key, "GET", "/webhooks")).status()).toBe(401);
