@@ -385,6 +385,20 @@ async fn rate_limit_headers_on_every_response_and_429_when_spent() {
     assert_eq!(doc.status(), 200);
     let doc: Value = doc.json().await.unwrap();
     assert!(doc["paths"]["/events"]["post"].is_object());
+    // The error shape is documented, and every operation lists the errors all can give.
+    let error_ref = json!({"$ref": "#/components/schemas/ApiErrorBody"});
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            for status in ["401", "422", "429"] {
+                assert_eq!(
+                    op["responses"][status]["content"]["application/json"]["schema"], error_ref,
+                    "{method} {path} {status}"
+                );
+            }
+        }
+    }
+    assert!(doc["paths"]["/events"]["post"]["responses"]["413"].is_object());
+    assert!(doc["components"]["schemas"]["ApiErrorBody"].is_object());
     app.stop().await;
 }
 

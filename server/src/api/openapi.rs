@@ -2,9 +2,73 @@
 
 use axum::Json;
 use utoipa::{
-    openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
-    Modify, OpenApi,
+    openapi::{
+        security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
+        ContentBuilder, Ref, ResponseBuilder,
+    },
+    Modify, OpenApi, ToSchema,
 };
+
+/// Every error of the API: `{"error": {"code", "message"}}`.
+#[derive(ToSchema)]
+#[allow(dead_code)] // describes `ApiError`'s JSON; never built itself
+pub struct ApiErrorBody {
+    error: ApiErrorDetail,
+}
+
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct ApiErrorDetail {
+    /// `unauthorized`, `rate_limited`, `invalid`, `too_large`, `not_found`, `conflict`…
+    code: String,
+    message: String,
+}
+
+/// The errors every operation can answer with, listed once here rather than on each
+/// handler: 401 (no or bad key), 422 (a value refused), 429 (the minute's quota spent),
+/// and 413 for operations that take a body.
+struct CommonErrors;
+
+impl Modify for CommonErrors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let error = |description: &str| {
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ApiErrorBody")))
+                        .build(),
+                )
+                .build()
+        };
+        for item in openapi.paths.paths.values_mut() {
+            for op in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.patch,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let with_body = op.request_body.is_some();
+                let responses = &mut op.responses.responses;
+                let mut add = |status: &str, description: &str| {
+                    responses
+                        .entry(status.to_string())
+                        .or_insert_with(|| error(description).into());
+                };
+                add("401", "Missing, unknown or revoked API key");
+                add("422", "A value was refused; the message says which");
+                add("429", "Rate limit spent; see Retry-After");
+                if with_body {
+                    add("413", "Request body over 256 KiB");
+                }
+            }
+        }
+    }
+}
 
 struct BearerKey;
 
@@ -28,7 +92,8 @@ impl Modify for BearerKey {
         super::events::create, super::events::get, super::events::list,
         super::deliveries::list, super::deliveries::get, super::deliveries::retry,
     ),
-    modifiers(&BearerKey),
+    components(schemas(ApiErrorBody, ApiErrorDetail)),
+    modifiers(&BearerKey, &CommonErrors),
     security(("api_key" = []))
 )]
 pub struct ApiDoc;
