@@ -543,3 +543,24 @@ async fn values_postgres_cannot_store_are_refused_with_422() {
     assert_eq!(v["data"].as_array().unwrap().len(), 0, "nothing was stored");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn query_parameters_of_the_wrong_type_get_a_json_422() {
+    let app = TestApp::spawn().await;
+    let (_, key) = app.project("business").await;
+    let api = Api::new(&app, &key);
+    for path in [
+        "/events?limit=abc",
+        "/deliveries?limit=1.5",
+        "/events?limit=0",
+    ] {
+        let (s, _, v) = api.send("GET", path, None).await;
+        assert_eq!(s, 422, "{path}: {v}");
+        assert_eq!(v["error"]["code"], "invalid", "{path}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains("limit"),
+            "{path}: {v}"
+        );
+    }
+    app.stop().await;
+}

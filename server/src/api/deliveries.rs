@@ -2,7 +2,7 @@
 
 use app::{auth::system_access, core::cursor::Cursor, db::deliveries};
 use axum::{
-    extract::{Path, Query, State},
+    extract::{Path, State},
     http::StatusCode,
     response::IntoResponse,
     Extension, Json,
@@ -14,7 +14,7 @@ use super::{
     events::{cut_page, page_json},
     page_limit, parse_cursor, parse_since,
     webhooks::parse_id,
-    ApiError, Caller,
+    ApiError, ApiQuery, Caller,
 };
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -30,7 +30,7 @@ pub struct ListDeliveries {
 pub async fn list(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,
-    Query(q): Query<ListDeliveries>,
+    ApiQuery(q): ApiQuery<ListDeliveries>,
 ) -> Result<impl IntoResponse, ApiError> {
     let limit = page_limit(q.limit)?;
     let after = parse_cursor(q.cursor.as_deref())?;

@@ -5,7 +5,7 @@ use app::{
     db::events,
 };
 use axum::{
-    extract::{Path, Query, State},
+    extract::{Path, State},
     http::{HeaderMap, StatusCode},
     response::IntoResponse,
     Extension, Json,
@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use sqlx::PgPool;
 
-use super::{page_limit, parse_cursor, parse_since, ApiError, ApiJson, Caller};
+use super::{page_limit, parse_cursor, parse_since, ApiError, ApiJson, ApiQuery, Caller};
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -94,7 +94,7 @@ pub struct ListEvents {
 pub async fn list(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,
-    Query(q): Query<ListEvents>,
+    ApiQuery(q): ApiQuery<ListEvents>,
 ) -> Result<impl IntoResponse, ApiError> {
     let limit = page_limit(q.limit)?;
     let after = parse_cursor(q.cursor.as_deref())?;

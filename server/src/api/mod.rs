@@ -132,6 +132,23 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     }
 }
 
+/// Query strings with this API's errors: a value of the wrong type is a 422 JSON error
+/// naming the parameter, like a bad field in a body (axum's own is plain-text 400).
+pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> axum::extract::FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::try_from_uri(&parts.uri)
+            .map(|q| ApiQuery(q.0))
+            .map_err(|e| ApiError::invalid(e.body_text()))
+    }
+}
+
 pub fn parse_json<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, ApiError> {
     if bytes.is_empty() {
         return Err(ApiError::new(
