@@ -221,7 +221,8 @@ pub async fn edit_endpoint_header(
             return Err(AppError::Invalid(format!("at most {MAX_HEADERS} custom headers")).into());
         }
     }
-    endpoints::edit_custom_header(&ctx.pool, &access, id, &name, value.as_deref()).await?;
+    let names =
+        endpoints::edit_custom_header(&ctx.pool, &access, id, &name, value.as_deref()).await?;
     audit::record(
         &ctx.pool,
         &access,
@@ -234,7 +235,7 @@ pub async fn edit_endpoint_header(
         serde_json::json!({ "header": name }),
     )
     .await?;
-    Ok(endpoints::custom_header_names(&ctx.pool, &access, id).await?)
+    Ok(names)
 }
 
 /// Chooses the endpoint that receives `endpoint.disabled` notices for this project.

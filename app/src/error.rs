@@ -63,6 +63,14 @@ impl From<AppError> for leptos::prelude::ServerFnError {
     }
 }
 
+/// `AppError` is no `std::error::Error` (that would clash with the conversion above), so
+/// the command line's boxed errors take it through this instead.
+impl From<AppError> for Box<dyn std::error::Error + Send + Sync> {
+    fn from(e: AppError) -> Self {
+        e.to_string().into()
+    }
+}
+
 #[cfg(feature = "ssr")]
 impl From<sqlx::Error> for AppError {
     fn from(e: sqlx::Error) -> Self {

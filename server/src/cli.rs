@@ -65,17 +65,13 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
         .map_err(|e| format!("cannot connect to the database: {e}"))?;
     app::db::migrate(&pool).await?;
     web::session_store(&pool).migrate().await?;
-    app::db::maintenance::ensure_partitions(&pool, 15, 7)
-        .await
-        .map_err(|e| e.to_string())?;
+    app::db::maintenance::ensure_partitions(&pool, 15, 7).await?;
     match command {
         Command::Migrate => {
             tracing::info!("migrations applied");
         }
         Command::SeedDemo => {
-            let id = crate::seed::seed_demo(&pool)
-                .await
-                .map_err(|e| e.to_string())?;
+            let id = crate::seed::seed_demo(&pool).await?;
             tracing::info!(project_id = id, "demo data ready");
         }
         Command::CreateProject {
@@ -84,16 +80,11 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             owner_password,
             plan,
         } => {
-            let owner = app::db::users::upsert(&pool, &owner_email, &owner_password, "user")
-                .await
-                .map_err(|e| e.to_string())?;
-            let project = app::db::projects::create(&pool, &name, &plan, owner.id)
-                .await
-                .map_err(|e| e.to_string())?;
+            let owner =
+                app::db::users::upsert(&pool, &owner_email, &owner_password, "user").await?;
+            let project = app::db::projects::create(&pool, &name, &plan, owner.id).await?;
             let (key, _) =
-                app::db::api_keys::create(&pool, project.id, "created by create-project")
-                    .await
-                    .map_err(|e| e.to_string())?;
+                app::db::api_keys::create(&pool, project.id, "created by create-project").await?;
             println!(
                 "{}",
                 serde_json::json!({ "project_id": project.id, "api_key": key })
@@ -104,9 +95,7 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             password,
             role,
         } => {
-            let user = app::db::users::upsert(&pool, &email, &password, &role)
-                .await
-                .map_err(|e| e.to_string())?;
+            let user = app::db::users::upsert(&pool, &email, &password, &role).await?;
             println!(
                 "{}",
                 serde_json::json!({ "user_id": user.id, "email": user.email, "role": user.role })

@@ -56,30 +56,30 @@ pub async fn set_custom_headers(
 }
 
 /// Sets one custom header (replacing one of the same name, in any case) or, without a
-/// value, removes it; the other headers and their values are left as they are.
+/// value, removes it; the other headers and their values are left as they are. Returns
+/// the header names now set.
 pub async fn edit_custom_header(
     pool: &PgPool,
     access: &Access,
     id: i64,
     name: &str,
     value: Option<&str>,
-) -> AppResult<()> {
-    super::found(
-        sqlx::query(
-            "UPDATE endpoints SET updated_at = now(), custom_headers =
-                COALESCE((SELECT jsonb_agg(h) FROM jsonb_array_elements(custom_headers) h
-                          WHERE lower(h->>0) <> lower($3)), '[]'::jsonb)
-                || CASE WHEN $4::text IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(jsonb_build_array($3, $4)) END
-             WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
-        )
-        .bind(id)
-        .bind(access.project_id)
-        .bind(name)
-        .bind(value)
-        .execute(pool)
-        .await?
-        .rows_affected(),
+) -> AppResult<Vec<String>> {
+    sqlx::query_scalar(
+        "UPDATE endpoints SET updated_at = now(), custom_headers =
+            COALESCE((SELECT jsonb_agg(h) FROM jsonb_array_elements(custom_headers) h
+                      WHERE lower(h->>0) <> lower($3)), '[]'::jsonb)
+            || CASE WHEN $4::text IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(jsonb_build_array($3, $4)) END
+         WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL
+         RETURNING ARRAY(SELECT h->>0 FROM jsonb_array_elements(custom_headers) h)",
     )
+    .bind(id)
+    .bind(access.project_id)
+    .bind(name)
+    .bind(value)
+    .fetch_optional(pool)
+    .await?
+    .ok_or(AppError::NotFound)
 }
 
 /// Endpoints whose automatic attempts have all failed for longer than `after` (none
