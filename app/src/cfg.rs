@@ -21,6 +21,8 @@ pub struct Config {
     pub batch_size: i64,
     pub concurrency: usize,
     pub per_endpoint_concurrency: usize,
+    /// Rows one project may hold in a dispatcher at once, so no tenant takes every slot.
+    pub project_concurrency: usize,
     pub lease: Duration,
     /// Inspector captures allowed per source address per minute.
     pub capture_per_minute: u32,
@@ -99,6 +101,7 @@ impl Config {
             )?,
             concurrency: usize_var("POSTHORN_DISPATCH_CONCURRENCY", 512)?,
             per_endpoint_concurrency: usize_var("POSTHORN_ENDPOINT_CONCURRENCY", 16)?,
+            project_concurrency: usize_var("POSTHORN_PROJECT_CONCURRENCY", 128)?,
             lease: duration_var("POSTHORN_LEASE", "60s")?,
             replay_per_second: number("POSTHORN_REPLAY_RATE", var("POSTHORN_REPLAY_RATE"), 10u32)?,
             capture_per_minute: number(

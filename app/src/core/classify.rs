@@ -58,15 +58,28 @@ pub fn classify_error(error: TransportError) -> Verdict {
     }
 }
 
-/// `Retry-After` as delay-seconds or an HTTP-date; a date in the past means "now".
+/// The longest wait a `Retry-After` can ask for. Anything longer is cut to this, which
+/// lies past any retry window the schedule allows, so the chain ends as a dead letter.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// `Retry-After` as delay-seconds or an HTTP-date; a date in the past means "now". The
+/// value comes from the receiver: it is bounded by [`MAX_RETRY_AFTER`] and never panics.
 pub fn parse_retry_after(value: &str, now: DateTime<Utc>) -> Option<Duration> {
     let value = value.trim();
-    if let Ok(secs) = value.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
+    if value.len() > 64 {
+        return None;
     }
-    let at = httpdate::parse_http_date(value).ok()?;
-    let at: DateTime<Utc> = at.into();
-    Some((at - now).to_std().unwrap_or(Duration::ZERO))
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        // All digits but too long for a u64 is still "very long", not garbage.
+        let secs = value.parse::<u64>().unwrap_or(u64::MAX);
+        return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
+    }
+    let at: DateTime<Utc> = httpdate::parse_http_date(value).ok()?.into();
+    let wait = at
+        .signed_duration_since(now)
+        .to_std()
+        .unwrap_or(Duration::ZERO);
+    Some(wait.min(MAX_RETRY_AFTER))
 }
 
 #[cfg(test)]
@@ -133,6 +146,53 @@ mod tests {
             classify_status(429, Some("soon"), now()),
             Verdict::Retryable { retry_after: None }
         );
+    }
+
+    #[test]
+    fn an_absurd_retry_after_is_bounded() {
+        for v in [
+            "10000000000000",
+            "99999999999999999999999999",
+            "18446744073709551615",
+        ] {
+            assert_eq!(parse_retry_after(v, now()), Some(MAX_RETRY_AFTER), "{v}");
+        }
+        assert_eq!(
+            parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now()),
+            Some(MAX_RETRY_AFTER)
+        );
+        assert_eq!(parse_retry_after("-5", now()), None);
+        assert_eq!(parse_retry_after("", now()), None);
+    }
+
+    proptest::proptest! {
+        /// Whatever a receiver answers, classification and the retry decision return a
+        /// verdict and a time inside the window, or a dead letter: never a panic.
+        #[test]
+        fn no_receiver_answer_makes_the_retry_decision_panic(
+            status in 0u16..=1000,
+            header in proptest::option::of(proptest::prelude::any::<String>()),
+            digits in "[0-9]{0,40}",
+            use_digits in proptest::prelude::any::<bool>(),
+            attempt in 0u32..20,
+            offset_secs in -10_000_000_000i64..10_000_000_000i64,
+            jitter in proptest::prelude::any::<f64>(),
+        ) {
+            let policy = crate::core::retry::RetryPolicy::default();
+            let header = if use_digits { Some(digits) } else { header };
+            let now = now() + chrono::Duration::seconds(offset_secs);
+            let verdict = classify_status(status, header.as_deref(), now);
+            match policy.next_attempt(verdict, attempt, true, now, now, jitter) {
+                crate::core::retry::Next::RetryAt(at) => {
+                    proptest::prop_assert!(at >= now);
+                    proptest::prop_assert!(at <= now + chrono::Duration::hours(24));
+                }
+                crate::core::retry::Next::Succeeded => {
+                    proptest::prop_assert!((200..300).contains(&status))
+                }
+                crate::core::retry::Next::DeadLetter => {}
+            }
+        }
     }
 
     #[test]

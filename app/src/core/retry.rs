@@ -57,18 +57,33 @@ impl RetryPolicy {
         let Some(step) = self.schedule.get(attempt.saturating_sub(1) as usize) else {
             return Next::DeadLetter;
         };
-        // Jitter spreads a thundering herd; a receiver's Retry-After is honoured exactly.
-        let delay = retry_after.unwrap_or_else(|| step.mul_f64(1.0 + 0.1 * jitter.clamp(0.0, 1.0)));
-        let Ok(delay) = chrono::Duration::from_std(delay) else {
+        // Every addition below is checked: `Retry-After` comes from the receiver, and an
+        // absurd one must end the chain, never overflow the clock.
+        let Some(window_end) = chrono::Duration::from_std(self.max_window)
+            .ok()
+            .and_then(|w| chain_start.checked_add_signed(w))
+        else {
             return Next::DeadLetter;
         };
-        let at = finished_at + delay;
-        let window_end = chain_start
-            + chrono::Duration::from_std(self.max_window).unwrap_or(chrono::Duration::MAX);
-        if at > window_end {
-            Next::DeadLetter
-        } else {
-            Next::RetryAt(at)
+        // Jitter spreads a thundering herd; a receiver's Retry-After is honoured exactly.
+        let delay = match retry_after {
+            Some(wait) => wait,
+            None => {
+                let jitter = if jitter.is_finite() {
+                    jitter.clamp(0.0, 1.0)
+                } else {
+                    0.0
+                };
+                step.checked_add(step.mul_f64(0.1 * jitter))
+                    .unwrap_or(*step)
+            }
+        };
+        let at = chrono::Duration::from_std(delay)
+            .ok()
+            .and_then(|d| finished_at.checked_add_signed(d));
+        match at {
+            Some(at) if at <= window_end => Next::RetryAt(at),
+            _ => Next::DeadLetter,
         }
     }
 
@@ -183,6 +198,46 @@ mod tests {
             p.next_attempt(RETRY, 1, true, t0(), t0(), 0.0),
             Next::RetryAt(_)
         ));
+    }
+
+    #[test]
+    fn an_absurd_retry_after_dead_letters_instead_of_overflowing() {
+        let p = RetryPolicy::default();
+        for secs in [10_000_000_000_000u64, u64::MAX / 1000, u64::MAX] {
+            let v = Verdict::Retryable {
+                retry_after: Some(Duration::from_secs(secs)),
+            };
+            assert_eq!(
+                p.next_attempt(v, 1, true, t0(), t0(), 0.5),
+                Next::DeadLetter,
+                "{secs}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_retry_after_inside_the_window_is_kept_exactly() {
+        let p = RetryPolicy::default();
+        let v = Verdict::Retryable {
+            retry_after: Some(Duration::from_secs(23 * 3600)),
+        };
+        assert_eq!(
+            p.next_attempt(v, 1, true, t0(), t0(), 0.5),
+            Next::RetryAt(t0() + chrono::Duration::hours(23))
+        );
+    }
+
+    #[test]
+    fn times_at_the_end_of_the_calendar_do_not_panic() {
+        let p = RetryPolicy {
+            max_window: Duration::MAX,
+            ..Default::default()
+        };
+        let end = DateTime::<Utc>::MAX_UTC;
+        assert_eq!(
+            p.next_attempt(RETRY, 1, true, end, end, f64::NAN),
+            Next::DeadLetter
+        );
     }
 
     #[test]

@@ -15,20 +15,44 @@ pub struct RefusedTarget(pub IpAddr);
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public_v4(v4);
-            }
-            let seg0 = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (seg0 & 0xfe00) == 0xfc00 // unique local
-                || (seg0 & 0xffc0) == 0xfe80 // link-local
-                || (seg0 == 0x2001 && v6.segments()[1] == 0x0db8) // documentation
-                || v6 == Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, 0, 0))
-        }
+        IpAddr::V6(v6) => is_public_v6(v6),
     }
+}
+
+fn is_public_v6(v6: Ipv6Addr) -> bool {
+    let seg = v6.segments();
+    // Forms that carry an IPv4 address inside: judged by that address.
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return is_public_v4(v4);
+    }
+    if seg[..6] == [0; 6] {
+        // IPv4-compatible (::a.b.c.d), deprecated but still routed by some stacks.
+        return is_public_v4(embedded_v4(seg[6], seg[7])) && !v6.is_loopback();
+    }
+    if seg[0] == 0x2002 {
+        // 6to4: the IPv4 address is in bits 16..48.
+        return is_public_v4(embedded_v4(seg[1], seg[2]));
+    }
+    if seg[0] == 0x2001 && seg[1] == 0 {
+        // Teredo: the server in bits 32..64, the client (inverted) in the last 32 bits.
+        return is_public_v4(embedded_v4(seg[2], seg[3]))
+            && is_public_v4(embedded_v4(!seg[6], !seg[7]));
+    }
+    // NAT64: 64:ff9b::/96 and 64:ff9b:1::/48, refused whole.
+    let nat64 = seg[0] == 0x64 && seg[1] == 0xff9b && (seg[2] == 1 || seg[2..6] == [0; 4]);
+    !(nat64
+        || v6.is_loopback()
+        || v6.is_unspecified()
+        || v6.is_multicast()
+        || (seg[0] & 0xfe00) == 0xfc00 // unique local
+        || (seg[0] & 0xffc0) == 0xfe80 // link-local
+        || (seg[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
+        || (seg[0] == 0x2001 && seg[1] == 0x0db8) // documentation
+        || (seg[0] == 0x0100 && seg[1..4] == [0; 3])) // discard-only
+}
+
+fn embedded_v4(hi: u16, lo: u16) -> Ipv4Addr {
+    Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8)
 }
 
 fn is_public_v4(ip: Ipv4Addr) -> bool {
@@ -90,6 +114,16 @@ mod tests {
             "fd00::1",
             "::ffff:127.0.0.1",
             "255.255.255.255",
+            "64:ff9b::7f00:1",
+            "64:ff9b::808:808",
+            "64:ff9b:1::a00:1",
+            "2002:7f00:1::1",
+            "2002:c0a8:101::",
+            "2001:0:4136:e378:8000:63bf:f5ff:fffe", // Teredo, client 10.0.0.1
+            "2001:0:a00:1::1",                      // Teredo, server 10.0.0.1
+            "::127.0.0.1",
+            "::10.0.0.1",
+            "fec0::1",
         ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip}");
         }
@@ -97,7 +131,13 @@ mod tests {
 
     #[test]
     fn public_addresses_pass() {
-        for ip in ["1.1.1.1", "93.184.216.34", "2606:4700:4700::1111"] {
+        for ip in [
+            "1.1.1.1",
+            "93.184.216.34",
+            "2606:4700:4700::1111",
+            "2002:808:808::1",
+            "2001:0:4136:e378:8000:63bf:f7f7:f7f7", // Teredo, client 8.8.8.8
+        ] {
             assert!(is_public(ip.parse().unwrap()), "{ip}");
         }
     }

@@ -8,11 +8,13 @@ pub mod sender;
 
 use std::{
     collections::HashMap,
+    panic::AssertUnwindSafe,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
 use app::cfg::Config;
+use futures::FutureExt;
 use rand::Rng;
 use sqlx::{postgres::PgListener, PgPool};
 use tokio::{
@@ -24,14 +26,64 @@ use crate::metrics::Metrics;
 use queue::Outcome;
 use sender::Sender;
 
-/// Rows claimed and not yet recorded, by id, with their endpoint.
-type Held = Arc<Mutex<HashMap<i64, i64>>>;
+/// A claimed row not yet recorded or handed back.
+#[derive(Clone, Copy, Debug)]
+struct HeldRow {
+    endpoint_id: i64,
+    project_id: i64,
+}
+
+/// Rows claimed and not yet recorded, by id.
+type Held = Arc<Mutex<HashMap<i64, HeldRow>>>;
+
+/// Runs inside each attempt's task just before it is sent; tests use it to inject faults.
+pub type Probe = Arc<dyn Fn(&queue::Claimed) + Send + Sync>;
+
+/// What an attempt's task reports to the writer: an outcome to record, or a row it did
+/// not finish (stopped or aborted) to hand back to the queue.
+enum Report {
+    Outcome(Box<Outcome>),
+    HandBack {
+        id: i64,
+        created_at: chrono::DateTime<chrono::Utc>,
+    },
+}
+
+/// Sends `HandBack` for its row unless the task reported an outcome first, so a task
+/// that ends any other way (early return, abort, panic) never leaves its row held.
+struct HandBackOnDrop {
+    id: i64,
+    created_at: chrono::DateTime<chrono::Utc>,
+    reports: mpsc::UnboundedSender<Report>,
+    done: bool,
+}
+
+impl HandBackOnDrop {
+    fn report(mut self, outcome: Outcome) {
+        self.done = self
+            .reports
+            .send(Report::Outcome(Box::new(outcome)))
+            .is_ok();
+    }
+}
+
+impl Drop for HandBackOnDrop {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.reports.send(Report::HandBack {
+                id: self.id,
+                created_at: self.created_at,
+            });
+        }
+    }
+}
 
 pub struct Dispatcher {
     pool: PgPool,
     cfg: Arc<Config>,
     metrics: Arc<Metrics>,
     worker: String,
+    probe: Option<Probe>,
 }
 
 impl Dispatcher {
@@ -42,7 +94,14 @@ impl Dispatcher {
             cfg,
             metrics,
             worker,
+            probe: None,
         }
+    }
+
+    /// Runs `probe` in every attempt's task before the send (fault injection in tests).
+    pub fn with_probe(mut self, probe: Probe) -> Dispatcher {
+        self.probe = Some(probe);
+        self
     }
 
     /// Runs until `shutdown` turns true, then stops claiming, lets in-flight attempts
@@ -60,7 +119,7 @@ impl Dispatcher {
         let global = Arc::new(Semaphore::new(self.cfg.concurrency.max(1)));
         let mut per_endpoint: HashMap<i64, Arc<Semaphore>> = HashMap::new();
         let max_held = self.cfg.concurrency.max(1) * 2;
-        let (results_tx, results_rx) = mpsc::unbounded_channel::<Outcome>();
+        let (results_tx, results_rx) = mpsc::unbounded_channel::<Report>();
         let progress = Arc::new(Notify::new());
 
         let listener = tokio::spawn(listen(self.pool.clone(), wake.clone()));
@@ -98,18 +157,9 @@ impl Dispatcher {
                     Err(e) => tracing::warn!(error = %e, "lease recovery failed"),
                 }
             }
-            let (held_now, saturated) = {
-                let h = held.lock().expect("held lock");
-                let mut per: HashMap<i64, usize> = HashMap::new();
-                for ep in h.values() {
-                    *per.entry(*ep).or_default() += 1;
-                }
-                let sat: Vec<i64> = per
-                    .into_iter()
-                    .filter(|(_, n)| *n >= self.cfg.per_endpoint_concurrency)
-                    .map(|(ep, _)| ep)
-                    .collect();
-                (h.len(), sat)
+            let (held_now, shares) = {
+                let h = held.lock().unwrap_or_else(|e| e.into_inner());
+                (h.len(), Shares::of(h.values()))
             };
             let room = max_held.saturating_sub(held_now) as i64;
             if room == 0 {
@@ -122,26 +172,45 @@ impl Dispatcher {
             }
             let limit = room.min(self.cfg.batch_size);
             let claim_started = std::time::Instant::now();
-            let claimed =
-                match queue::claim_due(&self.pool, &self.worker, limit, self.cfg.lease, &saturated)
-                    .await
-                {
-                    Ok(rows) => rows,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "claim failed; retrying in 1 s");
-                        tokio::select! {
-                            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                            _ = shutdown.changed() => {}
-                        }
-                        continue;
+            let caps = queue::Caps {
+                per_endpoint: self.cfg.per_endpoint_concurrency.max(1) as i64,
+                per_project: self.cfg.project_concurrency.max(1) as i64,
+                endpoints: &shares.endpoints,
+                endpoint_held: &shares.endpoint_held,
+                projects: &shares.projects,
+                project_held: &shares.project_held,
+            };
+            let claimed = match queue::claim_due(
+                &self.pool,
+                &self.worker,
+                limit,
+                self.cfg.lease,
+                &caps,
+            )
+            .await
+            {
+                Ok(rows) => rows,
+                Err(e) => {
+                    tracing::warn!(error = %e, "claim failed; retrying in 1 s");
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        _ = shutdown.changed() => {}
                     }
-                };
+                    continue;
+                }
+            };
             let got = claimed.len() as i64;
             slow("claim", claim_started);
             {
-                let mut h = held.lock().expect("held lock");
+                let mut h = held.lock().unwrap_or_else(|e| e.into_inner());
                 for row in &claimed {
-                    h.insert(row.id, row.endpoint_id);
+                    h.insert(
+                        row.id,
+                        HeldRow {
+                            endpoint_id: row.endpoint_id,
+                            project_id: row.project_id,
+                        },
+                    );
                 }
             }
             for row in claimed {
@@ -153,20 +222,41 @@ impl Dispatcher {
                     .clone();
                 let global = global.clone();
                 let sender = sender.clone();
-                let results = results_tx.clone();
                 let metrics = self.metrics.clone();
                 let stopping = shutdown.clone();
+                let probe = self.probe.clone();
+                let hand_back = HandBackOnDrop {
+                    id: row.id,
+                    created_at: row.created_at,
+                    reports: results_tx.clone(),
+                    done: false,
+                };
                 tasks.spawn(async move {
                     // The endpoint's slot first: waiting for a slow endpoint holds no global slot.
                     let _ep = ep_sem.acquire_owned().await;
                     let _slot = global.acquire_owned().await;
                     if *stopping.borrow() {
-                        return; // not sent: handed back to the queue on the way out
+                        return; // not sent: handed back to the queue by `hand_back`
                     }
                     let jitter: f64 = rand::thread_rng().gen();
-                    let outcome = sender.attempt(&row, jitter).await;
+                    let attempt = async {
+                        if let Some(probe) = &probe {
+                            probe(&row);
+                        }
+                        sender.attempt(&row, jitter).await
+                    };
+                    // A bug in one attempt must not leave its row held (and its slot
+                    // taken) for ever: it is recorded as an internal failure and retried.
+                    let outcome = match AssertUnwindSafe(attempt).catch_unwind().await {
+                        Ok(outcome) => outcome,
+                        Err(panic) => {
+                            let message = panic_message(panic.as_ref());
+                            tracing::error!(delivery = row.id, %message, "attempt panicked");
+                            sender.internal_failure(&row, &message, jitter)
+                        }
+                    };
                     metrics.observe(&outcome);
-                    let _ = results.send(outcome);
+                    hand_back.report(outcome);
                 });
             }
             if per_endpoint.len() > 10_000 {
@@ -199,6 +289,8 @@ impl Dispatcher {
         .await;
         if drained.is_err() {
             tasks.abort_all();
+            // Aborted tasks hand their rows back as they are dropped.
+            while tasks.join_next().await.is_some() {}
         }
         drop(results_tx);
         let _ = writer.await;
@@ -243,43 +335,64 @@ async fn listen(pool: PgPool, wake: Arc<Notify>) {
     }
 }
 
-/// Records outcomes in batches. A batch that cannot be written (database down) is kept
-/// and retried: an outcome is never dropped while this process lives.
+/// Records outcomes in batches and hands back rows whose task ended without one. A batch
+/// that cannot be written (database down) is kept and retried: an outcome is never
+/// dropped while this process lives.
 async fn write_outcomes(
     pool: PgPool,
     worker: String,
-    mut rx: mpsc::UnboundedReceiver<Outcome>,
+    mut rx: mpsc::UnboundedReceiver<Report>,
     held: Held,
     progress: Arc<Notify>,
 ) {
     let mut batch: Vec<Outcome> = Vec::new();
+    let mut returned: Vec<(i64, chrono::DateTime<chrono::Utc>)> = Vec::new();
+    let mut closed = false;
     loop {
-        if batch.is_empty() {
+        if batch.is_empty() && returned.is_empty() {
+            if closed {
+                return;
+            }
             match rx.recv().await {
-                Some(o) => batch.push(o),
+                Some(Report::Outcome(o)) => batch.push(*o),
+                Some(Report::HandBack { id, created_at }) => returned.push((id, created_at)),
                 None => return,
             }
         }
         while batch.len() < 500 {
             match rx.try_recv() {
-                Ok(o) => batch.push(o),
-                Err(_) => break,
+                Ok(Report::Outcome(o)) => batch.push(*o),
+                Ok(Report::HandBack { id, created_at }) => returned.push((id, created_at)),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    closed = true;
+                    break;
+                }
             }
         }
         let started = std::time::Instant::now();
         let recorded = queue::record(&pool, &worker, &batch).await;
         slow("recording outcomes", started);
-        match recorded {
-            Ok(_) => {
-                let mut h = held.lock().expect("held lock");
-                for o in &batch {
-                    h.remove(&o.id);
+        let handed_back = match returned.is_empty() {
+            true => Ok(0),
+            false => queue::release(&pool, &worker, &returned).await,
+        };
+        match (recorded, handed_back) {
+            (Ok(_), Ok(_)) => {
+                let mut h = held.lock().unwrap_or_else(|e| e.into_inner());
+                for id in batch
+                    .iter()
+                    .map(|o| o.id)
+                    .chain(returned.iter().map(|r| r.0))
+                {
+                    h.remove(&id);
                 }
                 drop(h);
                 batch.clear();
+                returned.clear();
                 progress.notify_one();
             }
-            Err(e) => {
+            (Err(e), _) | (_, Err(e)) => {
                 tracing::warn!(error = %e, pending = batch.len(), "recording outcomes failed; retrying");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
@@ -287,12 +400,53 @@ async fn write_outcomes(
     }
 }
 
+/// How many held rows each endpoint and project has, as the claim's arguments.
+#[derive(Default)]
+struct Shares {
+    endpoints: Vec<i64>,
+    endpoint_held: Vec<i64>,
+    projects: Vec<i64>,
+    project_held: Vec<i64>,
+}
+
+impl Shares {
+    fn of<'a>(rows: impl Iterator<Item = &'a HeldRow>) -> Shares {
+        let mut per_endpoint: HashMap<i64, i64> = HashMap::new();
+        let mut per_project: HashMap<i64, i64> = HashMap::new();
+        for r in rows {
+            *per_endpoint.entry(r.endpoint_id).or_default() += 1;
+            *per_project.entry(r.project_id).or_default() += 1;
+        }
+        let (endpoints, endpoint_held) = per_endpoint.into_iter().unzip();
+        let (projects, project_held) = per_project.into_iter().unzip();
+        Shares {
+            endpoints,
+            endpoint_held,
+            projects,
+            project_held,
+        }
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
+}
+
 /// Keeps the leases of held rows alive while they wait or run.
 async fn renew(pool: PgPool, worker: String, held: Held, lease: Duration) {
     let every = (lease / 3).max(Duration::from_millis(200));
     loop {
         tokio::time::sleep(every).await;
-        let ids: Vec<i64> = held.lock().expect("held lock").keys().copied().collect();
+        let ids: Vec<i64> = held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .copied()
+            .collect();
         if ids.is_empty() {
             continue;
         }

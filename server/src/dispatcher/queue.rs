@@ -27,26 +27,62 @@ pub struct Claimed {
     pub custom_headers: sqlx::types::Json<Vec<(String, String)>>,
 }
 
-/// Claims up to `limit` due rows, skipping rows other workers hold and endpoints this
-/// worker has saturated. Disabled endpoints' rows stay pending; redirects and test sends
-/// go out regardless of the endpoint's state.
+/// The fair shares a claim respects: how many rows one endpoint and one project may hold
+/// in this worker at once, and how many they already hold.
+pub struct Caps<'a> {
+    pub per_endpoint: i64,
+    pub per_project: i64,
+    pub endpoints: &'a [i64],
+    pub endpoint_held: &'a [i64],
+    pub projects: &'a [i64],
+    pub project_held: &'a [i64],
+}
+
+impl Caps<'_> {
+    fn saturated(ids: &[i64], held: &[i64], cap: i64) -> Vec<i64> {
+        ids.iter()
+            .zip(held)
+            .filter(|(_, n)| **n >= cap)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+}
+
+/// Claims up to `limit` due rows, skipping rows other workers hold, and taking no more
+/// for one endpoint or one project than its share allows: a customer whose endpoints
+/// hang can fill its own share of the slots, never everyone's. Disabled endpoints' rows
+/// stay pending; redirects and test sends go out regardless of the endpoint's state.
 pub async fn claim_due(
     pool: &PgPool,
     worker: &str,
     limit: i64,
     lease: std::time::Duration,
-    saturated: &[i64],
+    caps: &Caps<'_>,
 ) -> Result<Vec<Claimed>, sqlx::Error> {
+    let full_endpoints = Caps::saturated(caps.endpoints, caps.endpoint_held, caps.per_endpoint);
+    let full_projects = Caps::saturated(caps.projects, caps.project_held, caps.per_project);
     sqlx::query_as::<_, Claimed>(
-        "WITH due AS (
-            SELECT d.id, d.created_at FROM deliveries d
+        "WITH candidates AS (
+            SELECT d.id, d.created_at, d.scheduled_at, d.endpoint_id, d.project_id FROM deliveries d
             JOIN endpoints e ON e.id = d.endpoint_id
             WHERE d.status = 'pending' AND d.scheduled_at <= now()
               AND (d.trigger IN ('redirect', 'test') OR (e.enabled AND e.deleted_at IS NULL))
-              AND NOT (d.endpoint_id = ANY($4))
+              AND NOT (d.endpoint_id = ANY($4)) AND NOT (d.project_id = ANY($5))
             ORDER BY d.scheduled_at
-            LIMIT $2
+            LIMIT $2 * 4
             FOR UPDATE OF d SKIP LOCKED
+         ), ranked AS (
+            SELECT c.id, c.created_at, c.scheduled_at,
+                   coalesce(he.n, 0) + row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.scheduled_at, c.id) AS endpoint_rank,
+                   coalesce(hp.n, 0) + row_number() OVER (PARTITION BY c.project_id ORDER BY c.scheduled_at, c.id) AS project_rank
+            FROM candidates c
+            LEFT JOIN unnest($6::bigint[], $7::bigint[]) AS he(endpoint_id, n) ON he.endpoint_id = c.endpoint_id
+            LEFT JOIN unnest($8::bigint[], $9::bigint[]) AS hp(project_id, n) ON hp.project_id = c.project_id
+         ), due AS (
+            SELECT id, created_at FROM ranked
+            WHERE endpoint_rank <= $10 AND project_rank <= $11
+            ORDER BY scheduled_at
+            LIMIT $2
          )
          UPDATE deliveries d
             SET status = 'in_flight', started_at = now(), claimed_by = $1,
@@ -64,9 +100,38 @@ pub async fn claim_due(
     .bind(worker)
     .bind(limit)
     .bind(chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60)))
-    .bind(saturated)
+    .bind(&full_endpoints)
+    .bind(&full_projects)
+    .bind(caps.endpoints)
+    .bind(caps.endpoint_held)
+    .bind(caps.projects)
+    .bind(caps.project_held)
+    .bind(caps.per_endpoint)
+    .bind(caps.per_project)
     .fetch_all(pool)
     .await
+}
+
+/// Hands rows this worker claimed but did not send back to the queue, unchanged.
+pub async fn release(
+    pool: &PgPool,
+    worker: &str,
+    rows: &[(i64, DateTime<Utc>)],
+) -> Result<u64, sqlx::Error> {
+    let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
+    let created: Vec<DateTime<Utc>> = rows.iter().map(|r| r.1).collect();
+    Ok(sqlx::query(
+        "UPDATE deliveries d SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL
+           FROM unnest($2::bigint[], $3::timestamptz[]) AS r(id, created_at)
+          WHERE d.id = r.id AND d.created_at = r.created_at
+            AND d.status = 'in_flight' AND d.claimed_by = $1",
+    )
+    .bind(worker)
+    .bind(&ids)
+    .bind(&created)
+    .execute(pool)
+    .await?
+    .rows_affected())
 }
 
 /// Extends the leases of rows this worker still holds.

@@ -24,6 +24,30 @@ use super::{
 /// Response bodies are kept up to this many bytes.
 pub const MAX_RESPONSE_BODY: usize = 64 * 1024;
 
+/// What one exchange with the receiver (or its failure) amounted to.
+struct Exchange {
+    verdict: Verdict,
+    response_status: Option<i16>,
+    response_headers: Option<Vec<(String, String)>>,
+    response_body: Option<String>,
+    error_kind: Option<String>,
+    error: Option<String>,
+}
+
+/// Response headers kept per attempt, and their total size: a receiver may answer with
+/// thousands of headers, and they are stored with every attempt.
+const MAX_RESPONSE_HEADERS: usize = 100;
+const MAX_RESPONSE_HEADER_BYTES: usize = 16 * 1024;
+
+/// Replaces the characters PostgreSQL cannot store in text or jsonb.
+fn storable(text: String) -> String {
+    if text.contains('\0') {
+        text.replace('\0', "\u{FFFD}")
+    } else {
+        text
+    }
+}
+
 pub struct Sender {
     /// For customers' endpoints: non-public addresses refused unless configured otherwise.
     guarded: Client,
@@ -35,7 +59,10 @@ pub struct Sender {
 impl Sender {
     pub fn new(cfg: std::sync::Arc<Config>) -> reqwest::Result<Sender> {
         let base = || {
+            // No proxy from the environment: the target guard checks the address connected
+            // to, which through a proxy would be the proxy's.
             Client::builder()
+                .no_proxy()
                 .redirect(redirect::Policy::none())
                 .connect_timeout(cfg.connect_timeout)
                 .pool_idle_timeout(Duration::from_secs(60))
@@ -55,8 +82,11 @@ impl Sender {
         })
     }
 
-    fn is_own_bin(&self, url: &str) -> bool {
-        url.starts_with(&format!("{}/r/", self.cfg.public_url))
+    /// Judged on the parsed URL, so `…/r/../elsewhere` is not mistaken for a bin.
+    fn is_own_bin(&self, url: &reqwest::Url) -> bool {
+        reqwest::Url::parse(&self.cfg.public_url)
+            .is_ok_and(|public| public.origin() == url.origin())
+            && url.path().starts_with("/r/")
     }
 
     /// Sends one claimed attempt and decides what follows. Never fails: every failure is
@@ -101,46 +131,66 @@ impl Sender {
         let result = self.send(&row.target_url, &headers, body).await;
         let finished_at = Utc::now();
         let duration_ms = started.elapsed().as_millis().min(i32::MAX as u128) as i32;
-        let (verdict, response_status, response_headers, response_body, error_kind, error) =
-            match result {
-                Ok((status, resp_headers, resp_body)) => {
-                    let retry_after = resp_headers
-                        .iter()
-                        .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
-                        .map(|(_, v)| v.clone());
-                    let verdict = classify_status(status, retry_after.as_deref(), finished_at);
-                    let (kind, err) = match verdict {
-                        Verdict::Succeeded => (None, None),
-                        _ => (
-                            Some("http_status".to_string()),
-                            Some(format!("endpoint answered {status}")),
-                        ),
-                    };
-                    (
-                        verdict,
-                        Some(status as i16),
-                        Some(resp_headers),
-                        Some(resp_body),
-                        kind,
-                        err,
-                    )
+        let exchange = match result {
+            Ok((status, resp_headers, resp_body)) => {
+                let retry_after = resp_headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
+                    .map(|(_, v)| v.clone());
+                let verdict = classify_status(status, retry_after.as_deref(), finished_at);
+                let failed = !matches!(verdict, Verdict::Succeeded);
+                Exchange {
+                    verdict,
+                    response_status: Some(status as i16),
+                    response_headers: Some(resp_headers),
+                    response_body: Some(resp_body),
+                    error_kind: failed.then(|| "http_status".to_string()),
+                    error: failed.then(|| format!("endpoint answered {status}")),
                 }
-                Err((kind, message)) => (
-                    classify_error(kind),
-                    None,
-                    None,
-                    None,
-                    Some(kind.kind().to_string()),
-                    Some(message),
-                ),
-            };
+            }
+            Err((kind, message)) => Exchange {
+                verdict: classify_error(kind),
+                response_status: None,
+                response_headers: None,
+                response_body: None,
+                error_kind: Some(kind.kind().to_string()),
+                error: Some(message),
+            },
+        };
+        self.conclude(row, exchange, recorded, finished_at, duration_ms, jitter)
+    }
+
+    /// The outcome of an attempt that broke inside Posthorn (a bug, not the receiver):
+    /// recorded as error kind `internal` and retried on the schedule like a network error.
+    pub fn internal_failure(&self, row: &Claimed, message: &str, jitter: f64) -> Outcome {
+        let exchange = Exchange {
+            verdict: Verdict::Retryable { retry_after: None },
+            response_status: None,
+            response_headers: None,
+            response_body: None,
+            error_kind: Some("internal".into()),
+            error: Some(format!("internal error: {message}")),
+        };
+        self.conclude(row, exchange, Vec::new(), Utc::now(), 0, jitter)
+    }
+
+    /// Applies the retry policy to what happened and builds the row's outcome.
+    fn conclude(
+        &self,
+        row: &Claimed,
+        exchange: Exchange,
+        request_headers: Vec<(String, String)>,
+        finished_at: chrono::DateTime<Utc>,
+        duration_ms: i32,
+        jitter: f64,
+    ) -> Outcome {
         let chain_start = row
             .chain_started_at
             .unwrap_or(row.created_at.min(finished_at));
         let chains = row.trigger == "auto";
         let next = self.cfg.retry.next_attempt(
-            verdict,
-            row.attempt as u32,
+            exchange.verdict,
+            row.attempt.max(0) as u32,
             chains,
             chain_start,
             finished_at,
@@ -157,24 +207,30 @@ impl Sender {
                     event_type: row.event_type.clone(),
                     endpoint_id: row.endpoint_id,
                     target_url: row.endpoint_url.clone(),
-                    attempt: row.attempt + 1,
+                    attempt: row.attempt.saturating_add(1),
                     scheduled_at: at,
                     request_id: new_request_id(),
                 }),
             ),
         };
+        // Text from the receiver is stored as text: PostgreSQL refuses NUL characters, and
+        // one such answer must not make the whole batch of outcomes unwritable.
         Outcome {
             id: row.id,
             created_at: row.created_at,
             status,
             finished_at,
             duration_ms,
-            request_headers: recorded,
-            response_status,
-            response_headers,
-            response_body,
-            error_kind,
-            error,
+            request_headers,
+            response_status: exchange.response_status,
+            response_headers: exchange.response_headers.map(|h| {
+                h.into_iter()
+                    .map(|(k, v)| (storable(k), storable(v)))
+                    .collect()
+            }),
+            response_body: exchange.response_body.map(storable),
+            error_kind: exchange.error_kind,
+            error: exchange.error.map(storable),
             chain_started_at: chain_start,
             next,
         }
@@ -186,9 +242,9 @@ impl Sender {
         headers: &[(String, String)],
         body: Vec<u8>,
     ) -> Result<(u16, Vec<(String, String)>, String), (TransportError, String)> {
-        let own_bin = self.is_own_bin(url);
         let parsed = reqwest::Url::parse(url)
             .map_err(|e| (TransportError::Other, format!("bad target URL: {e}")))?;
+        let own_bin = self.is_own_bin(&parsed);
         // An IP literal never reaches the resolver, so it is checked here.
         if !own_bin && !self.cfg.allow_private_targets {
             let literal = match parsed.host() {
@@ -212,14 +268,20 @@ impl Sender {
         let exchange = async {
             let resp = req.send().await.map_err(|e| classify_reqwest(&e))?;
             let status = resp.status().as_u16();
+            let mut header_bytes = 0;
             let resp_headers: Vec<(String, String)> = resp
                 .headers()
                 .iter()
+                .take(MAX_RESPONSE_HEADERS)
                 .map(|(k, v)| {
                     (
                         k.to_string(),
                         String::from_utf8_lossy(v.as_bytes()).into_owned(),
                     )
+                })
+                .take_while(|(k, v)| {
+                    header_bytes += k.len() + v.len();
+                    header_bytes <= MAX_RESPONSE_HEADER_BYTES
                 })
                 .collect();
             let mut stream = resp.bytes_stream();
