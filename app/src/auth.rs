@@ -16,47 +16,90 @@ mod server_side {
     use tower_sessions::Session;
 
     use crate::{
+        core::{
+            permissions::{self, Action, Role},
+            ratelimit::{address_bucket, sign_in_gate, SignInGate, SIGN_IN_WINDOW_SECS},
+        },
         ctx::server_ctx,
-        db::{projects, users, users::User},
+        db::{projects, rate_counters, users, users::User},
         error::{AppError, AppResult},
     };
 
     pub const USER_KEY: &str = "user_id";
     pub const PROJECT_KEY: &str = "project_id";
+    /// The user's `session_epoch` when this session signed in.
+    pub const EPOCH_KEY: &str = "epoch";
 
-    /// Proof that `user_id` may act on `project_id`. Only [`authorize`] makes one.
+    /// Proof that `user_id` may act on `project_id` in the role it names. Only
+    /// [`authorize`] (for a signed-in user) and [`system_access`] (for the API key, the
+    /// command line and tests, which speak for the project itself) make one.
     #[derive(Clone, Debug)]
     #[non_exhaustive]
     pub struct Access {
         pub user_id: i64,
         pub email: String,
         pub is_support: bool,
+        pub role: Role,
         pub project_id: i64,
     }
 
-    pub async fn authorize(pool: &PgPool, user: &User, project_id: i64) -> AppResult<Access> {
-        let visible = if user.is_support() {
-            projects::get(pool, project_id).await?.is_some()
-        } else {
-            projects::is_member(pool, project_id, user.id).await?
-        };
-        if !visible {
-            return Err(AppError::NotFound);
+    impl Access {
+        /// Refuses (403) an action the table does not give this role.
+        pub fn require(&self, action: Action) -> AppResult<()> {
+            if permissions::allows(self.role, action) {
+                Ok(())
+            } else {
+                Err(AppError::Forbidden(format!(
+                    "Your role cannot {}.",
+                    action.describe()
+                )))
+            }
         }
-        Ok(Access {
+    }
+
+    /// Access to `project_id` for `action`: "not found" (404) for a project the user may
+    /// not see, exactly like one that does not exist; 403 for a role that may see the
+    /// project but not do this.
+    pub async fn authorize(
+        pool: &PgPool,
+        user: &User,
+        project_id: i64,
+        action: Action,
+    ) -> AppResult<Access> {
+        let role = if user.is_support() {
+            projects::get(pool, project_id)
+                .await?
+                .map(|_| Role::Support)
+        } else {
+            projects::member_role(pool, project_id, user.id)
+                .await?
+                .map(|r| {
+                    if r == "owner" {
+                        Role::Owner
+                    } else {
+                        Role::Member
+                    }
+                })
+        };
+        let role = role.ok_or(AppError::NotFound)?;
+        let access = Access {
             user_id: user.id,
             email: user.email.clone(),
             is_support: user.is_support(),
+            role,
             project_id,
-        })
+        };
+        access.require(action)?;
+        Ok(access)
     }
 
-    /// An access made outside a session (the CLI, tests, the public API after key checks).
+    /// The project itself acting (its API key, the command line, tests).
     pub fn system_access(project_id: i64, actor: &str) -> Access {
         Access {
             user_id: 0,
             email: actor.to_string(),
             is_support: false,
+            role: Role::System,
             project_id,
         }
     }
@@ -73,11 +116,84 @@ mod server_side {
 
     pub async fn current_user() -> Result<Option<User>, ServerFnError> {
         let ctx = server_ctx()?;
-        let session = session().await?;
+        Ok(session_user(&ctx.pool, &session().await?).await?)
+    }
+
+    /// The session's user, unless the session predates the user's last password change.
+    pub async fn session_user(pool: &PgPool, session: &Session) -> AppResult<Option<User>> {
         let Some(id) = session.get::<i64>(USER_KEY).await.ok().flatten() else {
             return Ok(None);
         };
-        Ok(users::get(&ctx.pool, id).await?)
+        let epoch = session
+            .get::<i32>(EPOCH_KEY)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        Ok(users::get(pool, id)
+            .await?
+            .filter(|u| u.session_epoch == epoch))
+    }
+
+    /// Signs `user` into this session under a new session id (an id planted before
+    /// sign-in is worthless after it).
+    pub async fn sign_in(session: &Session, user: &User) -> Result<(), ServerFnError> {
+        session.cycle_id().await.map_err(internal)?;
+        session.insert(USER_KEY, user.id).await.map_err(internal)?;
+        session
+            .insert(EPOCH_KEY, user.session_epoch)
+            .await
+            .map_err(internal)?;
+        Ok(())
+    }
+
+    /// The failures counted for one password check, to take back if it succeeds.
+    pub struct Guess {
+        window: i64,
+        address: String,
+        pair: String,
+        account: String,
+    }
+
+    /// Counts a password check as a failure before it is made, then refuses it (429),
+    /// delays it, or lets it through, by [`sign_in_gate`]. `account` names what is
+    /// guessed at (an email, a user id), `scope` the form (sign-in, password change).
+    pub async fn count_guess(pool: &PgPool, scope: &str, account: &str) -> AppResult<Guess> {
+        let ip = leptos_axum::extract::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .await
+            .map(|c| address_bucket(c.0.ip()))
+            .unwrap_or_default();
+        let now = chrono::Utc::now().timestamp();
+        let window = now - now.rem_euclid(SIGN_IN_WINDOW_SECS);
+        let guess = Guess {
+            window,
+            address: format!("{scope}-ip:{ip}"),
+            pair: format!("{scope}-pair:{account}:{ip}"),
+            account: format!("{scope}-account:{account}"),
+        };
+        let per_address = rate_counters::hit(pool, &guess.address, window).await?;
+        let per_pair = rate_counters::hit(pool, &guess.pair, window).await?;
+        let per_account = rate_counters::hit(pool, &guess.account, window).await?;
+        match sign_in_gate(per_address, per_pair, per_account) {
+            SignInGate::Refuse => {
+                let wait = (window + SIGN_IN_WINDOW_SECS - now).max(1) / 60 + 1;
+                Err(AppError::TooMany(format!(
+                    "Too many wrong passwords from this address. Try again in {wait} minutes."
+                )))
+            }
+            SignInGate::After(wait) => {
+                tokio::time::sleep(wait).await;
+                Ok(guess)
+            }
+            SignInGate::Go => Ok(guess),
+        }
+    }
+
+    /// The password was right: the guess is not a failure after all.
+    pub async fn guess_was_right(pool: &PgPool, guess: Guess) -> AppResult<()> {
+        rate_counters::clear(pool, &guess.pair, guess.window).await?;
+        rate_counters::undo(pool, &guess.address, guess.window).await?;
+        rate_counters::undo(pool, &guess.account, guess.window).await
     }
 
     pub async fn require_user() -> Result<User, ServerFnError> {
@@ -87,20 +203,22 @@ mod server_side {
     }
 
     /// Access to a project named explicitly (a row's project, a link).
-    pub async fn access_to(project_id: i64) -> Result<Access, ServerFnError> {
+    pub async fn access_to(project_id: i64, action: Action) -> Result<Access, ServerFnError> {
         let ctx = server_ctx()?;
         let user = require_user().await?;
-        Ok(authorize(&ctx.pool, &user, project_id).await?)
+        Ok(authorize(&ctx.pool, &user, project_id, action).await?)
     }
 
     /// Access to the project selected in the session (or the user's first project).
-    pub async fn current_access() -> Result<Access, ServerFnError> {
+    pub async fn current_access(action: Action) -> Result<Access, ServerFnError> {
         let ctx = server_ctx()?;
         let user = require_user().await?;
         let session = session().await?;
         if let Some(id) = session.get::<i64>(PROJECT_KEY).await.ok().flatten() {
-            if let Ok(access) = authorize(&ctx.pool, &user, id).await {
-                return Ok(access);
+            match authorize(&ctx.pool, &user, id, action).await {
+                Ok(access) => return Ok(access),
+                Err(AppError::NotFound) => {}
+                Err(e) => return Err(e.into()),
             }
         }
         let first = projects::visible_to(&ctx.pool, user.id, user.is_support())
@@ -108,7 +226,7 @@ mod server_side {
             .into_iter()
             .next()
             .ok_or(AppError::NotFound)?;
-        Ok(authorize(&ctx.pool, &user, first.id).await?)
+        Ok(authorize(&ctx.pool, &user, first.id, action).await?)
     }
 }
 
@@ -120,7 +238,7 @@ pub async fn get_viewer() -> Result<Option<Viewer>, ServerFnError> {
         return Ok(None);
     };
     let projects = projects::visible_to(&ctx.pool, user.id, user.is_support()).await?;
-    let current = match current_access().await {
+    let current = match current_access(crate::core::permissions::Action::ReadDeliveries).await {
         Ok(access) => projects.iter().find(|p| p.id == access.project_id).cloned(),
         Err(_) => None,
     };
@@ -149,55 +267,28 @@ pub async fn get_viewer() -> Result<Option<Viewer>, ServerFnError> {
 
 #[server(endpoint = "login")]
 pub async fn login(email: String, password: String) -> Result<(), ServerFnError> {
-    use crate::{
-        core::ratelimit::window_start,
-        ctx::server_ctx,
-        db::{rate_counters, users},
-    };
+    use crate::{ctx::server_ctx, db::users};
     let ctx = server_ctx()?;
-    let ip = leptos_axum::extract::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .await
-        .map(|c| c.0.ip().to_string())
-        .unwrap_or_default();
-    // Failures are counted per email and per address over 15 minutes; past 5, every
-    // attempt waits longer, and past 30 the door stays shut until the window ends.
-    let window = window_start(chrono::Utc::now().timestamp()) / 900 * 900;
-    let email_bucket = format!("login-email:{}", email.trim().to_lowercase());
-    let ip_bucket = format!("login-ip:{ip}");
-    let failures = rate_counters::current(&ctx.pool, &email_bucket, window)
-        .await?
-        .max(rate_counters::current(&ctx.pool, &ip_bucket, window).await?);
-    if failures >= 30 {
+    let email = email.trim().to_lowercase();
+    if email.len() > 320 || password.len() > 1024 {
         return Err(ServerFnError::ServerError(
-            "Too many failed sign-ins. Try again in 15 minutes.".into(),
+            "Wrong email or password.".into(),
         ));
     }
-    if failures >= 5 {
-        tokio::time::sleep(std::time::Duration::from_millis(
-            500 * (failures as u64 - 4).min(10),
-        ))
-        .await;
-    }
+    let guess = count_guess(&ctx.pool, "login", &email).await?;
     let user = users::find_by_email(&ctx.pool, &email).await?;
-    let ok = match &user {
-        Some(u) => users::verify_password(&password, &u.password_hash),
-        None => {
-            users::verify_password(&password, users::dummy_hash());
-            false
-        }
-    };
+    // An unknown email costs the same hash check as a known one.
+    let hash = user
+        .as_ref()
+        .map_or(users::dummy_hash(), |u| u.password_hash.as_str());
+    let ok = users::check_password(&password, hash).await?;
     let Some(user) = user.filter(|_| ok) else {
-        rate_counters::hit(&ctx.pool, &email_bucket, window).await?;
-        rate_counters::hit(&ctx.pool, &ip_bucket, window).await?;
         return Err(ServerFnError::ServerError(
             "Wrong email or password.".into(),
         ));
     };
-    rate_counters::clear(&ctx.pool, &email_bucket, window).await?;
-    let session = session().await?;
-    // A new id at sign-in: a session id planted before sign-in is worthless after it.
-    session.cycle_id().await.map_err(internal)?;
-    session.insert(USER_KEY, user.id).await.map_err(internal)?;
+    guess_was_right(&ctx.pool, guess).await?;
+    sign_in(&session().await?, &user).await?;
     leptos_axum::redirect("/developers");
     Ok(())
 }
@@ -211,7 +302,7 @@ pub async fn logout() -> Result<(), ServerFnError> {
 
 #[server(endpoint = "switch_project")]
 pub async fn switch_project(project_id: i64) -> Result<(), ServerFnError> {
-    let access = access_to(project_id).await?;
+    let access = access_to(project_id, crate::core::permissions::Action::ReadDeliveries).await?;
     session()
         .await?
         .insert(PROJECT_KEY, access.project_id)

@@ -24,9 +24,9 @@ pub struct EndpointStats {
 
 #[server(endpoint = "list_endpoints")]
 pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx, db::endpoints};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, db::endpoints};
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::ReadEndpoints).await?;
     let list = endpoints::list(&ctx.pool, &access).await?;
     let ops: Option<i64> = sqlx::query_scalar("SELECT ops_endpoint_id FROM projects WHERE id = $1")
         .bind(access.project_id)
@@ -111,12 +111,13 @@ pub async fn create_endpoint(
     use crate::{
         auth::current_access,
         core::endpoint_url::parse_endpoint_url,
+        core::permissions::Action,
         ctx::server_ctx,
         db::{audit, endpoints},
         error::AppError,
     };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::CreateEndpoint).await?;
     let url = parse_endpoint_url(&url).map_err(AppError::Invalid)?;
     let types = parse_types(&event_types).map_err(AppError::Invalid)?;
     let (ep, secret) = endpoints::create(
@@ -150,12 +151,13 @@ pub async fn update_endpoint(
     use crate::{
         auth::current_access,
         core::endpoint_url::parse_endpoint_url,
+        core::permissions::Action,
         ctx::server_ctx,
         db::{audit, endpoints},
         error::AppError,
     };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::EditEndpoint).await?;
     let url = url
         .filter(|u| !u.trim().is_empty())
         .map(|u| parse_endpoint_url(&u).map(|u| u.to_string()))
@@ -205,13 +207,13 @@ pub async fn edit_endpoint_header(
     use crate::{
         auth::current_access,
         core::custom_headers::{parse_custom_headers, MAX_HEADERS},
+        core::permissions::Action,
         ctx::server_ctx,
         db::{audit, endpoints},
         error::AppError,
     };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
-    refuse_support(&access, "change custom headers")?;
+    let access = current_access(Action::EditCustomHeaders).await?;
     let name = name.trim().to_string();
     let value = value.filter(|v| !v.is_empty());
     if let Some(v) = &value {
@@ -243,11 +245,12 @@ pub async fn edit_endpoint_header(
 pub async fn set_ops_endpoint(id: i64) -> Result<(), ServerFnError> {
     use crate::{
         auth::current_access,
+        core::permissions::Action,
         ctx::server_ctx,
         db::{audit, endpoints},
     };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::SetOpsEndpoint).await?;
     endpoints::get(&ctx.pool, &access, id).await?;
     sqlx::query("UPDATE projects SET ops_endpoint_id = $2 WHERE id = $1")
         .bind(access.project_id)
@@ -269,11 +272,12 @@ pub async fn set_ops_endpoint(id: i64) -> Result<(), ServerFnError> {
 pub async fn delete_endpoint(id: i64) -> Result<(), ServerFnError> {
     use crate::{
         auth::current_access,
+        core::permissions::Action,
         ctx::server_ctx,
         db::{audit, endpoints},
     };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::DeleteEndpoint).await?;
     endpoints::delete(&ctx.pool, &access, id).await?;
     audit::record(
         &ctx.pool,
@@ -291,12 +295,12 @@ pub async fn delete_endpoint(id: i64) -> Result<(), ServerFnError> {
 pub async fn reveal_secret(id: i64) -> Result<String, ServerFnError> {
     use crate::{
         auth::current_access,
+        core::permissions::Action,
         ctx::server_ctx,
         db::{audit, endpoints},
     };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
-    refuse_support(&access, "see endpoint secrets")?;
+    let access = current_access(Action::RevealSecret).await?;
     let (secret, _) = endpoints::secrets(&ctx.pool, &access, id).await?;
     audit::record(
         &ctx.pool,
@@ -313,12 +317,12 @@ pub async fn reveal_secret(id: i64) -> Result<String, ServerFnError> {
 pub async fn rotate_secret(id: i64) -> Result<String, ServerFnError> {
     use crate::{
         auth::current_access,
+        core::permissions::Action,
         ctx::server_ctx,
         db::{audit, endpoints},
     };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
-    refuse_support(&access, "rotate secrets")?;
+    let access = current_access(Action::RotateSecret).await?;
     let secret = endpoints::rotate_secret(&ctx.pool, &access, id).await?;
     audit::record(
         &ctx.pool,
@@ -336,11 +340,12 @@ pub async fn rotate_secret(id: i64) -> Result<String, ServerFnError> {
 pub async fn test_send(id: i64) -> Result<DeliveryRow, ServerFnError> {
     use crate::{
         auth::current_access,
+        core::permissions::Action,
         ctx::server_ctx,
         db::{audit, deliveries, endpoints},
     };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::TestSend).await?;
     let ep = endpoints::get(&ctx.pool, &access, id).await?;
     let delivery_id = deliveries::test_send(&ctx.pool, &access, &ep).await?;
     audit::record(
@@ -365,12 +370,13 @@ pub struct KeysView {
 pub async fn list_keys() -> Result<KeysView, ServerFnError> {
     use crate::{
         auth::current_access,
+        core::permissions::Action,
         core::ratelimit::Plan,
         ctx::server_ctx,
         db::{api_keys, projects},
     };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::ReadKeys).await?;
     let project = projects::get(&ctx.pool, access.project_id)
         .await?
         .ok_or_else(crate::ctx::not_found)?;
@@ -387,12 +393,12 @@ pub async fn list_keys() -> Result<KeysView, ServerFnError> {
 pub async fn create_key(name: String) -> Result<String, ServerFnError> {
     use crate::{
         auth::current_access,
+        core::permissions::Action,
         ctx::server_ctx,
         db::{api_keys, audit},
     };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
-    refuse_support(&access, "create API keys")?;
+    let access = current_access(Action::ManageKeys).await?;
     let name = if name.trim().is_empty() {
         "unnamed".to_string()
     } else {
@@ -414,12 +420,12 @@ pub async fn create_key(name: String) -> Result<String, ServerFnError> {
 pub async fn revoke_key(id: i64) -> Result<(), ServerFnError> {
     use crate::{
         auth::current_access,
+        core::permissions::Action,
         ctx::server_ctx,
         db::{api_keys, audit},
     };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
-    refuse_support(&access, "revoke API keys")?;
+    let access = current_access(Action::ManageKeys).await?;
     api_keys::revoke(&ctx.pool, &access, id).await?;
     audit::record(
         &ctx.pool,
@@ -434,9 +440,9 @@ pub async fn revoke_key(id: i64) -> Result<(), ServerFnError> {
 
 #[server(endpoint = "list_audit")]
 pub async fn list_audit() -> Result<Vec<AuditEntry>, ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx, db::audit};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, db::audit};
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::ReadAudit).await?;
     Ok(audit::list(&ctx.pool, &access, 500).await?)
 }
 
@@ -472,9 +478,9 @@ pub const DOCUMENTED_TYPES: [(&str, &str); 8] = [
 
 #[server(endpoint = "event_catalogue")]
 pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::ReadCatalogue).await?;
     type Seen = (String, i64, Option<DateTime<Utc>>, Option<String>);
     let seen: Vec<Seen> = sqlx::query_as(
         "SELECT event_type, count(*), max(created_at),
@@ -520,9 +526,9 @@ pub struct Member {
 
 #[server(endpoint = "list_members")]
 pub async fn list_members() -> Result<Vec<Member>, ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::ReadTeam).await?;
     let rows: Vec<(String, String, DateTime<Utc>)> = sqlx::query_as(
         "SELECT u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id
          WHERE m.project_id = $1 ORDER BY m.created_at",
@@ -536,15 +542,29 @@ pub async fn list_members() -> Result<Vec<Member>, ServerFnError> {
         .collect())
 }
 
+/// Changes the signed-in user's password: guessed at no faster than sign-in allows,
+/// and every other session of the user ends (this one continues under a new id).
 #[server(endpoint = "change_password")]
 pub async fn change_password(current: String, new_password: String) -> Result<(), ServerFnError> {
-    use crate::{auth::require_user, ctx::server_ctx, db::users, error::AppError};
+    use crate::{
+        auth::{count_guess, guess_was_right, require_user, session, sign_in},
+        ctx::server_ctx,
+        db::users,
+        error::AppError,
+    };
     let ctx = server_ctx()?;
     let user = require_user().await?;
-    if !users::verify_password(&current, &user.password_hash) {
+    let guess = count_guess(&ctx.pool, "password", &user.id.to_string()).await?;
+    if !users::check_password(&current, &user.password_hash).await? {
         return Err(AppError::Invalid("The current password is wrong.".into()).into());
     }
-    users::set_password(&ctx.pool, user.id, &new_password).await?;
+    guess_was_right(&ctx.pool, guess).await?;
+    let epoch = users::set_password(&ctx.pool, user.id, &new_password).await?;
+    let user = users::User {
+        session_epoch: epoch,
+        ..user
+    };
+    sign_in(&session().await?, &user).await?;
     Ok(())
 }
 
@@ -553,12 +573,12 @@ pub async fn change_password(current: String, new_password: String) -> Result<()
 #[server(endpoint = "invite_member")]
 pub async fn invite_member(email: String) -> Result<String, ServerFnError> {
     use crate::{
-        auth::current_access, core::ids::new_token, ctx::server_ctx, db::audit, error::AppError,
+        auth::current_access, core::ids::new_token, core::permissions::Action, ctx::server_ctx,
+        db::audit, error::AppError,
     };
     use sha2::{Digest, Sha256};
     let ctx = server_ctx()?;
-    let access = current_access().await?;
-    require_owner(&ctx.pool, &access).await?;
+    let access = current_access(Action::ManageTeam).await?;
     let email = email.trim().to_lowercase();
     if !email.contains('@') || email.len() > 200 {
         return Err(AppError::Invalid("Enter an email address.".into()).into());
@@ -585,45 +605,15 @@ pub async fn invite_member(email: String) -> Result<String, ServerFnError> {
     Ok(format!("{}/invite/{token}", ctx.cfg.public_url))
 }
 
-/// Support staff read every project but never handle its credentials.
-#[cfg(feature = "ssr")]
-fn refuse_support(access: &crate::auth::Access, what: &str) -> Result<(), crate::error::AppError> {
-    if access.is_support {
-        return Err(crate::error::AppError::Invalid(format!(
-            "Support staff cannot {what}."
-        )));
-    }
-    Ok(())
-}
-
-#[cfg(feature = "ssr")]
-async fn require_owner(
-    pool: &sqlx::PgPool,
-    access: &crate::auth::Access,
-) -> Result<(), crate::error::AppError> {
-    let owner: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM memberships WHERE project_id = $1 AND user_id = $2 AND role = 'owner')",
-    )
-    .bind(access.project_id)
-    .bind(access.user_id)
-    .fetch_one(pool)
-    .await?;
-    if owner {
-        Ok(())
-    } else {
-        Err(crate::error::AppError::Invalid(
-            "Only the project's owners can do that.".into(),
-        ))
-    }
-}
-
 /// Removes a member; the last owner of a project cannot be removed.
 #[server(endpoint = "remove_member")]
 pub async fn remove_member(email: String) -> Result<(), ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx, db::audit, error::AppError};
+    use crate::{
+        auth::current_access, core::permissions::Action, ctx::server_ctx, db::audit,
+        error::AppError,
+    };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
-    require_owner(&ctx.pool, &access).await?;
+    let access = current_access(Action::ManageTeam).await?;
     let mut tx = ctx.pool.begin().await?;
     // Lock the project's memberships so two removals cannot both pass the check.
     let members: Vec<(i64, String, String)> = sqlx::query_as(
@@ -664,11 +654,13 @@ pub struct InvitationView {
     pub project: String,
     pub email: String,
     pub has_account: bool,
+    /// The visitor is signed in as the invited account (and so may join without a password).
+    pub signed_in_as_invitee: bool,
 }
 
 #[server(endpoint = "get_invitation")]
 pub async fn get_invitation(token: String) -> Result<InvitationView, ServerFnError> {
-    use crate::{ctx::server_ctx, error::AppError};
+    use crate::{auth::current_user, ctx::server_ctx, error::AppError};
     use sha2::{Digest, Sha256};
     let ctx = server_ctx()?;
     let row: Option<(String, String, bool)> = sqlx::query_as(
@@ -681,46 +673,73 @@ pub async fn get_invitation(token: String) -> Result<InvitationView, ServerFnErr
     .await?;
     let (project, email, has_account) = row
         .ok_or_else(|| AppError::Invalid("This invitation is unknown, used or expired.".into()))?;
+    let signed_in_as_invitee = current_user()
+        .await?
+        .is_some_and(|u| u.email.eq_ignore_ascii_case(&email));
     Ok(InvitationView {
         project,
         email,
         has_account,
+        signed_in_as_invitee,
     })
 }
 
-/// Accepts an invitation once: makes the account (or checks its password), joins the
-/// project and signs in.
+/// Accepts an invitation once and joins the project. A new account is made with the
+/// password given; an existing account joins only from a session signed in as that
+/// account: the invitation path never checks an existing account's password, so it
+/// cannot be used to guess one.
 #[server(endpoint = "accept_invitation")]
-pub async fn accept_invitation(token: String, password: String) -> Result<(), ServerFnError> {
+pub async fn accept_invitation(
+    token: String,
+    password: Option<String>,
+) -> Result<(), ServerFnError> {
     use crate::{
-        auth::{internal, session, PROJECT_KEY, USER_KEY},
+        auth::{current_user, internal, session, sign_in, PROJECT_KEY},
         ctx::server_ctx,
         db::{projects, users},
         error::AppError,
     };
     use sha2::{Digest, Sha256};
     let ctx = server_ctx()?;
+    let unknown = || AppError::Invalid("This invitation is unknown, used or expired.".into());
+    let token_hash = Sha256::digest(token.as_bytes()).to_vec();
+    let email: String = sqlx::query_scalar(
+        "SELECT email FROM invitations WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()",
+    )
+    .bind(&token_hash)
+    .fetch_optional(&ctx.pool)
+    .await?
+    .ok_or_else(unknown)?;
+    let user = match users::find_by_email(&ctx.pool, &email).await? {
+        Some(existing) => {
+            let signed_in = current_user().await?;
+            if signed_in.as_ref().map(|u| u.id) != Some(existing.id) {
+                return Err(AppError::Unauthorized(format!(
+                    "{email} already has an account: sign in as {email}, then open this link again."
+                ))
+                .into());
+            }
+            existing
+        }
+        None => {
+            let password = password.unwrap_or_default();
+            users::create(&ctx.pool, &email, &password, "user").await?
+        }
+    };
     let mut tx = ctx.pool.begin().await?;
-    let invite: Option<(i64, String, String)> = sqlx::query_as(
+    let invite: Option<(i64, String)> = sqlx::query_as(
         "UPDATE invitations SET used_at = now()
          WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
-         RETURNING project_id, email, role",
+         RETURNING project_id, role",
     )
-    .bind(Sha256::digest(token.as_bytes()).to_vec())
+    .bind(&token_hash)
     .fetch_optional(&mut *tx)
     .await?;
-    let (project_id, email, role) = invite
-        .ok_or_else(|| AppError::Invalid("This invitation is unknown, used or expired.".into()))?;
-    let user = match users::find_by_email(&ctx.pool, &email).await? {
-        Some(u) if users::verify_password(&password, &u.password_hash) => u,
-        Some(_) => return Err(AppError::Invalid("Wrong password for this account.".into()).into()),
-        None => users::create(&ctx.pool, &email, &password, "user").await?,
-    };
+    let (project_id, role) = invite.ok_or_else(unknown)?;
     projects::add_member(&mut tx, project_id, user.id, &role).await?;
     tx.commit().await?;
     let session = session().await?;
-    session.cycle_id().await.map_err(internal)?;
-    session.insert(USER_KEY, user.id).await.map_err(internal)?;
+    sign_in(&session, &user).await?;
     session
         .insert(PROJECT_KEY, project_id)
         .await

@@ -113,9 +113,12 @@ pub use crate::core::curl::curl_command;
 
 #[server(endpoint = "list_deliveries")]
 pub async fn list_deliveries(filter: DeliveryFilter) -> Result<DeliveryPage, ServerFnError> {
-    use crate::{auth::current_access, core::cursor::Cursor, ctx::server_ctx, db::deliveries};
+    use crate::{
+        auth::current_access, core::cursor::Cursor, core::permissions::Action, ctx::server_ctx,
+        db::deliveries,
+    };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::ReadDeliveries).await?;
     let mut rows = deliveries::list(
         &ctx.pool,
         &access,
@@ -144,9 +147,12 @@ pub async fn get_delivery_detail(
     project_id: i64,
     id: i64,
 ) -> Result<DeliveryDetail, ServerFnError> {
-    use crate::{auth::access_to, core::payload::build_body, ctx::server_ctx, db::deliveries};
+    use crate::{
+        auth::access_to, core::payload::build_body, core::permissions::Action, ctx::server_ctx,
+        db::deliveries,
+    };
     let ctx = server_ctx()?;
-    let access = access_to(project_id).await?;
+    let access = access_to(project_id, Action::ReadDeliveries).await?;
     let row = deliveries::get_row(&ctx.pool, &access, id).await?;
     let extras = deliveries::extras(&ctx.pool, &row).await?;
     let body = match (&extras.data, extras.event_created_at) {
@@ -178,11 +184,12 @@ pub async fn get_delivery_detail(
 pub async fn retry_delivery(project_id: i64, id: i64) -> Result<DeliveryRow, ServerFnError> {
     use crate::{
         auth::access_to,
+        core::permissions::Action,
         ctx::server_ctx,
         db::{audit, deliveries},
     };
     let ctx = server_ctx()?;
-    let access = access_to(project_id).await?;
+    let access = access_to(project_id, Action::Retry).await?;
     let row = deliveries::retry(&ctx.pool, &access, id).await?;
     audit::record(
         &ctx.pool,
@@ -204,12 +211,13 @@ pub async fn redirect_delivery(
 ) -> Result<(DeliveryRow, String), ServerFnError> {
     use crate::{
         auth::access_to,
+        core::permissions::Action,
         ctx::server_ctx,
         db::{audit, bins, deliveries},
         error::AppError,
     };
     let ctx = server_ctx()?;
-    let access = access_to(project_id).await?;
+    let access = access_to(project_id, Action::Redirect).await?;
     let bin_id = match bin.as_deref().map(str::trim).filter(|b| !b.is_empty()) {
         Some(given) => {
             let id = given
@@ -246,9 +254,9 @@ pub async fn refresh_rows(
     project_id: i64,
     ids: Vec<i64>,
 ) -> Result<Vec<DeliveryRow>, ServerFnError> {
-    use crate::{auth::access_to, ctx::server_ctx, db::deliveries};
+    use crate::{auth::access_to, core::permissions::Action, ctx::server_ctx, db::deliveries};
     let ctx = server_ctx()?;
-    let access = access_to(project_id).await?;
+    let access = access_to(project_id, Action::ReadDeliveries).await?;
     let ids: Vec<i64> = ids.into_iter().take(50).collect();
     Ok(deliveries::get_rows(&ctx.pool, &access, &ids).await?)
 }
@@ -292,9 +300,9 @@ pub struct FilterOptions {
 
 #[server(endpoint = "delivery_filter_options")]
 pub async fn delivery_filter_options() -> Result<FilterOptions, ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::ReadDeliveries).await?;
     let endpoints: Vec<(i64, String)> = sqlx::query_as(
         "SELECT id, url FROM endpoints WHERE project_id = $1 ORDER BY deleted_at IS NOT NULL, id",
     )
@@ -330,9 +338,9 @@ pub struct ReplayProgress {
 /// How many events "Retry all matching" would send for this view.
 #[server(endpoint = "preview_replay")]
 pub async fn preview_replay(filter: DeliveryFilter) -> Result<i64, ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx, db::replays};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, db::replays};
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::Replay).await?;
     Ok(replays::preview(&ctx.pool, &access, &filter, ctx.cfg.retention_days).await?)
 }
 
@@ -340,11 +348,12 @@ pub async fn preview_replay(filter: DeliveryFilter) -> Result<i64, ServerFnError
 pub async fn start_replay(filter: DeliveryFilter) -> Result<ReplayProgress, ServerFnError> {
     use crate::{
         auth::current_access,
+        core::permissions::Action,
         ctx::server_ctx,
         db::{audit, replays},
     };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::Replay).await?;
     let id = replays::start(
         &ctx.pool,
         &access,
@@ -367,9 +376,9 @@ pub async fn start_replay(filter: DeliveryFilter) -> Result<ReplayProgress, Serv
 
 #[server(endpoint = "get_replay_progress")]
 pub async fn get_replay_progress(id: i64) -> Result<ReplayProgress, ServerFnError> {
-    use crate::{auth::current_access, ctx::server_ctx, db::replays};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, db::replays};
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::ReadDeliveries).await?;
     Ok(replays::progress(&ctx.pool, &access, id).await?)
 }
 
@@ -377,11 +386,12 @@ pub async fn get_replay_progress(id: i64) -> Result<ReplayProgress, ServerFnErro
 pub async fn cancel_replay(id: i64) -> Result<ReplayProgress, ServerFnError> {
     use crate::{
         auth::current_access,
+        core::permissions::Action,
         ctx::server_ctx,
         db::{audit, replays},
     };
     let ctx = server_ctx()?;
-    let access = current_access().await?;
+    let access = current_access(Action::Replay).await?;
     replays::cancel(&ctx.pool, &access, id).await?;
     audit::record(
         &ctx.pool,

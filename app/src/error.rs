@@ -10,6 +10,8 @@ pub enum AppError {
     Conflict(String),
     Invalid(String),
     Unauthorized(String),
+    /// Signed in and allowed to see the project, but the role may not do this.
+    Forbidden(String),
     TooMany(String),
     #[cfg(feature = "ssr")]
     Db(sqlx::Error),
@@ -22,6 +24,7 @@ impl fmt::Display for AppError {
             AppError::Conflict(m)
             | AppError::Invalid(m)
             | AppError::Unauthorized(m)
+            | AppError::Forbidden(m)
             | AppError::TooMany(m) => f.write_str(m),
             #[cfg(feature = "ssr")]
             AppError::Db(_) => f.write_str("internal error"),
@@ -37,6 +40,7 @@ impl AppError {
             AppError::Conflict(_) => 409,
             AppError::Invalid(_) => 422,
             AppError::Unauthorized(_) => 401,
+            AppError::Forbidden(_) => 403,
             AppError::TooMany(_) => 429,
             #[cfg(feature = "ssr")]
             AppError::Db(_) => 500,

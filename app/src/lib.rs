@@ -7,6 +7,7 @@ pub mod auth;
 pub mod cabinet;
 pub mod components;
 pub mod core;
+pub mod csp;
 pub mod deliveries;
 pub mod error;
 pub mod inspector;
@@ -28,6 +29,8 @@ use leptos_router::{
 };
 
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    csp::set_page_policy();
     view! {
         <!DOCTYPE html>
         <html lang="en">

@@ -33,6 +33,7 @@ test("the session cookie is HttpOnly and SameSite=Lax, and sign-out ends it", as
   expect(cookie?.httpOnly).toBe(true);
   expect(cookie?.sameSite).toBe("Lax");
   await page.goto("/logout");
+  await page.getByRole("button", { name: "Sign out" }).click();
   await expect(page).toHaveURL(/\/login$/);
   await page.goto("/developers");
   await expect(page).toHaveURL(/\/login$/);

@@ -16,6 +16,7 @@ test("a user changes their password and signs in with the new one", async ({ pag
   await page.getByTestId("change-password-button").click();
   await expect(page.getByRole("status")).toContainText("Password changed.");
   await page.goto("/logout");
+  await page.getByRole("button", { name: "Sign out" }).click();
   await login(page, { email: p.email, password: "new-password-456" });
   await expect(page.getByTestId("project-name")).toHaveText("Team");
 });

@@ -6,9 +6,9 @@ use std::{net::SocketAddr, sync::Arc};
 use app::{cfg::Config, ctx::ServerCtx, shell, App};
 use axum::{
     extract::{FromRef, Request, State},
-    http::{header, HeaderMap, StatusCode},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
     middleware::{self, Next},
-    response::{IntoResponse, Redirect, Response},
+    response::{Html, IntoResponse, Redirect, Response},
     routing::get,
     Router,
 };
@@ -64,9 +64,12 @@ pub fn router(state: AppState) -> Router {
             let options = state.leptos_options.clone();
             move || shell(options.clone())
         })
-        .route("/logout", get(logout))
+        .route("/logout", get(logout_form).post(logout))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
-        .layer(middleware::from_fn(require_login))
+        .layer(middleware::from_fn_with_state(
+            state.pool.clone(),
+            require_login,
+        ))
         .layer(middleware::from_fn(same_origin_server_fns))
         .layer(sessions);
 
@@ -76,6 +79,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/public/v1", crate::api::router(state.clone()))
         .merge(crate::inspector::router(state.clone()))
         .merge(leptos_app)
+        .layer(middleware::from_fn(security_headers))
         .with_state(state)
 }
 
@@ -97,21 +101,32 @@ async fn metrics(State(state): State<AppState>) -> Response {
         .into_response()
 }
 
+/// Signing out changes state, so it is a POST (under the same-origin check); a GET of
+/// /logout only offers the button.
 async fn logout(session: Session) -> Redirect {
     let _ = session.flush().await;
     Redirect::to("/login")
 }
 
-/// Pages under /developers need a signed-in user; anyone else goes to /login.
-async fn require_login(session: Session, req: Request, next: Next) -> Response {
+async fn logout_form() -> Html<&'static str> {
+    Html(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Sign out · Posthorn</title></head>\
+         <body><form method=\"post\" action=\"/logout\"><p>Sign out of Posthorn?</p>\
+         <button type=\"submit\">Sign out</button> <a href=\"/developers\">Back</a></form></body></html>",
+    )
+}
+
+/// Pages under /developers need a signed-in user (whose session outlived no password
+/// change); anyone else goes to /login.
+async fn require_login(
+    State(pool): State<PgPool>,
+    session: Session,
+    req: Request,
+    next: Next,
+) -> Response {
     let path = req.uri().path();
     if path == "/developers" || path.starts_with("/developers/") {
-        let signed_in = session
-            .get::<i64>(app::auth::USER_KEY)
-            .await
-            .ok()
-            .flatten()
-            .is_some();
+        let signed_in = matches!(app::auth::session_user(&pool, &session).await, Ok(Some(_)));
         if !signed_in {
             return Redirect::to("/login").into_response();
         }
@@ -119,9 +134,31 @@ async fn require_login(session: Session, req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
-/// Server functions refuse requests made from another site.
+/// Headers every response carries. Pages set their own Content-Security-Policy with the
+/// nonce of their hydration script (`app::csp`); anything else gets the strictest one.
+async fn security_headers(req: Request, next: Next) -> Response {
+    let mut res = next.run(req).await;
+    let h = res.headers_mut();
+    h.entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+    ));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    res
+}
+
+/// Server functions and sign-out refuse requests made from another site.
 async fn same_origin_server_fns(headers: HeaderMap, req: Request, next: Next) -> Response {
-    if req.uri().path().starts_with("/api/") && req.method() != axum::http::Method::GET {
+    let path = req.uri().path();
+    if (path.starts_with("/api/") || path == "/logout") && req.method() != axum::http::Method::GET {
         let cross_site =
             headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) == Some("cross-site");
         let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());

@@ -11,6 +11,7 @@ pub mod event_type;
 #[cfg(feature = "ssr")]
 pub mod ids;
 pub mod payload;
+pub mod permissions;
 pub mod ratelimit;
 pub mod retry;
 pub mod signing;

@@ -86,3 +86,85 @@ mod tests {
         assert_eq!(window_start(180), 180);
     }
 }
+
+/// The key a source address is counted under: the address itself for IPv4, its /64 for
+/// IPv6 (one subscriber usually holds a whole /64, so per-address counts mean nothing).
+pub fn address_bucket(ip: std::net::IpAddr) -> String {
+    match ip {
+        std::net::IpAddr::V4(v4) => v4.to_string(),
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+    }
+}
+
+/// What a sign-in attempt may do, decided from the failures already counted in this
+/// 15-minute window (this attempt included: it is counted before the password is
+/// checked, so a burst of parallel guesses cannot outrun the count).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignInGate {
+    Go,
+    /// Check the password after this wait: the account is under attack, its owner is
+    /// slowed down, never locked out.
+    After(std::time::Duration),
+    /// Refused without checking: this address has guessed too often.
+    Refuse,
+}
+
+/// Guesses one address may make for one account, and for all accounts, per window.
+pub const SIGN_IN_PER_ADDRESS_AND_ACCOUNT: u32 = 10;
+pub const SIGN_IN_PER_ADDRESS: u32 = 30;
+/// Failures of one account (from anywhere) before its sign-ins start to wait.
+pub const SIGN_IN_FREE_PER_ACCOUNT: u32 = 5;
+/// Seconds in one sign-in counting window.
+pub const SIGN_IN_WINDOW_SECS: i64 = 900;
+
+pub fn sign_in_gate(
+    per_address: u32,
+    per_address_and_account: u32,
+    per_account: u32,
+) -> SignInGate {
+    if per_address > SIGN_IN_PER_ADDRESS
+        || per_address_and_account > SIGN_IN_PER_ADDRESS_AND_ACCOUNT
+    {
+        return SignInGate::Refuse;
+    }
+    if per_account > SIGN_IN_FREE_PER_ACCOUNT {
+        let over = (per_account - SIGN_IN_FREE_PER_ACCOUNT).min(12) as u64;
+        return SignInGate::After(std::time::Duration::from_millis(250 * over));
+    }
+    SignInGate::Go
+}
+
+#[cfg(test)]
+mod sign_in_tests {
+    use super::*;
+
+    #[test]
+    fn ipv6_addresses_count_by_their_64() {
+        let a = address_bucket("2001:db8:1:2:aaaa::1".parse().unwrap());
+        let b = address_bucket("2001:db8:1:2:bbbb::9".parse().unwrap());
+        assert_eq!(a, b);
+        assert_ne!(a, address_bucket("2001:db8:1:3::1".parse().unwrap()));
+        assert_eq!(
+            address_bucket("::ffff:10.0.0.1".parse().unwrap()),
+            "10.0.0.1"
+        );
+    }
+
+    #[test]
+    fn an_attacked_account_slows_down_but_never_locks_its_owner_out() {
+        assert_eq!(sign_in_gate(1, 1, 1), SignInGate::Go);
+        // Thousands of failures from elsewhere: the owner's own address still gets in, slowly.
+        assert_eq!(
+            sign_in_gate(1, 1, 5000),
+            SignInGate::After(std::time::Duration::from_secs(3))
+        );
+        assert_eq!(sign_in_gate(1, 11, 11), SignInGate::Refuse);
+        assert_eq!(sign_in_gate(31, 1, 1), SignInGate::Refuse);
+    }
+}

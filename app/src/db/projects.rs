@@ -93,3 +93,18 @@ pub async fn is_member(pool: &PgPool, project_id: i64, user_id: i64) -> AppResul
     .fetch_one(pool)
     .await?)
 }
+
+/// The user's role in the project (`owner`, `member`), or None for a non-member.
+pub async fn member_role(
+    pool: &PgPool,
+    project_id: i64,
+    user_id: i64,
+) -> AppResult<Option<String>> {
+    Ok(sqlx::query_scalar::<_, String>(
+        "SELECT role FROM memberships WHERE project_id = $1 AND user_id = $2",
+    )
+    .bind(project_id)
+    .bind(user_id)
+    .fetch_optional(pool)
+    .await?)
+}

@@ -30,6 +30,18 @@ pub async fn current(pool: &PgPool, bucket: &str, window_start: i64) -> AppResul
     Ok(count.unwrap_or(0).max(0) as u32)
 }
 
+/// Takes back one hit (a sign-in that turned out right was counted as a failure first).
+pub async fn undo(pool: &PgPool, bucket: &str, window_start: i64) -> AppResult<()> {
+    sqlx::query(
+        "UPDATE rate_counters SET count = greatest(count - 1, 0) WHERE bucket = $1 AND window_start = $2",
+    )
+    .bind(bucket)
+    .bind(window_start)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 pub async fn clear(pool: &PgPool, bucket: &str, window_start: i64) -> AppResult<()> {
     sqlx::query("DELETE FROM rate_counters WHERE bucket = $1 AND window_start = $2")
         .bind(bucket)

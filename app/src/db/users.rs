@@ -14,6 +14,8 @@ pub struct User {
     pub email: String,
     pub password_hash: String,
     pub role: String,
+    /// Bumped by a password change; sessions of an older epoch are void.
+    pub session_epoch: i32,
 }
 
 impl User {
@@ -45,6 +47,36 @@ pub fn verify_password(password: &str, hash: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// Password hashing is deliberately slow (tens of milliseconds of CPU): it runs on the
+/// blocking pool, at most this many at once, so a flood of sign-ins queues here instead
+/// of stalling the async runtime that also serves pages and runs the dispatcher.
+static HASHING_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
+/// How long a sign-in waits for a hashing slot before it is told to come back.
+const HASHING_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+async fn off_runtime<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
+    let _slot = tokio::time::timeout(HASHING_WAIT, HASHING_SLOTS.acquire())
+        .await
+        .map_err(|_| AppError::TooMany("The server is busy signing people in; try again.".into()))?
+        .map_err(|_| AppError::TooMany("shutting down".into()))?;
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|_| AppError::Invalid("password check failed".into()))
+}
+
+/// [`verify_password`] on the blocking pool, behind the hashing slots.
+pub async fn check_password(password: &str, hash: &str) -> AppResult<bool> {
+    let (password, hash) = (password.to_owned(), hash.to_owned());
+    off_runtime(move || verify_password(&password, &hash)).await
+}
+
+/// [`hash_password`] on the blocking pool, behind the hashing slots.
+pub async fn make_hash(password: &str) -> AppResult<String> {
+    let password = password.to_owned();
+    off_runtime(move || hash_password(&password)).await?
+}
+
 /// A hash to verify against when the email is unknown, so both paths cost the same.
 pub fn dummy_hash() -> &'static str {
     "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$9ZbHkJ8hxV9GEXkQq9cJ+6c0bCHx1LJ9n2D3Zp1rxXw"
@@ -55,11 +87,11 @@ pub async fn create(pool: &PgPool, email: &str, password: &str, role: &str) -> A
     if !email.contains('@') {
         return Err(AppError::Invalid("email must contain @".into()));
     }
-    let hash = hash_password(password)?;
+    let hash = make_hash(password).await?;
     let user = sqlx::query_as::<_, User>(
         "INSERT INTO users (email, password_hash, role) VALUES ($1, $2, $3)
          ON CONFLICT (lower(email)) DO UPDATE SET role = users.role
-         RETURNING id, email, password_hash, role",
+         RETURNING id, email, password_hash, role, session_epoch",
     )
     .bind(email)
     .bind(&hash)
@@ -71,11 +103,11 @@ pub async fn create(pool: &PgPool, email: &str, password: &str, role: &str) -> A
 
 /// Creates the user, or resets the password and role of an existing one (idempotent seeding).
 pub async fn upsert(pool: &PgPool, email: &str, password: &str, role: &str) -> AppResult<User> {
-    let hash = hash_password(password)?;
+    let hash = make_hash(password).await?;
     Ok(sqlx::query_as::<_, User>(
         "INSERT INTO users (email, password_hash, role) VALUES ($1, $2, $3)
          ON CONFLICT (lower(email)) DO UPDATE SET password_hash = EXCLUDED.password_hash, role = EXCLUDED.role
-         RETURNING id, email, password_hash, role",
+         RETURNING id, email, password_hash, role, session_epoch",
     )
     .bind(email.trim())
     .bind(&hash)
@@ -86,7 +118,7 @@ pub async fn upsert(pool: &PgPool, email: &str, password: &str, role: &str) -> A
 
 pub async fn find_by_email(pool: &PgPool, email: &str) -> AppResult<Option<User>> {
     Ok(sqlx::query_as::<_, User>(
-        "SELECT id, email, password_hash, role FROM users WHERE lower(email) = lower($1)",
+        "SELECT id, email, password_hash, role, session_epoch FROM users WHERE lower(email) = lower($1)",
     )
     .bind(email.trim())
     .fetch_optional(pool)
@@ -94,22 +126,26 @@ pub async fn find_by_email(pool: &PgPool, email: &str) -> AppResult<Option<User>
 }
 
 pub async fn get(pool: &PgPool, id: i64) -> AppResult<Option<User>> {
-    Ok(
-        sqlx::query_as::<_, User>("SELECT id, email, password_hash, role FROM users WHERE id = $1")
-            .bind(id)
-            .fetch_optional(pool)
-            .await?,
+    Ok(sqlx::query_as::<_, User>(
+        "SELECT id, email, password_hash, role, session_epoch FROM users WHERE id = $1",
     )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?)
 }
 
-pub async fn set_password(pool: &PgPool, id: i64, password: &str) -> AppResult<()> {
-    let hash = hash_password(password)?;
-    sqlx::query("UPDATE users SET password_hash = $2 WHERE id = $1")
-        .bind(id)
-        .bind(hash)
-        .execute(pool)
-        .await?;
-    Ok(())
+/// Sets a new password and ends every session of the user; returns the new epoch, which
+/// the session that made the change carries on with.
+pub async fn set_password(pool: &PgPool, id: i64, password: &str) -> AppResult<i32> {
+    let hash = make_hash(password).await?;
+    Ok(sqlx::query_scalar(
+        "UPDATE users SET password_hash = $2, session_epoch = session_epoch + 1 WHERE id = $1
+         RETURNING session_epoch",
+    )
+    .bind(id)
+    .bind(hash)
+    .fetch_one(pool)
+    .await?)
 }
 
 #[cfg(test)]

@@ -97,14 +97,25 @@ pub fn InvitePage() -> impl IntoView {
                         Ok(inv) => view! {
                             <h1>{format!("Join {}", inv.project)}</h1>
                             <p>{format!("Invitation for {}.", inv.email)}</p>
-                            <ActionForm action=accept>
-                                <input type="hidden" name="token" value=token()/>
-                                <label>{if inv.has_account { "Your password" } else { "Choose a password (8+ characters)" }}
-                                    <input type="password" name="password" required data-testid="invite-password"/>
-                                </label>
-                                <button type="submit" data-testid="accept-invite-button">"Join"</button>
-                                {move || accept.value().get().and_then(|r| r.err()).map(|e| view! { <p class="error" role="alert">{error_text(&e)}</p> })}
-                            </ActionForm>
+                            {if inv.has_account && !inv.signed_in_as_invitee {
+                                view! {
+                                    <p data-testid="invite-sign-in">{format!("{} already has an account. Sign in as {}, then open this link again.", inv.email, inv.email)}</p>
+                                    <p><a href="/login">"Sign in"</a></p>
+                                }.into_any()
+                            } else {
+                                view! {
+                                    <ActionForm action=accept>
+                                        <input type="hidden" name="token" value=token()/>
+                                        {(!inv.has_account).then(|| view! {
+                                            <label>"Choose a password (8+ characters)"
+                                                <input type="password" name="password" required data-testid="invite-password"/>
+                                            </label>
+                                        })}
+                                        <button type="submit" data-testid="accept-invite-button">"Join"</button>
+                                        {move || accept.value().get().and_then(|r| r.err()).map(|e| view! { <p class="error" role="alert">{error_text(&e)}</p> })}
+                                    </ActionForm>
+                                }.into_any()
+                            }}
                         }.into_any(),
                         Err(e) => view! { <h1>"Invitation"</h1><p class="error" role="alert" data-testid="invite-error">{error_text(&e)}</p><p><a href="/login">"Sign in"</a></p> }.into_any(),
                     };

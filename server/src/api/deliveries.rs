@@ -1,6 +1,6 @@
 //! `/deliveries`: attempts, polled by cursor; manual retry.
 
-use app::{auth::system_access, core::cursor::Cursor, db::deliveries};
+use app::{core::cursor::Cursor, core::permissions::Action, db::deliveries};
 use axum::{
     extract::{Path, State},
     http::StatusCode,
@@ -75,7 +75,7 @@ pub async fn get(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let access = system_access(caller.project_id, "api");
+    let access = caller.access(Action::ReadDeliveries)?;
     let row = deliveries::get_row(&pool, &access, parse_id(&id)?).await?;
     let extras = deliveries::extras(&pool, &row).await?;
     let mut v = row_json(&row);
@@ -113,7 +113,7 @@ pub async fn retry(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let access = system_access(caller.project_id, "api");
+    let access = caller.access(Action::Retry)?;
     let row = deliveries::retry(&pool, &access, parse_id(&id)?).await?;
     app::db::audit::record(
         &pool,

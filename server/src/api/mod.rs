@@ -86,6 +86,7 @@ impl From<AppError> for ApiError {
             AppError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
             AppError::Invalid(m) => ApiError::invalid(m),
             AppError::Unauthorized(m) => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", m),
+            AppError::Forbidden(m) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", m),
             AppError::TooMany(m) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", m),
             AppError::Db(e) => {
                 tracing::error!(error = %e, "database error in the API");
@@ -110,6 +111,19 @@ impl From<sqlx::Error> for ApiError {
 pub struct Caller {
     pub project_id: i64,
     pub key_id: i64,
+}
+
+impl Caller {
+    /// The key speaks for its project; the action is still named and checked against
+    /// the one permissions table, like every server function's.
+    pub fn access(
+        &self,
+        action: app::core::permissions::Action,
+    ) -> Result<app::auth::Access, ApiError> {
+        let access = app::auth::system_access(self.project_id, "api");
+        access.require(action)?;
+        Ok(access)
+    }
 }
 
 /// JSON bodies with this API's errors: 413 over the limit, 400 malformed, 422 wrong shape.

@@ -1,7 +1,7 @@
 //! `/webhooks`: a project's endpoints.
 
 use app::{
-    auth::system_access,
+    core::permissions::Action,
     core::{endpoint_url::parse_endpoint_url, event_type::parse_subscription},
     db::endpoints::{self, EndpointPatch, NewEndpoint},
     model::EndpointView,
@@ -87,7 +87,7 @@ pub async fn create(
     let url = parse_endpoint_url(&body.url).map_err(ApiError::invalid)?;
     let events = parse_subscription(&body.events).map_err(ApiError::invalid)?;
     let headers = custom_headers(body.headers.as_ref())?;
-    let access = system_access(caller.project_id, "api");
+    let access = caller.access(Action::CreateEndpoint)?;
     let (mut ep, secret) = endpoints::create(
         &pool,
         &access,
@@ -128,7 +128,7 @@ pub async fn list(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let access = system_access(caller.project_id, "api");
+    let access = caller.access(Action::ReadEndpoints)?;
     let list: Vec<Webhook> = endpoints::list(&pool, &access)
         .await?
         .into_iter()
@@ -143,7 +143,7 @@ pub async fn get(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<Webhook>, ApiError> {
-    let access = system_access(caller.project_id, "api");
+    let access = caller.access(Action::ReadEndpoints)?;
     let ep = endpoints::get(&pool, &access, parse_id(&id)?).await?;
     Ok(Json(Webhook::from_view(ep, None)))
 }
@@ -169,7 +169,7 @@ pub async fn update(
         .transpose()
         .map_err(ApiError::invalid)?;
     let headers = custom_headers(body.headers.as_ref())?;
-    let access = system_access(caller.project_id, "api");
+    let access = caller.access(Action::EditEndpoint)?;
     let mut ep = endpoints::update(
         &pool,
         &access,
@@ -195,7 +195,7 @@ pub async fn delete(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let access = system_access(caller.project_id, "api");
+    let access = caller.access(Action::DeleteEndpoint)?;
     endpoints::delete(&pool, &access, parse_id(&id)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -207,7 +207,7 @@ pub async fn rotate(
     Path(id): Path<String>,
 ) -> Result<Json<Webhook>, ApiError> {
     let id = parse_id(&id)?;
-    let access = system_access(caller.project_id, "api");
+    let access = caller.access(Action::RotateSecret)?;
     let secret = endpoints::rotate_secret(&pool, &access, id).await?;
     let ep = endpoints::get(&pool, &access, id).await?;
     Ok(Json(Webhook::from_view(ep, Some(secret))))

@@ -1,0 +1,160 @@
+//! Who may do what: every use case names its [`Action`], and [`allows`] is the one
+//! table that decides. Support staff read every project and may Retry and Redirect
+//! (bulk replay included: it is Retry at scale); they never change a tenant's
+//! endpoints, secrets, keys or team.
+
+use serde::{Deserialize, Serialize};
+
+/// A caller's standing in one project.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// Made the project or was promoted: everything, the team included.
+    Owner,
+    /// Joined by invitation: everything but the team.
+    Member,
+    /// Posthorn's support staff: read, Retry, Redirect.
+    Support,
+    /// The project's own API key, the command line, maintenance.
+    System,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    ReadDeliveries,
+    Retry,
+    Redirect,
+    Replay,
+    ReadEndpoints,
+    CreateEndpoint,
+    EditEndpoint,
+    DeleteEndpoint,
+    TestSend,
+    RevealSecret,
+    RotateSecret,
+    EditCustomHeaders,
+    SetOpsEndpoint,
+    ReadKeys,
+    ManageKeys,
+    ReadAudit,
+    ReadCatalogue,
+    ReadTeam,
+    ManageTeam,
+    SendEvents,
+}
+
+impl Action {
+    /// Every action, for tests that walk the table.
+    pub const ALL: [Action; 20] = [
+        Action::ReadDeliveries,
+        Action::Retry,
+        Action::Redirect,
+        Action::Replay,
+        Action::ReadEndpoints,
+        Action::CreateEndpoint,
+        Action::EditEndpoint,
+        Action::DeleteEndpoint,
+        Action::TestSend,
+        Action::RevealSecret,
+        Action::RotateSecret,
+        Action::EditCustomHeaders,
+        Action::SetOpsEndpoint,
+        Action::ReadKeys,
+        Action::ManageKeys,
+        Action::ReadAudit,
+        Action::ReadCatalogue,
+        Action::ReadTeam,
+        Action::ManageTeam,
+        Action::SendEvents,
+    ];
+
+    /// How a refusal reads to the person refused.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Action::ReadDeliveries => "read deliveries",
+            Action::Retry => "retry deliveries",
+            Action::Redirect => "redirect deliveries",
+            Action::Replay => "replay deliveries",
+            Action::ReadEndpoints => "read endpoints",
+            Action::CreateEndpoint => "create endpoints",
+            Action::EditEndpoint => "change endpoints",
+            Action::DeleteEndpoint => "delete endpoints",
+            Action::TestSend => "send test events",
+            Action::RevealSecret => "see endpoint secrets",
+            Action::RotateSecret => "rotate secrets",
+            Action::EditCustomHeaders => "change custom headers",
+            Action::SetOpsEndpoint => "choose the ops endpoint",
+            Action::ReadKeys => "read API keys",
+            Action::ManageKeys => "manage API keys",
+            Action::ReadAudit => "read the audit log",
+            Action::ReadCatalogue => "read the event catalogue",
+            Action::ReadTeam => "read the team",
+            Action::ManageTeam => "manage the team",
+            Action::SendEvents => "send events",
+        }
+    }
+}
+
+/// The table: may `role` perform `action` in a project it can see?
+pub fn allows(role: Role, action: Action) -> bool {
+    use Action::*;
+    match role {
+        Role::Owner | Role::System => true,
+        Role::Member => !matches!(action, ManageTeam),
+        Role::Support => matches!(
+            action,
+            ReadDeliveries
+                | Retry
+                | Redirect
+                | Replay
+                | ReadEndpoints
+                | ReadAudit
+                | ReadCatalogue
+                | ReadTeam
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn support_reads_retries_and_redirects_only() {
+        let allowed: Vec<Action> = Action::ALL
+            .into_iter()
+            .filter(|a| allows(Role::Support, *a))
+            .collect();
+        for a in [
+            Action::Retry,
+            Action::Redirect,
+            Action::Replay,
+            Action::ReadDeliveries,
+        ] {
+            assert!(allowed.contains(&a), "{a:?}");
+        }
+        for a in [
+            Action::CreateEndpoint,
+            Action::EditEndpoint,
+            Action::DeleteEndpoint,
+            Action::TestSend,
+            Action::RevealSecret,
+            Action::RotateSecret,
+            Action::EditCustomHeaders,
+            Action::SetOpsEndpoint,
+            Action::ReadKeys,
+            Action::ManageKeys,
+            Action::ManageTeam,
+            Action::SendEvents,
+        ] {
+            assert!(!allows(Role::Support, a), "{a:?}");
+        }
+    }
+
+    #[test]
+    fn members_do_everything_but_manage_the_team() {
+        for a in Action::ALL {
+            assert_eq!(allows(Role::Member, a), a != Action::ManageTeam, "{a:?}");
+            assert!(allows(Role::Owner, a));
+        }
+    }
+}
