@@ -140,6 +140,8 @@ test_all() {
   log "unit and integration tests"
   cargo test -p app --features ssr --lib
   cargo test -p server
+  log "client libraries (Python, TypeScript, PHP) against a running server"
+  bash sdk/test.sh
   log "end-to-end tests (Playwright, Chromium)"
   (cd end2end && npx playwright test)
 }

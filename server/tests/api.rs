@@ -398,7 +398,39 @@ async fn rate_limit_headers_on_every_response_and_429_when_spent() {
         }
     }
     assert!(doc["paths"]["/events"]["post"]["responses"]["413"].is_object());
+    assert!(doc["paths"]["/events"]["post"]["responses"]["400"].is_object());
     assert!(doc["components"]["schemas"]["ApiErrorBody"].is_object());
+    // Lists and single items have response schemas the client libraries are checked against.
+    let body_ref = |path: &str, method: &str, status: &str| {
+        doc["paths"][path][method]["responses"][status]["content"]["application/json"]["schema"]
+            ["$ref"]
+            .clone()
+    };
+    assert_eq!(
+        body_ref("/events", "get", "200"),
+        json!("#/components/schemas/EventPage")
+    );
+    assert_eq!(
+        body_ref("/events/{id}", "get", "200"),
+        json!("#/components/schemas/Event")
+    );
+    assert_eq!(
+        body_ref("/deliveries", "get", "200"),
+        json!("#/components/schemas/DeliveryPage")
+    );
+    assert_eq!(
+        body_ref("/deliveries/{id}/retry", "post", "202"),
+        json!("#/components/schemas/Delivery")
+    );
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(
+        schemas["PageMeta"]["required"],
+        json!(["next_cursor", "has_more"])
+    );
+    assert_eq!(
+        schemas["Event"]["properties"]["event"]["pattern"],
+        json!(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+    );
     app.stop().await;
 }
 

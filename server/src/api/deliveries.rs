@@ -1,37 +1,154 @@
 //! `/deliveries`: attempts, polled by cursor; manual retry.
 
-use app::{core::cursor::Cursor, core::permissions::Action, db::deliveries};
+use app::{core::cursor::Cursor, core::permissions::Action, db::deliveries, model::DeliveryRow};
 use axum::{
     extract::{Path, State},
     http::StatusCode,
-    response::IntoResponse,
     Extension, Json,
 };
-use serde::Deserialize;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 use super::{
-    events::{cut_page, page_json},
+    events::{cut_page, PageMeta},
+    openapi::ApiErrorBody,
     page_limit, parse_cursor, parse_since,
     webhooks::parse_id,
     ApiError, ApiQuery, Caller,
 };
 
+/// Attempt statuses, for the document (the rows carry them as text).
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)] // describes `Delivery::status`; never built itself
+pub enum DeliveryStatus {
+    Pending,
+    InFlight,
+    Succeeded,
+    Failed,
+    DeadLetter,
+}
+
+/// What started an attempt, for the document.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum DeliveryTrigger {
+    Auto,
+    ManualRetry,
+    Redirect,
+    Test,
+}
+
+/// One delivery attempt, as lists and retries return it. Fields without a value are
+/// `null`, never left out, hence `required` on the optional ones.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Delivery {
+    pub id: i64,
+    /// `req_` + 26 characters, new for every attempt.
+    pub request_id: String,
+    pub event_id: String,
+    #[schema(pattern = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$", max_length = 128)]
+    pub event_type: String,
+    pub endpoint_id: i64,
+    pub target_url: String,
+    /// 1 for the first attempt; manual retries continue the count.
+    pub attempt: i32,
+    #[schema(value_type = DeliveryTrigger)]
+    pub trigger: String,
+    /// Who started a manual attempt.
+    #[schema(required = true)]
+    pub triggered_by: Option<String>,
+    #[schema(value_type = DeliveryStatus)]
+    pub status: String,
+    pub scheduled_at: DateTime<Utc>,
+    #[schema(required = true)]
+    pub started_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    #[schema(required = true)]
+    pub finished_at: Option<DateTime<Utc>>,
+    #[schema(required = true)]
+    pub duration_ms: Option<i32>,
+    #[schema(required = true)]
+    pub response_status: Option<i16>,
+    /// `timeout`, `connect`, `dns`, `tls`, `http_status`, `refused_target`…
+    #[schema(required = true)]
+    pub error_kind: Option<String>,
+    #[schema(required = true)]
+    pub error: Option<String>,
+}
+
+impl From<DeliveryRow> for Delivery {
+    fn from(r: DeliveryRow) -> Delivery {
+        Delivery {
+            id: r.id,
+            request_id: r.request_id,
+            event_id: r.event_id,
+            event_type: r.event_type,
+            endpoint_id: r.endpoint_id,
+            target_url: r.target_url,
+            attempt: r.attempt,
+            trigger: r.trigger,
+            triggered_by: r.triggered_by,
+            status: r.status,
+            scheduled_at: r.scheduled_at,
+            started_at: r.started_at,
+            created_at: r.created_at,
+            finished_at: r.finished_at,
+            duration_ms: r.duration_ms,
+            response_status: r.response_status,
+            error_kind: r.error_kind,
+            error: r.error,
+        }
+    }
+}
+
+/// One attempt with what was sent and what came back (`GET /deliveries/{id}`).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct DeliveryDetail {
+    #[serde(flatten)]
+    pub delivery: Delivery,
+    /// The exact body sent.
+    pub payload: String,
+    /// `[name, value]` pairs as sent.
+    #[schema(required = true)]
+    pub request_headers: Option<Vec<(String, String)>>,
+    #[schema(required = true)]
+    pub response_headers: Option<Vec<(String, String)>>,
+    /// The first 64 KiB of the response body.
+    #[schema(required = true)]
+    pub response_body: Option<String>,
+}
+
+/// A page of `GET /deliveries`, ascending by (`created_at`, `id`).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct DeliveryPage {
+    pub data: Vec<Delivery>,
+    pub meta: PageMeta,
+}
+
 #[derive(Deserialize, utoipa::IntoParams)]
 pub struct ListDeliveries {
+    /// The `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    #[param(minimum = 1, maximum = 200, default = 50)]
     pub limit: Option<i64>,
+    /// Only attempts created at or after this RFC 3339 time.
+    #[param(format = DateTime)]
     pub since: Option<String>,
+    #[param(value_type = Option<DeliveryStatus>)]
     pub status: Option<String>,
+    /// Only attempts of this event.
     pub event_id: Option<String>,
 }
 
-#[utoipa::path(get, path = "/deliveries", params(ListDeliveries), responses((status = 200)))]
+#[utoipa::path(get, path = "/deliveries", params(ListDeliveries), responses((status = 200, body = DeliveryPage)))]
 pub async fn list(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,
     ApiQuery(q): ApiQuery<ListDeliveries>,
-) -> Result<impl IntoResponse, ApiError> {
+) -> Result<Json<DeliveryPage>, ApiError> {
     let limit = page_limit(q.limit)?;
     let after = parse_cursor(q.cursor.as_deref())?;
     let since = parse_since(q.since.as_deref())?;
@@ -56,63 +173,60 @@ pub async fn list(
         created_at: r.created_at,
         id: r.id,
     });
-    let data: Vec<serde_json::Value> = rows.iter().map(row_json).collect();
-    Ok(Json(page_json(&data, next, has_more)))
+    Ok(Json(DeliveryPage {
+        data: rows.into_iter().map(Delivery::from).collect(),
+        meta: PageMeta::new(next, has_more),
+    }))
 }
 
-fn row_json(r: &app::model::DeliveryRow) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).unwrap_or_default();
-    if let Some(o) = v.as_object_mut() {
-        o.remove("endpoint_url");
-        o.remove("project_id");
-    }
-    v
-}
-
-#[utoipa::path(get, path = "/deliveries/{id}", params(("id" = i64, Path, description = "Delivery attempt id")), responses((status = 200), (status = 404)))]
+#[utoipa::path(
+    get,
+    path = "/deliveries/{id}",
+    params(("id" = i64, Path, description = "Delivery attempt id")),
+    responses((status = 200, body = DeliveryDetail), (status = 404, body = ApiErrorBody))
+)]
 pub async fn get(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
+) -> Result<Json<DeliveryDetail>, ApiError> {
     let access = caller.access(Action::ReadDeliveries)?;
     let row = deliveries::get_row(&pool, &access, parse_id(&id)?).await?;
     let extras = deliveries::extras(&pool, &row).await?;
-    let mut v = row_json(&row);
-    if let Some(o) = v.as_object_mut() {
-        let payload = match (&extras.data, extras.event_created_at) {
-            (Some(d), Some(at)) => String::from_utf8_lossy(&app::core::payload::build_body(
-                &row.event_id,
-                &row.event_type,
-                at,
-                d,
-            ))
-            .into_owned(),
-            _ => String::new(),
-        };
-        o.insert("payload".into(), payload.into());
-        o.insert(
-            "request_headers".into(),
-            serde_json::json!(extras.request_headers.map(|j| j.0)),
-        );
-        o.insert(
-            "response_headers".into(),
-            serde_json::json!(extras.response_headers.map(|j| j.0)),
-        );
-        o.insert(
-            "response_body".into(),
-            serde_json::json!(extras.response_body),
-        );
-    }
-    Ok(Json(v))
+    let payload = match (&extras.data, extras.event_created_at) {
+        (Some(d), Some(at)) => String::from_utf8_lossy(&app::core::payload::build_body(
+            &row.event_id,
+            &row.event_type,
+            at,
+            d,
+        ))
+        .into_owned(),
+        _ => String::new(),
+    };
+    Ok(Json(DeliveryDetail {
+        delivery: row.into(),
+        payload,
+        request_headers: extras.request_headers.map(|j| j.0),
+        response_headers: extras.response_headers.map(|j| j.0),
+        response_body: extras.response_body,
+    }))
 }
 
-#[utoipa::path(post, path = "/deliveries/{id}/retry", params(("id" = i64, Path, description = "Delivery attempt id")), responses((status = 202), (status = 404), (status = 409)))]
+#[utoipa::path(
+    post,
+    path = "/deliveries/{id}/retry",
+    params(("id" = i64, Path, description = "Delivery attempt id")),
+    responses(
+        (status = 202, body = Delivery, description = "The new attempt, queued"),
+        (status = 404, body = ApiErrorBody),
+        (status = 409, body = ApiErrorBody, description = "An attempt of the same event and endpoint is still pending or in flight"),
+    )
+)]
 pub async fn retry(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
+) -> Result<(StatusCode, Json<Delivery>), ApiError> {
     let access = caller.access(Action::Retry)?;
     let row = deliveries::retry(&pool, &access, parse_id(&id)?).await?;
     app::db::audit::record(
@@ -123,5 +237,5 @@ pub async fn retry(
         serde_json::json!({"delivery": id, "new_delivery": row.id, "via": "api"}),
     )
     .await?;
-    Ok((StatusCode::ACCEPTED, Json(row_json(&row))))
+    Ok((StatusCode::ACCEPTED, Json(row.into())))
 }

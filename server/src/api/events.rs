@@ -2,7 +2,7 @@
 
 use app::{
     core::{cursor::Cursor, event_type::EventType},
-    db::events,
+    db::events::{self, StoredEvent},
 };
 use axum::{
     extract::{Path, State},
@@ -22,22 +22,87 @@ pub struct CreateEvent {
     /// Lower-case words joined by dots.
     #[schema(
         pattern = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$",
+        max_length = 128,
         example = "payment.succeeded"
     )]
     pub event: String,
     #[schema(value_type = Object)]
     pub data: Box<RawValue>,
-    /// The client's idempotency key.
+    /// The client's idempotency key (so is an `Idempotency-Key` header).
+    #[schema(max_length = 255)]
     pub id: Option<String>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct EventAccepted {
+    /// The `evt_…` id, also when the request carried an idempotency key.
     pub id: String,
+    /// How many endpoints the event was fanned out to.
     pub deliveries: i32,
 }
 
-#[utoipa::path(post, path = "/events", request_body = CreateEvent, responses((status = 202, body = EventAccepted)))]
+/// One stored event, as `GET /events` and `GET /events/{id}` return it.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Event {
+    #[schema(example = "evt_01JD8X0000000000000000AB")]
+    pub id: String,
+    #[schema(pattern = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$", max_length = 128)]
+    pub event: String,
+    /// The `data` the event was sent with, unchanged.
+    #[schema(value_type = Value)]
+    pub data: Box<RawValue>,
+    /// How many endpoints the event was fanned out to.
+    pub deliveries: i32,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl From<StoredEvent> for Event {
+    fn from(e: StoredEvent) -> Event {
+        Event {
+            id: e.event_id,
+            event: e.event_type,
+            data: e.data.0,
+            deliveries: e.deliveries,
+            created_at: e.created_at,
+        }
+    }
+}
+
+/// Where a list stops: resume from `next_cursor`; fetch again now only if `has_more`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct PageMeta {
+    /// Comes with every page, the last one included, so a poller can resume from it later.
+    pub next_cursor: String,
+    pub has_more: bool,
+}
+
+impl PageMeta {
+    pub fn new(next: Option<Cursor>, has_more: bool) -> PageMeta {
+        let next = next.unwrap_or(Cursor {
+            created_at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+            id: 0,
+        });
+        PageMeta {
+            next_cursor: next.encode(),
+            has_more,
+        }
+    }
+}
+
+/// A page of `GET /events`, ascending by (`created_at`, `id`).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct EventPage {
+    pub data: Vec<Event>,
+    pub meta: PageMeta,
+}
+
+#[utoipa::path(
+    post,
+    path = "/events",
+    request_body = CreateEvent,
+    params(("Idempotency-Key" = Option<String>, Header, max_length = 255, description = "The client's idempotency key, when the body carries no `id`")),
+    responses((status = 202, body = EventAccepted, description = "Stored and fanned out; a repeated idempotency key answers the first response"))
+)]
 pub async fn create(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,
@@ -72,30 +137,43 @@ pub async fn create(
     ))
 }
 
-#[utoipa::path(get, path = "/events/{id}", params(("id" = String, Path, description = "Event id, evt_…")), responses((status = 200), (status = 404)))]
+#[utoipa::path(
+    get,
+    path = "/events/{id}",
+    params(("id" = String, Path, description = "Event id, evt_…")),
+    responses((status = 200, body = Event), (status = 404, body = super::openapi::ApiErrorBody))
+)]
 pub async fn get(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(events::get(&pool, caller.project_id, &id).await?))
+) -> Result<Json<Event>, ApiError> {
+    Ok(Json(
+        events::get(&pool, caller.project_id, &id).await?.into(),
+    ))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
 pub struct ListEvents {
+    /// The `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    #[param(minimum = 1, maximum = 200, default = 50)]
     pub limit: Option<i64>,
+    /// Only events created at or after this RFC 3339 time.
+    #[param(format = DateTime)]
     pub since: Option<String>,
+    /// Only events of this type.
     #[serde(rename = "type")]
+    #[param(pattern = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$", max_length = 128)]
     pub event_type: Option<String>,
 }
 
-#[utoipa::path(get, path = "/events", params(ListEvents), responses((status = 200)))]
+#[utoipa::path(get, path = "/events", params(ListEvents), responses((status = 200, body = EventPage)))]
 pub async fn list(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,
     ApiQuery(q): ApiQuery<ListEvents>,
-) -> Result<impl IntoResponse, ApiError> {
+) -> Result<Json<EventPage>, ApiError> {
     let limit = page_limit(q.limit)?;
     let after = parse_cursor(q.cursor.as_deref())?;
     let since = parse_since(q.since.as_deref())?;
@@ -112,7 +190,10 @@ pub async fn list(
         created_at: r.created_at,
         id: r.seq,
     });
-    Ok(Json(page_json(&rows, next, has_more)))
+    Ok(Json(EventPage {
+        data: rows.into_iter().map(Event::from).collect(),
+        meta: PageMeta::new(next, has_more),
+    }))
 }
 
 /// Trims a page fetched with `limit + 1` rows to `limit`; returns the cursor to resume
@@ -126,21 +207,4 @@ pub fn cut_page<T>(
     let has_more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
     (rows.last().map(key).or(after), has_more)
-}
-
-/// `{"data": [...], "meta": {"next_cursor", "has_more"}}`; the cursor comes with every
-/// page, the last one included, so a poller can resume from it later.
-pub fn page_json<T: Serialize>(
-    rows: &[T],
-    next: Option<Cursor>,
-    has_more: bool,
-) -> serde_json::Value {
-    let next = next.unwrap_or(Cursor {
-        created_at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
-        id: 0,
-    });
-    serde_json::json!({
-        "data": rows,
-        "meta": { "next_cursor": next.encode(), "has_more": has_more },
-    })
 }

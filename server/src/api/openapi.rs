@@ -26,7 +26,7 @@ pub struct ApiErrorDetail {
 
 /// The errors every operation can answer with, listed once here rather than on each
 /// handler: 401 (no or bad key), 422 (a value refused), 429 (the minute's quota spent),
-/// and 413 for operations that take a body.
+/// and 400 (not JSON) and 413 for operations that take a body.
 struct CommonErrors;
 
 impl Modify for CommonErrors {
@@ -63,6 +63,7 @@ impl Modify for CommonErrors {
                 add("422", "A value was refused; the message says which");
                 add("429", "Rate limit spent; see Retry-After");
                 if with_body {
+                    add("400", "The body is not JSON (or is empty)");
                     add("413", "Request body over 256 KiB");
                 }
             }

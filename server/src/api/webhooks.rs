@@ -18,7 +18,41 @@ use app::core::custom_headers::parse_custom_headers;
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
-use super::{ApiError, ApiJson, Caller};
+use super::{openapi::ApiErrorBody, ApiError, ApiJson, Caller};
+
+/// What [`parse_subscription`] accepts: an event type, or `*` for every type.
+const SUBSCRIPTION_PATTERN: &str = r"^(\*|[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+)$";
+
+/// The schema of an endpoint's `events` list; `nullable` for the optional field of a patch.
+fn subscription_schema(nullable: bool) -> utoipa::openapi::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
+    let item = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(SUBSCRIPTION_PATTERN))
+        .max_length(Some(128));
+    let array_type = if nullable {
+        SchemaType::from_iter([Type::Array, Type::Null])
+    } else {
+        SchemaType::new(Type::Array)
+    };
+    ArrayBuilder::new()
+        .schema_type(array_type)
+        .items(item)
+        .min_items(Some(1))
+        .description(Some(
+            "Event types (`payment.succeeded`), or `*` for every type.",
+        ))
+        .examples([serde_json::json!(["payment.succeeded"])])
+        .build()
+}
+
+fn subscription() -> utoipa::openapi::Array {
+    subscription_schema(false)
+}
+
+fn optional_subscription() -> utoipa::openapi::Array {
+    subscription_schema(true)
+}
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -29,8 +63,7 @@ pub struct CreateWebhook {
         example = "https://example.com/webhooks"
     )]
     pub url: String,
-    /// Event types (`payment.succeeded`) or `*`.
-    #[schema(min_items = 1, example = json!(["payment.succeeded"]))]
+    #[schema(schema_with = subscription)]
     pub events: Vec<String>,
     pub description: Option<String>,
     /// Custom headers sent with every attempt (for example a token the receiver expects).
@@ -42,6 +75,7 @@ pub struct CreateWebhook {
 pub struct UpdateWebhook {
     #[schema(pattern = r"^https?://[a-z0-9]+(\.[a-z0-9]+)*(/[a-z0-9]*)*$")]
     pub url: Option<String>,
+    #[schema(schema_with = optional_subscription)]
     pub events: Option<Vec<String>>,
     pub description: Option<String>,
     pub enabled: Option<bool>,
@@ -53,13 +87,16 @@ pub struct UpdateWebhook {
 pub struct Webhook {
     pub id: i64,
     pub url: String,
+    #[schema(schema_with = subscription)]
     pub events: Vec<String>,
     pub description: String,
     pub enabled: bool,
     pub created_at: chrono::DateTime<chrono::Utc>,
     /// Names of the custom headers (values are never returned).
     pub headers: Vec<String>,
+    /// `whsec_…`; only in the answers to create and rotate-secret.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, required = false, pattern = r"^whsec_[A-Za-z0-9+/]+={0,2}$")]
     pub secret: Option<String>,
 }
 
@@ -137,7 +174,7 @@ pub async fn list(
     Ok(Json(WebhookList { data: list }))
 }
 
-#[utoipa::path(get, path = "/webhooks/{id}", params(("id" = i64, Path, description = "Endpoint id")), responses((status = 200, body = Webhook), (status = 404)))]
+#[utoipa::path(get, path = "/webhooks/{id}", params(("id" = i64, Path, description = "Endpoint id")), responses((status = 200, body = Webhook), (status = 404, body = ApiErrorBody)))]
 pub async fn get(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,
@@ -148,7 +185,7 @@ pub async fn get(
     Ok(Json(Webhook::from_view(ep, None)))
 }
 
-#[utoipa::path(patch, path = "/webhooks/{id}", params(("id" = i64, Path, description = "Endpoint id")), request_body = UpdateWebhook, responses((status = 200, body = Webhook), (status = 404)))]
+#[utoipa::path(patch, path = "/webhooks/{id}", params(("id" = i64, Path, description = "Endpoint id")), request_body = UpdateWebhook, responses((status = 200, body = Webhook), (status = 404, body = ApiErrorBody)))]
 pub async fn update(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,
@@ -189,7 +226,7 @@ pub async fn update(
     Ok(Json(Webhook::from_view(ep, None)))
 }
 
-#[utoipa::path(delete, path = "/webhooks/{id}", params(("id" = i64, Path, description = "Endpoint id")), responses((status = 204), (status = 404)))]
+#[utoipa::path(delete, path = "/webhooks/{id}", params(("id" = i64, Path, description = "Endpoint id")), responses((status = 204), (status = 404, body = ApiErrorBody)))]
 pub async fn delete(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,
@@ -200,7 +237,7 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(post, path = "/webhooks/{id}/rotate-secret", params(("id" = i64, Path, description = "Endpoint id")), responses((status = 200, body = Webhook), (status = 404)))]
+#[utoipa::path(post, path = "/webhooks/{id}/rotate-secret", params(("id" = i64, Path, description = "Endpoint id")), responses((status = 200, body = Webhook), (status = 404, body = ApiErrorBody)))]
 pub async fn rotate(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,

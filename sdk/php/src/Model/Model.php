@@ -1,0 +1,32 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Posthorn\Model;
+
+/**
+ * Typed models of the public API's answers; property names are the JSON names, times are
+ * DateTimeImmutable. Each is checked against /public/v1/openapi.json by the test suite.
+ * Fields the server adds later are ignored, so an older client keeps working.
+ */
+abstract class Model
+{
+    /** Builds the model from its JSON object by the declared property types. */
+    public static function fromArray(array $data): static
+    {
+        $model = new static();
+        foreach ((new \ReflectionClass(static::class))->getProperties(\ReflectionProperty::IS_PUBLIC) as $prop) {
+            $name = $prop->getName();
+            if (!array_key_exists($name, $data)) {
+                continue;
+            }
+            $value = $data[$name];
+            $type = $prop->getType();
+            if ($value !== null && $type instanceof \ReflectionNamedType && $type->getName() === \DateTimeImmutable::class) {
+                $value = new \DateTimeImmutable($value);
+            }
+            $model->{$name} = $value;
+        }
+        return $model;
+    }
+}

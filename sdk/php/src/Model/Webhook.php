@@ -1,0 +1,20 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Posthorn\Model;
+
+/** An endpoint. `secret` is only set in the answers to create and rotateSecret. */
+class Webhook extends Model
+{
+    public int $id;
+    public string $url;
+    /** @var list<string> */
+    public array $events;
+    public string $description;
+    public bool $enabled;
+    public \DateTimeImmutable $created_at;
+    /** @var list<string> names of the custom headers */
+    public array $headers;
+    public ?string $secret = null;
+}

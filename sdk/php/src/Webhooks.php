@@ -1,0 +1,62 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Posthorn;
+
+use Posthorn\Model\Webhook as WebhookModel;
+
+/** `/webhooks`: the project's endpoints. */
+final class Webhooks
+{
+    public function __construct(private readonly Transport $t)
+    {
+    }
+
+    /**
+     * Creates an endpoint; the answer carries its `secret`. Not retried on 5xx (a repeat
+     * could create a second one).
+     *
+     * @param list<string> $events event types (`order.paid`) or `*`
+     * @param array<string, string>|null $headers custom headers sent with every attempt
+     */
+    public function create(string $url, array $events, ?string $description = null, ?array $headers = null): WebhookModel
+    {
+        $body = array_filter(['url' => $url, 'events' => $events, 'description' => $description, 'headers' => $headers], static fn ($v) => $v !== null);
+        return WebhookModel::fromArray($this->t->request('POST', '/webhooks', body: $body, retrySafe: false));
+    }
+
+    /** @return list<WebhookModel> */
+    public function list(): array
+    {
+        $body = $this->t->request('GET', '/webhooks');
+        return array_map(static fn (array $w) => WebhookModel::fromArray($w), $body['data']);
+    }
+
+    public function get(int $id): WebhookModel
+    {
+        return WebhookModel::fromArray($this->t->request('GET', Client::path('webhooks', $id)));
+    }
+
+    /**
+     * Changes the given fields only (`url`, `events`, `description`, `enabled`, `headers`).
+     * Retried like a GET: it sets values, so a repeat leaves the same endpoint.
+     *
+     * @param array{url?: string, events?: list<string>, description?: string, enabled?: bool, headers?: array<string, string>} $changes
+     */
+    public function update(int $id, array $changes): WebhookModel
+    {
+        return WebhookModel::fromArray($this->t->request('PATCH', Client::path('webhooks', $id), body: (object) $changes));
+    }
+
+    public function delete(int $id): void
+    {
+        $this->t->request('DELETE', Client::path('webhooks', $id));
+    }
+
+    /** A new secret; the old one stays valid for a while. Not retried on 5xx: a repeat would rotate twice. */
+    public function rotateSecret(int $id): WebhookModel
+    {
+        return WebhookModel::fromArray($this->t->request('POST', Client::path('webhooks', $id, 'rotate-secret'), retrySafe: false));
+    }
+}

@@ -1,0 +1,40 @@
+"""Posthorn: verify webhooks, call the public API with backoff, page through lists.
+
+    from posthorn.webhooks import verify, WebhookVerificationError
+    from posthorn import Client
+"""
+
+__version__ = "0.1.0"
+
+from .client import Client, CursorIterator  # noqa: E402
+from .errors import ApiConnectionError, ApiError, PosthornError, RateLimitError  # noqa: E402
+from .models import Delivery, DeliveryDetail, Event, EventAccepted, Page, Webhook  # noqa: E402
+from .transport import Attempt  # noqa: E402
+from .webhooks import (  # noqa: E402
+    InvalidSignatureError,
+    InvalidTimestampError,
+    MissingHeadersError,
+    WebhookVerificationError,
+    verify,
+)
+
+__all__ = [
+    "Client",
+    "CursorIterator",
+    "Attempt",
+    "PosthornError",
+    "ApiError",
+    "RateLimitError",
+    "ApiConnectionError",
+    "Webhook",
+    "EventAccepted",
+    "Event",
+    "Delivery",
+    "DeliveryDetail",
+    "Page",
+    "verify",
+    "WebhookVerificationError",
+    "InvalidSignatureError",
+    "InvalidTimestampError",
+    "MissingHeadersError",
+]

@@ -1,0 +1,285 @@
+"""`Client`: every operation of `/public/v1`, one attribute per resource."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import urllib.parse
+import uuid
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, TypeVar, Union
+
+from . import __version__
+from .models import Delivery, DeliveryDetail, Event, EventAccepted, Page, Webhook, decode
+from .retry import RetryPolicy
+from .transport import Attempt, Transport
+
+__all__ = ["Client", "CursorIterator"]
+
+T = TypeVar("T")
+Since = Union[str, _dt.datetime, None]
+DEFAULT_BASE_URL = "http://127.0.0.1:3000"
+
+
+class Client:
+    """Posthorn's public API.
+
+    >>> client = Client("phk_…", base_url="https://posthorn.example.com")
+    >>> for event in client.events.iter(since="2026-11-01T00:00:00Z"):
+    ...     print(event.id)
+
+    Calls back off on 429 (honouring `Retry-After`), wait for the minute's reset when
+    the quota is spent, and retry 5xx and connection errors for calls safe to repeat.
+    """
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: Optional[str] = None,
+        *,
+        timeout: float = 30.0,
+        max_retries: int = 5,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 30.0,
+        max_wait: float = 120.0,
+        rate_limit_threshold: int = 1,
+        on_response: Optional[Callable[[Attempt], None]] = None,
+    ) -> None:
+        if not api_key:
+            raise ValueError("api_key is required")
+        base = (base_url or os.environ.get("POSTHORN_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        if not base.endswith("/public/v1"):
+            base += "/public/v1"
+        self._transport = Transport(
+            api_key,
+            base,
+            timeout=timeout,
+            policy=RetryPolicy(max_retries, backoff_base, backoff_cap, max_wait, rate_limit_threshold),
+            user_agent=f"posthorn-python/{__version__}",
+            on_response=on_response,
+        )
+        self.webhooks = Webhooks(self._transport)
+        self.events = Events(self._transport)
+        self.deliveries = Deliveries(self._transport)
+
+
+def _path(*parts: Any) -> str:
+    return "".join("/" + urllib.parse.quote(str(p), safe="") for p in parts)
+
+
+def _since(value: Since) -> Optional[str]:
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            raise ValueError("since must be timezone-aware")
+        return value.astimezone(_dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    return value
+
+
+class Webhooks:
+    """`/webhooks`: the project's endpoints."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._t = transport
+
+    def create(
+        self,
+        url: str,
+        events: List[str],
+        *,
+        description: Optional[str] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> Webhook:
+        """Creates an endpoint; the answer carries its `secret`. Not retried on 5xx
+        (a repeat could create a second endpoint)."""
+        body: Dict[str, Any] = {"url": url, "events": list(events)}
+        if description is not None:
+            body["description"] = description
+        if headers is not None:
+            body["headers"] = dict(headers)
+        _, data = self._t.request("POST", "/webhooks", body=body, retry_safe=False)
+        return decode(Webhook, data)
+
+    def list(self) -> List[Webhook]:
+        _, data = self._t.request("GET", "/webhooks", retry_safe=True)
+        return [decode(Webhook, w) for w in data["data"]]
+
+    def get(self, webhook_id: int) -> Webhook:
+        _, data = self._t.request("GET", _path("webhooks", webhook_id), retry_safe=True)
+        return decode(Webhook, data)
+
+    def update(
+        self,
+        webhook_id: int,
+        *,
+        url: Optional[str] = None,
+        events: Optional[List[str]] = None,
+        description: Optional[str] = None,
+        enabled: Optional[bool] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> Webhook:
+        """Changes the given fields only. Retried like a GET: it sets values, so a repeat
+        leaves the same endpoint."""
+        body = {
+            k: v
+            for k, v in {
+                "url": url,
+                "events": None if events is None else list(events),
+                "description": description,
+                "enabled": enabled,
+                "headers": None if headers is None else dict(headers),
+            }.items()
+            if v is not None
+        }
+        _, data = self._t.request(
+            "PATCH", _path("webhooks", webhook_id), body=body, retry_safe=True
+        )
+        return decode(Webhook, data)
+
+    def delete(self, webhook_id: int) -> None:
+        self._t.request("DELETE", _path("webhooks", webhook_id), retry_safe=True)
+
+    def rotate_secret(self, webhook_id: int) -> Webhook:
+        """A new secret; the old one stays valid for a while (deliveries carry both
+        signatures). Not retried on 5xx: a repeat would rotate twice."""
+        _, data = self._t.request(
+            "POST", _path("webhooks", webhook_id, "rotate-secret"), retry_safe=False
+        )
+        return decode(Webhook, data)
+
+
+class Events:
+    """`/events`: send events; read them back by id or by cursor."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._t = transport
+
+    def send(
+        self, event: str, data: Any, *, idempotency_key: Optional[str] = None
+    ) -> EventAccepted:
+        """Stores the event and fans it out to every subscribed endpoint.
+
+        An idempotency key is made up when none is given, so a retry after a lost answer
+        never sends the event twice; pass your own to de-duplicate across processes.
+        """
+        key = idempotency_key or f"phk-{uuid.uuid4()}"
+        _, body = self._t.request(
+            "POST",
+            "/events",
+            body={"event": event, "data": data},
+            headers={"Idempotency-Key": key},
+            retry_safe=True,
+        )
+        return decode(EventAccepted, body)
+
+    def get(self, event_id: str) -> Event:
+        _, data = self._t.request("GET", _path("events", event_id), retry_safe=True)
+        return decode(Event, data)
+
+    def list(
+        self,
+        *,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+        since: Since = None,
+        type: Optional[str] = None,
+    ) -> Page[Event]:
+        """One page, oldest first."""
+        query = {"cursor": cursor, "limit": limit, "since": _since(since), "type": type}
+        return _page(self._t, "/events", query, Event)
+
+    def iter(
+        self,
+        *,
+        cursor: Optional[str] = None,
+        since: Since = None,
+        type: Optional[str] = None,
+        page_size: int = 100,
+    ) -> "CursorIterator[Event]":
+        """Every event from `cursor` (or the beginning) on, each exactly once."""
+        return CursorIterator(lambda c: self.list(cursor=c, limit=page_size, since=since, type=type), cursor)
+
+
+class Deliveries:
+    """`/deliveries`: every attempt; manual retry."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._t = transport
+
+    def list(
+        self,
+        *,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+        since: Since = None,
+        status: Optional[str] = None,
+        event_id: Optional[str] = None,
+    ) -> Page[Delivery]:
+        query = {
+            "cursor": cursor,
+            "limit": limit,
+            "since": _since(since),
+            "status": status,
+            "event_id": event_id,
+        }
+        return _page(self._t, "/deliveries", query, Delivery)
+
+    def iter(
+        self,
+        *,
+        cursor: Optional[str] = None,
+        since: Since = None,
+        status: Optional[str] = None,
+        event_id: Optional[str] = None,
+        page_size: int = 100,
+    ) -> "CursorIterator[Delivery]":
+        return CursorIterator(
+            lambda c: self.list(
+                cursor=c, limit=page_size, since=since, status=status, event_id=event_id
+            ),
+            cursor,
+        )
+
+    def get(self, delivery_id: int) -> DeliveryDetail:
+        _, data = self._t.request("GET", _path("deliveries", delivery_id), retry_safe=True)
+        return decode(DeliveryDetail, data)
+
+    def retry(self, delivery_id: int) -> Delivery:
+        """Sends the event again as a new attempt. Not retried on 5xx: a repeat would
+        queue a second attempt (or answer 409)."""
+        _, data = self._t.request(
+            "POST", _path("deliveries", delivery_id, "retry"), retry_safe=False
+        )
+        return decode(Delivery, data)
+
+
+def _page(t: Transport, path: str, query: Mapping[str, Any], cls: type) -> Page:
+    _, body = t.request("GET", path, query=query, retry_safe=True)
+    meta = body["meta"]
+    return Page(
+        data=[decode(cls, item) for item in body["data"]],
+        has_more=bool(meta["has_more"]),
+        next_cursor=meta["next_cursor"],
+    )
+
+
+class CursorIterator(Iterator[T]):
+    """Items of every page in turn. `cursor` is where the pages read so far end: store
+    it and pass it to `iter(cursor=…)` later to go on from there."""
+
+    def __init__(self, fetch: Callable[[Optional[str]], Page[T]], cursor: Optional[str]) -> None:
+        self._fetch = fetch
+        self.cursor = cursor
+        self._buffer: List[T] = []
+        self._done = False
+
+    def __iter__(self) -> "CursorIterator[T]":
+        return self
+
+    def __next__(self) -> T:
+        while not self._buffer:
+            if self._done:
+                raise StopIteration
+            page = self._fetch(self.cursor)
+            self._buffer = list(page.data)
+            self.cursor = page.next_cursor
+            self._done = not page.has_more
+        return self._buffer.pop(0)

@@ -1,0 +1,138 @@
+"""Typed models of the public API's answers; field names are the JSON names.
+
+Each model is checked against `/public/v1/openapi.json` by the test suite. Fields the
+server adds later are ignored, so an older client keeps working.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import re
+import sys
+import typing
+from typing import Any, Dict, Generic, List, Optional, Tuple, TypeVar
+
+__all__ = [
+    "Webhook",
+    "EventAccepted",
+    "Event",
+    "Delivery",
+    "DeliveryDetail",
+    "Page",
+    "parse_time",
+]
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class Webhook:
+    """An endpoint. `secret` is only set in the answers to create and rotate_secret."""
+
+    id: int
+    url: str
+    events: List[str]
+    description: str
+    enabled: bool
+    created_at: _dt.datetime
+    headers: List[str]
+    secret: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class EventAccepted:
+    id: str
+    deliveries: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    id: str
+    event: str
+    data: Any
+    deliveries: int
+    created_at: _dt.datetime
+
+
+@dataclasses.dataclass(frozen=True)
+class Delivery:
+    """One delivery attempt."""
+
+    id: int
+    request_id: str
+    event_id: str
+    event_type: str
+    endpoint_id: int
+    target_url: str
+    attempt: int
+    trigger: str
+    triggered_by: Optional[str]
+    status: str
+    scheduled_at: _dt.datetime
+    started_at: Optional[_dt.datetime]
+    created_at: _dt.datetime
+    finished_at: Optional[_dt.datetime]
+    duration_ms: Optional[int]
+    response_status: Optional[int]
+    error_kind: Optional[str]
+    error: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class DeliveryDetail(Delivery):
+    """An attempt with the exact body sent and the headers both ways."""
+
+    payload: str = ""
+    request_headers: Optional[List[Tuple[str, str]]] = None
+    response_headers: Optional[List[Tuple[str, str]]] = None
+    response_body: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a list: resume from `next_cursor`; fetch again now only if `has_more`."""
+
+    data: List[T]
+    has_more: bool
+    next_cursor: str
+
+
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+def parse_time(value: str) -> _dt.datetime:
+    """RFC 3339 as the API writes it (`2026-11-30T12:00:00.123456Z`), on any Python 3.8+."""
+    text = value.strip().replace("Z", "+00:00").replace("z", "+00:00")
+    # fromisoformat before 3.11 takes exactly 3 or 6 fraction digits.
+    text = _FRACTION.sub(lambda m: "." + (m.group(1) + "000000")[:6], text, count=1)
+    return _dt.datetime.fromisoformat(text)
+
+
+def decode(cls: type, obj: Dict[str, Any]) -> Any:
+    """Builds a model from its JSON object by the model's own type hints."""
+    if not isinstance(obj, dict):
+        raise TypeError(f"{cls.__name__}: expected a JSON object, got {type(obj).__name__}")
+    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    values = {}
+    for field in dataclasses.fields(cls):
+        if field.name in obj:
+            values[field.name] = _convert(hints[field.name], obj[field.name])
+    return cls(**values)
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Union:
+        inner = [a for a in args if a is not type(None)]
+        return _convert(inner[0], value) if len(inner) == 1 else value
+    if hint is _dt.datetime:
+        return parse_time(value)
+    if origin in (list, List):
+        return [_convert(args[0], v) for v in value] if args else list(value)
+    if origin in (tuple, Tuple):
+        return tuple(value)
+    return value

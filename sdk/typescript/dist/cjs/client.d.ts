@@ -1,0 +1,116 @@
+/** `Client`: every operation of `/public/v1`, one property per resource. */
+import { type Delivery, type DeliveryDetail, type DeliveryStatus, type Event, type EventAccepted, type Page, type Webhook } from "./models.js";
+import { type RetryPolicy } from "./retry.js";
+import { Transport, type Attempt } from "./transport.js";
+export declare const VERSION = "0.1.0";
+export interface ClientOptions extends Partial<RetryPolicy> {
+    /** The server, e.g. `https://posthorn.example.com` (`/public/v1` is added). */
+    baseUrl?: string;
+    /** Seconds for one HTTP attempt, answer included. */
+    timeout?: number;
+    /** Called after every HTTP attempt, for logging. */
+    onResponse?: (attempt: Attempt) => void;
+}
+type Since = string | Date | undefined;
+/**
+ * Posthorn's public API. Calls back off on 429 (honouring `Retry-After`), wait for the
+ * minute's reset when the quota is spent, and retry 5xx and connection errors for calls
+ * safe to repeat.
+ */
+export declare class Client {
+    readonly webhooks: Webhooks;
+    readonly events: Events;
+    readonly deliveries: Deliveries;
+    /** @internal exposed for tests that replace `sleep` */
+    readonly transport: Transport;
+    constructor(apiKey: string, options?: ClientOptions);
+}
+export interface CreateWebhook {
+    url: string;
+    /** Event types (`order.paid`) or `*`. */
+    events: string[];
+    description?: string;
+    /** Custom headers sent with every attempt. */
+    headers?: Record<string, string>;
+}
+export interface UpdateWebhook {
+    url?: string;
+    events?: string[];
+    description?: string;
+    enabled?: boolean;
+    headers?: Record<string, string>;
+}
+/** `/webhooks`: the project's endpoints. */
+export declare class Webhooks {
+    private readonly t;
+    constructor(t: Transport);
+    /** Creates an endpoint; the answer carries its `secret`. Not retried on 5xx (a repeat could create a second one). */
+    create(params: CreateWebhook): Promise<Webhook>;
+    list(): Promise<Webhook[]>;
+    get(id: number): Promise<Webhook>;
+    /** Changes the given fields only. Retried like a GET: it sets values, so a repeat leaves the same endpoint. */
+    update(id: number, params: UpdateWebhook): Promise<Webhook>;
+    delete(id: number): Promise<void>;
+    /** A new secret; the old one stays valid for a while. Not retried on 5xx: a repeat would rotate twice. */
+    rotateSecret(id: number): Promise<Webhook>;
+}
+export interface ListEvents {
+    cursor?: string;
+    limit?: number;
+    since?: Since;
+    type?: string;
+}
+export interface ListDeliveries {
+    cursor?: string;
+    limit?: number;
+    since?: Since;
+    status?: DeliveryStatus;
+    event_id?: string;
+}
+/** `/events`: send events; read them back by id or by cursor. */
+export declare class Events {
+    private readonly t;
+    constructor(t: Transport);
+    /**
+     * Stores the event and fans it out to every subscribed endpoint. An idempotency key is
+     * made up when none is given, so a retry after a lost answer never sends it twice.
+     */
+    send(event: string, data: unknown, options?: {
+        idempotencyKey?: string;
+    }): Promise<EventAccepted>;
+    get(id: string): Promise<Event>;
+    /** One page, oldest first. */
+    list(params?: ListEvents): Promise<Page<Event>>;
+    /** Every event from `cursor` (or the beginning) on, each exactly once: `for await (const e of …)`. */
+    iter(params?: Omit<ListEvents, "limit"> & {
+        pageSize?: number;
+    }): CursorIterator<Event>;
+}
+/** `/deliveries`: every attempt; manual retry. */
+export declare class Deliveries {
+    private readonly t;
+    constructor(t: Transport);
+    list(params?: ListDeliveries): Promise<Page<Delivery>>;
+    iter(params?: Omit<ListDeliveries, "limit"> & {
+        pageSize?: number;
+    }): CursorIterator<Delivery>;
+    get(id: number): Promise<DeliveryDetail>;
+    /** Sends the event again as a new attempt. Not retried on 5xx: a repeat would queue a second one. */
+    retry(id: number): Promise<Delivery>;
+}
+/**
+ * Items of every page in turn (`for await`). `cursor` is where the pages read so far end:
+ * store it and pass it to `iter({ cursor })` later to go on from there.
+ */
+export declare class CursorIterator<T> implements AsyncIterableIterator<T> {
+    private readonly fetchPage;
+    cursor: string | undefined;
+    private buffer;
+    private done;
+    constructor(fetchPage: (cursor: string | undefined) => Promise<Page<T>>, cursor?: string);
+    [Symbol.asyncIterator](): this;
+    next(): Promise<IteratorResult<T>>;
+    /** All remaining items in an array (bounded lists only). */
+    toArray(): Promise<T[]>;
+}
+export {};

@@ -1,0 +1,168 @@
+/** `Client`: every operation of `/public/v1`, one property per resource. */
+import { decode } from "./models.js";
+import { DEFAULT_POLICY } from "./retry.js";
+import { Transport } from "./transport.js";
+import { randomUUID } from "node:crypto";
+export const VERSION = "0.1.0";
+const DEFAULT_BASE_URL = "http://127.0.0.1:3000";
+/**
+ * Posthorn's public API. Calls back off on 429 (honouring `Retry-After`), wait for the
+ * minute's reset when the quota is spent, and retry 5xx and connection errors for calls
+ * safe to repeat.
+ */
+export class Client {
+    webhooks;
+    events;
+    deliveries;
+    /** @internal exposed for tests that replace `sleep` */
+    transport;
+    constructor(apiKey, options = {}) {
+        if (!apiKey)
+            throw new TypeError("apiKey is required");
+        let base = (options.baseUrl ?? process.env.POSTHORN_BASE_URL ?? DEFAULT_BASE_URL).replace(/\/+$/, "");
+        if (!base.endsWith("/public/v1"))
+            base += "/public/v1";
+        const policy = { ...DEFAULT_POLICY };
+        for (const key of Object.keys(DEFAULT_POLICY)) {
+            if (options[key] !== undefined)
+                policy[key] = options[key];
+        }
+        this.transport = new Transport({
+            apiKey,
+            baseUrl: base,
+            timeout: options.timeout ?? 30,
+            policy,
+            userAgent: `posthorn-node/${VERSION}`,
+            onResponse: options.onResponse,
+        });
+        this.webhooks = new Webhooks(this.transport);
+        this.events = new Events(this.transport);
+        this.deliveries = new Deliveries(this.transport);
+    }
+}
+const path = (...parts) => parts.map((p) => "/" + encodeURIComponent(String(p))).join("");
+const since = (value) => (value instanceof Date ? value.toISOString() : value);
+/** `/webhooks`: the project's endpoints. */
+export class Webhooks {
+    t;
+    constructor(t) {
+        this.t = t;
+    }
+    /** Creates an endpoint; the answer carries its `secret`. Not retried on 5xx (a repeat could create a second one). */
+    async create(params) {
+        return decode(await this.t.request("POST", "/webhooks", { body: params, retrySafe: false }));
+    }
+    async list() {
+        const body = await this.t.request("GET", "/webhooks", { retrySafe: true });
+        return body.data.map((w) => decode(w));
+    }
+    async get(id) {
+        return decode(await this.t.request("GET", path("webhooks", id), { retrySafe: true }));
+    }
+    /** Changes the given fields only. Retried like a GET: it sets values, so a repeat leaves the same endpoint. */
+    async update(id, params) {
+        return decode(await this.t.request("PATCH", path("webhooks", id), { body: params, retrySafe: true }));
+    }
+    async delete(id) {
+        await this.t.request("DELETE", path("webhooks", id), { retrySafe: true });
+    }
+    /** A new secret; the old one stays valid for a while. Not retried on 5xx: a repeat would rotate twice. */
+    async rotateSecret(id) {
+        return decode(await this.t.request("POST", path("webhooks", id, "rotate-secret"), { retrySafe: false }));
+    }
+}
+/** `/events`: send events; read them back by id or by cursor. */
+export class Events {
+    t;
+    constructor(t) {
+        this.t = t;
+    }
+    /**
+     * Stores the event and fans it out to every subscribed endpoint. An idempotency key is
+     * made up when none is given, so a retry after a lost answer never sends it twice.
+     */
+    async send(event, data, options = {}) {
+        const key = options.idempotencyKey || `phk-${randomUUID()}`;
+        return decode(await this.t.request("POST", "/events", {
+            body: { event, data },
+            headers: { "Idempotency-Key": key },
+            retrySafe: true,
+        }));
+    }
+    async get(id) {
+        return decode(await this.t.request("GET", path("events", id), { retrySafe: true }));
+    }
+    /** One page, oldest first. */
+    async list(params = {}) {
+        return page(this.t, "/events", { ...params, since: since(params.since) });
+    }
+    /** Every event from `cursor` (or the beginning) on, each exactly once: `for await (const e of …)`. */
+    iter(params = {}) {
+        const { pageSize = 100, ...rest } = params;
+        return new CursorIterator((cursor) => this.list({ ...rest, cursor, limit: pageSize }), rest.cursor);
+    }
+}
+/** `/deliveries`: every attempt; manual retry. */
+export class Deliveries {
+    t;
+    constructor(t) {
+        this.t = t;
+    }
+    async list(params = {}) {
+        return page(this.t, "/deliveries", { ...params, since: since(params.since) });
+    }
+    iter(params = {}) {
+        const { pageSize = 100, ...rest } = params;
+        return new CursorIterator((cursor) => this.list({ ...rest, cursor, limit: pageSize }), rest.cursor);
+    }
+    async get(id) {
+        return decode(await this.t.request("GET", path("deliveries", id), { retrySafe: true }));
+    }
+    /** Sends the event again as a new attempt. Not retried on 5xx: a repeat would queue a second one. */
+    async retry(id) {
+        return decode(await this.t.request("POST", path("deliveries", id, "retry"), { retrySafe: false }));
+    }
+}
+async function page(t, p, query) {
+    const body = await t.request("GET", p, { query, retrySafe: true });
+    return {
+        data: body.data.map((item) => decode(item)),
+        has_more: Boolean(body.meta.has_more),
+        next_cursor: body.meta.next_cursor,
+    };
+}
+/**
+ * Items of every page in turn (`for await`). `cursor` is where the pages read so far end:
+ * store it and pass it to `iter({ cursor })` later to go on from there.
+ */
+export class CursorIterator {
+    fetchPage;
+    cursor;
+    buffer = [];
+    done = false;
+    constructor(fetchPage, cursor) {
+        this.fetchPage = fetchPage;
+        this.cursor = cursor;
+    }
+    [Symbol.asyncIterator]() {
+        return this;
+    }
+    async next() {
+        while (this.buffer.length === 0) {
+            if (this.done)
+                return { done: true, value: undefined };
+            const p = await this.fetchPage(this.cursor);
+            this.buffer = [...p.data];
+            this.cursor = p.next_cursor;
+            this.done = !p.has_more;
+        }
+        return { done: false, value: this.buffer.shift() };
+    }
+    /** All remaining items in an array (bounded lists only). */
+    async toArray() {
+        const out = [];
+        for await (const item of this)
+            out.push(item);
+        return out;
+    }
+}

@@ -1,0 +1,40 @@
+/** Errors of the API client. Verification errors live in `webhooks.ts`. */
+/** Base of every error the API client throws. */
+export class PosthornError extends Error {
+    constructor(message) {
+        super(message);
+        this.name = new.target.name;
+    }
+}
+/** The API answered with an error: `{"error": {"code", "message"}}` and its status. */
+export class ApiError extends PosthornError {
+    status;
+    code;
+    headers;
+    /** The API's own message (the error's `message` also carries status and code). */
+    apiMessage;
+    constructor(status, code, message, headers = {}) {
+        super(`${status} ${code}: ${message}`);
+        this.status = status;
+        this.code = code;
+        this.apiMessage = message;
+        this.headers = headers;
+    }
+}
+/** A 429 the client gave up on (retries spent, or a wait longer than `maxWait`). */
+export class RateLimitError extends ApiError {
+    /** Seconds the server asked to wait, when it said. */
+    retryAfter;
+    constructor(status, code, message, headers, retryAfter) {
+        super(status, code, message, headers);
+        this.retryAfter = retryAfter;
+    }
+}
+/** No answer: connection refused or reset, DNS failure, or timeout. */
+export class ApiConnectionError extends PosthornError {
+    cause;
+    constructor(message, cause) {
+        super(message);
+        this.cause = cause;
+    }
+}

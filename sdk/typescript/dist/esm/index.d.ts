@@ -1,0 +1,12 @@
+/**
+ * Posthorn: verify webhooks, call the public API with backoff, page through lists.
+ *
+ *     import { verify, WebhookVerificationError, Client } from "@posthorn/sdk";
+ */
+export { verify, sign, WebhookVerificationError, InvalidSignatureError, InvalidTimestampError, MissingHeadersError, DEFAULT_TOLERANCE, type HeadersLike, } from "./webhooks.js";
+export { Client, CursorIterator, Webhooks, Events, Deliveries, VERSION } from "./client.js";
+export type { ClientOptions, CreateWebhook, UpdateWebhook, ListEvents, ListDeliveries } from "./client.js";
+export { PosthornError, ApiError, RateLimitError, ApiConnectionError } from "./errors.js";
+export { backoff, parseRetryAfter, retryWait, DEFAULT_POLICY, type RetryPolicy } from "./retry.js";
+export type { Attempt } from "./transport.js";
+export type { Webhook, EventAccepted, Event, Delivery, DeliveryDetail, DeliveryStatus, DeliveryTrigger, Page, } from "./models.js";

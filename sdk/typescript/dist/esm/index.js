@@ -1,0 +1,9 @@
+/**
+ * Posthorn: verify webhooks, call the public API with backoff, page through lists.
+ *
+ *     import { verify, WebhookVerificationError, Client } from "@posthorn/sdk";
+ */
+export { verify, sign, WebhookVerificationError, InvalidSignatureError, InvalidTimestampError, MissingHeadersError, DEFAULT_TOLERANCE, } from "./webhooks.js";
+export { Client, CursorIterator, Webhooks, Events, Deliveries, VERSION } from "./client.js";
+export { PosthornError, ApiError, RateLimitError, ApiConnectionError } from "./errors.js";
+export { backoff, parseRetryAfter, retryWait, DEFAULT_POLICY } from "./retry.js";

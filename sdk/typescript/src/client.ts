@@ -1,0 +1,224 @@
+/** `Client`: every operation of `/public/v1`, one property per resource. */
+import { decode, type Delivery, type DeliveryDetail, type DeliveryStatus, type Event, type EventAccepted, type Page, type Webhook } from "./models.js";
+import { DEFAULT_POLICY, type RetryPolicy } from "./retry.js";
+import { Transport, type Attempt } from "./transport.js";
+import { randomUUID } from "node:crypto";
+
+export const VERSION = "0.1.0";
+const DEFAULT_BASE_URL = "http://127.0.0.1:3000";
+
+export interface ClientOptions extends Partial<RetryPolicy> {
+  /** The server, e.g. `https://posthorn.example.com` (`/public/v1` is added). */
+  baseUrl?: string;
+  /** Seconds for one HTTP attempt, answer included. */
+  timeout?: number;
+  /** Called after every HTTP attempt, for logging. */
+  onResponse?: (attempt: Attempt) => void;
+}
+
+type Since = string | Date | undefined;
+
+/**
+ * Posthorn's public API. Calls back off on 429 (honouring `Retry-After`), wait for the
+ * minute's reset when the quota is spent, and retry 5xx and connection errors for calls
+ * safe to repeat.
+ */
+export class Client {
+  readonly webhooks: Webhooks;
+  readonly events: Events;
+  readonly deliveries: Deliveries;
+  /** @internal exposed for tests that replace `sleep` */
+  readonly transport: Transport;
+
+  constructor(apiKey: string, options: ClientOptions = {}) {
+    if (!apiKey) throw new TypeError("apiKey is required");
+    let base = (options.baseUrl ?? process.env.POSTHORN_BASE_URL ?? DEFAULT_BASE_URL).replace(/\/+$/, "");
+    if (!base.endsWith("/public/v1")) base += "/public/v1";
+    const policy: RetryPolicy = { ...DEFAULT_POLICY };
+    for (const key of Object.keys(DEFAULT_POLICY) as (keyof RetryPolicy)[]) {
+      if (options[key] !== undefined) policy[key] = options[key]!;
+    }
+    this.transport = new Transport({
+      apiKey,
+      baseUrl: base,
+      timeout: options.timeout ?? 30,
+      policy,
+      userAgent: `posthorn-node/${VERSION}`,
+      onResponse: options.onResponse,
+    });
+    this.webhooks = new Webhooks(this.transport);
+    this.events = new Events(this.transport);
+    this.deliveries = new Deliveries(this.transport);
+  }
+}
+
+const path = (...parts: (string | number)[]) => parts.map((p) => "/" + encodeURIComponent(String(p))).join("");
+const since = (value: Since) => (value instanceof Date ? value.toISOString() : value);
+
+export interface CreateWebhook {
+  url: string;
+  /** Event types (`order.paid`) or `*`. */
+  events: string[];
+  description?: string;
+  /** Custom headers sent with every attempt. */
+  headers?: Record<string, string>;
+}
+
+export interface UpdateWebhook {
+  url?: string;
+  events?: string[];
+  description?: string;
+  enabled?: boolean;
+  headers?: Record<string, string>;
+}
+
+/** `/webhooks`: the project's endpoints. */
+export class Webhooks {
+  constructor(private readonly t: Transport) {}
+
+  /** Creates an endpoint; the answer carries its `secret`. Not retried on 5xx (a repeat could create a second one). */
+  async create(params: CreateWebhook): Promise<Webhook> {
+    return decode(await this.t.request("POST", "/webhooks", { body: params, retrySafe: false }));
+  }
+
+  async list(): Promise<Webhook[]> {
+    const body = await this.t.request("GET", "/webhooks", { retrySafe: true });
+    return body.data.map((w: unknown) => decode<Webhook>(w));
+  }
+
+  async get(id: number): Promise<Webhook> {
+    return decode(await this.t.request("GET", path("webhooks", id), { retrySafe: true }));
+  }
+
+  /** Changes the given fields only. Retried like a GET: it sets values, so a repeat leaves the same endpoint. */
+  async update(id: number, params: UpdateWebhook): Promise<Webhook> {
+    return decode(await this.t.request("PATCH", path("webhooks", id), { body: params, retrySafe: true }));
+  }
+
+  async delete(id: number): Promise<void> {
+    await this.t.request("DELETE", path("webhooks", id), { retrySafe: true });
+  }
+
+  /** A new secret; the old one stays valid for a while. Not retried on 5xx: a repeat would rotate twice. */
+  async rotateSecret(id: number): Promise<Webhook> {
+    return decode(await this.t.request("POST", path("webhooks", id, "rotate-secret"), { retrySafe: false }));
+  }
+}
+
+export interface ListEvents {
+  cursor?: string;
+  limit?: number;
+  since?: Since;
+  type?: string;
+}
+
+export interface ListDeliveries {
+  cursor?: string;
+  limit?: number;
+  since?: Since;
+  status?: DeliveryStatus;
+  event_id?: string;
+}
+
+/** `/events`: send events; read them back by id or by cursor. */
+export class Events {
+  constructor(private readonly t: Transport) {}
+
+  /**
+   * Stores the event and fans it out to every subscribed endpoint. An idempotency key is
+   * made up when none is given, so a retry after a lost answer never sends it twice.
+   */
+  async send(event: string, data: unknown, options: { idempotencyKey?: string } = {}): Promise<EventAccepted> {
+    const key = options.idempotencyKey || `phk-${randomUUID()}`;
+    return decode(
+      await this.t.request("POST", "/events", {
+        body: { event, data },
+        headers: { "Idempotency-Key": key },
+        retrySafe: true,
+      }),
+    );
+  }
+
+  async get(id: string): Promise<Event> {
+    return decode(await this.t.request("GET", path("events", id), { retrySafe: true }));
+  }
+
+  /** One page, oldest first. */
+  async list(params: ListEvents = {}): Promise<Page<Event>> {
+    return page<Event>(this.t, "/events", { ...params, since: since(params.since) });
+  }
+
+  /** Every event from `cursor` (or the beginning) on, each exactly once: `for await (const e of …)`. */
+  iter(params: Omit<ListEvents, "limit"> & { pageSize?: number } = {}): CursorIterator<Event> {
+    const { pageSize = 100, ...rest } = params;
+    return new CursorIterator((cursor) => this.list({ ...rest, cursor, limit: pageSize }), rest.cursor);
+  }
+}
+
+/** `/deliveries`: every attempt; manual retry. */
+export class Deliveries {
+  constructor(private readonly t: Transport) {}
+
+  async list(params: ListDeliveries = {}): Promise<Page<Delivery>> {
+    return page<Delivery>(this.t, "/deliveries", { ...params, since: since(params.since) });
+  }
+
+  iter(params: Omit<ListDeliveries, "limit"> & { pageSize?: number } = {}): CursorIterator<Delivery> {
+    const { pageSize = 100, ...rest } = params;
+    return new CursorIterator((cursor) => this.list({ ...rest, cursor, limit: pageSize }), rest.cursor);
+  }
+
+  async get(id: number): Promise<DeliveryDetail> {
+    return decode(await this.t.request("GET", path("deliveries", id), { retrySafe: true }));
+  }
+
+  /** Sends the event again as a new attempt. Not retried on 5xx: a repeat would queue a second one. */
+  async retry(id: number): Promise<Delivery> {
+    return decode(await this.t.request("POST", path("deliveries", id, "retry"), { retrySafe: false }));
+  }
+}
+
+async function page<T>(t: Transport, p: string, query: Record<string, any>): Promise<Page<T>> {
+  const body = await t.request("GET", p, { query, retrySafe: true });
+  return {
+    data: body.data.map((item: unknown) => decode<T>(item)),
+    has_more: Boolean(body.meta.has_more),
+    next_cursor: body.meta.next_cursor,
+  };
+}
+
+/**
+ * Items of every page in turn (`for await`). `cursor` is where the pages read so far end:
+ * store it and pass it to `iter({ cursor })` later to go on from there.
+ */
+export class CursorIterator<T> implements AsyncIterableIterator<T> {
+  cursor: string | undefined;
+  private buffer: T[] = [];
+  private done = false;
+
+  constructor(private readonly fetchPage: (cursor: string | undefined) => Promise<Page<T>>, cursor?: string) {
+    this.cursor = cursor;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<T>> {
+    while (this.buffer.length === 0) {
+      if (this.done) return { done: true, value: undefined };
+      const p = await this.fetchPage(this.cursor);
+      this.buffer = [...p.data];
+      this.cursor = p.next_cursor;
+      this.done = !p.has_more;
+    }
+    return { done: false, value: this.buffer.shift()! };
+  }
+
+  /** All remaining items in an array (bounded lists only). */
+  async toArray(): Promise<T[]> {
+    const out: T[] = [];
+    for await (const item of this) out.push(item);
+    return out;
+  }
+}

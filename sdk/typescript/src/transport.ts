@@ -1,0 +1,153 @@
+/** One HTTP exchange with the API, repeated as `retry.ts` decides (global fetch). */
+import { ApiConnectionError, ApiError, RateLimitError } from "./errors.js";
+import { backoff, parseRetryAfter, retryWait, type RetryPolicy } from "./retry.js";
+
+// A list page of 200 deliveries is far below this; anything larger is not the API.
+const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+// Sent a little after the reset second so the server's clock has surely moved on.
+const RESET_MARGIN = 0.05;
+
+/** What `onResponse` hooks receive after every HTTP attempt. */
+export interface Attempt {
+  method: string;
+  path: string;
+  /** 0 for the first try of a call, then 1, 2, … */
+  retry: number;
+  /** Unix seconds just before the request was sent. */
+  sentAt: number;
+  /** Unix seconds when the answer (or the error) came. */
+  receivedAt: number;
+  /** The HTTP status, or null when no answer came (connection error, timeout). */
+  status: number | null;
+  headers: Record<string, string>;
+}
+
+export interface RequestOptions {
+  query?: Record<string, string | number | undefined | null>;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Whether a 5xx or a connection error may be retried (429s always are). */
+  retrySafe: boolean;
+}
+
+export interface TransportOptions {
+  apiKey: string;
+  baseUrl: string;
+  timeout: number;
+  policy: RetryPolicy;
+  userAgent: string;
+  onResponse?: (attempt: Attempt) => void;
+  sleep?: (seconds: number) => Promise<void>;
+  clock?: () => number;
+}
+
+export class Transport {
+  readonly options: TransportOptions;
+  sleep: (seconds: number) => Promise<void>;
+  clock: () => number;
+  // The last rate-limit headers seen; shared by every call on this client.
+  private remaining: number | null = null;
+  private reset: number | null = null;
+
+  constructor(options: TransportOptions) {
+    this.options = options;
+    this.sleep = options.sleep ?? ((s) => new Promise((resolve) => setTimeout(resolve, s * 1000)));
+    this.clock = options.clock ?? (() => Date.now() / 1000);
+  }
+
+  async request<T = any>(method: string, path: string, opts: RequestOptions): Promise<T> {
+    const { policy } = this.options;
+    const url = new URL(this.options.baseUrl + path);
+    for (const [k, v] of Object.entries(opts.query ?? {})) {
+      if (v != null) url.searchParams.set(k, String(v));
+    }
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${this.options.apiKey}`,
+      Accept: "application/json",
+      "User-Agent": this.options.userAgent,
+      ...(opts.headers ?? {}),
+    };
+    const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    for (let retry = 0; ; retry++) {
+      await this.waitForQuota();
+      const sentAt = this.clock();
+      let response: Response;
+      let text: string;
+      try {
+        response = await fetch(url, {
+          method,
+          headers,
+          body,
+          signal: AbortSignal.timeout(this.options.timeout * 1000),
+        });
+        text = await readBounded(response);
+      } catch (e) {
+        this.log(method, path, retry, sentAt, null, {});
+        if (opts.retrySafe && retry < policy.maxRetries) {
+          await this.sleep(backoff(retry, policy));
+          continue;
+        }
+        throw new ApiConnectionError(`${method} ${path}: ${(e as Error).message}`, e);
+      }
+      const respHeaders = Object.fromEntries(response.headers.entries());
+      this.noteQuota(respHeaders);
+      this.log(method, path, retry, sentAt, response.status, respHeaders);
+      if (response.ok) return (text.trim() ? JSON.parse(text) : null) as T;
+      const [code, message] = errorOf(response.status, text);
+      if (response.status === 429) {
+        const after = parseRetryAfter(respHeaders["retry-after"], this.clock());
+        const wait = retryWait(429, retry, after, policy);
+        if (retry >= policy.maxRetries || wait > policy.maxWait) {
+          throw new RateLimitError(429, code, message, respHeaders, after);
+        }
+        await this.sleep(wait);
+        continue;
+      }
+      if (response.status >= 500 && opts.retrySafe && retry < policy.maxRetries) {
+        await this.sleep(backoff(retry, policy));
+        continue;
+      }
+      throw new ApiError(response.status, code, message, respHeaders);
+    }
+  }
+
+  /** Proactive: with the quota (nearly) spent, sleep until the minute resets. */
+  private async waitForQuota(): Promise<void> {
+    const { policy } = this.options;
+    if (this.remaining == null || this.reset == null || this.remaining >= policy.rateLimitThreshold) return;
+    const wait = this.reset - this.clock() + RESET_MARGIN;
+    if (wait > 0) await this.sleep(Math.min(wait, policy.maxWait));
+  }
+
+  private noteQuota(headers: Record<string, string>): void {
+    const remaining = Number(headers["x-ratelimit-remaining"]);
+    const reset = Number(headers["x-ratelimit-reset"]);
+    if (headers["x-ratelimit-remaining"] == null || Number.isNaN(remaining) || Number.isNaN(reset)) return;
+    this.remaining = remaining;
+    this.reset = reset;
+  }
+
+  private log(method: string, path: string, retry: number, sentAt: number, status: number | null, headers: Record<string, string>): void {
+    this.options.onResponse?.({ method, path, retry, sentAt, receivedAt: this.clock(), status, headers });
+  }
+}
+
+async function readBounded(response: Response): Promise<string> {
+  const declared = Number(response.headers.get("content-length") ?? 0);
+  if (declared > MAX_RESPONSE_BYTES) throw new Error(`response over ${MAX_RESPONSE_BYTES} bytes`);
+  const buf = await response.arrayBuffer();
+  if (buf.byteLength > MAX_RESPONSE_BYTES) throw new Error(`response over ${MAX_RESPONSE_BYTES} bytes`);
+  return new TextDecoder().decode(buf);
+}
+
+/** The API's `{"error": {"code", "message"}}`, or something readable from a proxy. */
+function errorOf(status: number, text: string): [string, string] {
+  try {
+    const err = JSON.parse(text).error;
+    if (err && typeof err.code === "string") return [err.code, String(err.message)];
+  } catch {
+    // not JSON: fall through
+  }
+  return [`http_${status}`, text.slice(0, 200).trim() || `HTTP ${status}`];
+}

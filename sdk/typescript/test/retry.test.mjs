@@ -1,0 +1,129 @@
+// The retry rules, as pure arithmetic and against a scripted local HTTP server (the real
+// server cannot be made to answer 503 on demand).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import {
+  Client,
+  ApiError,
+  RateLimitError,
+  ApiConnectionError,
+  backoff,
+  parseRetryAfter,
+  retryWait,
+  DEFAULT_POLICY,
+} from "../dist/esm/index.js";
+import { freePort } from "./helpers.mjs";
+
+test("backoff doubles with jitter and is capped", () => {
+  const p = { ...DEFAULT_POLICY, backoffBase: 1, backoffCap: 8 };
+  assert.deepEqual([0, 1, 2, 3, 4, 5].map((n) => backoff(n, p, () => 0)), [0.5, 1, 2, 4, 4, 4]);
+  assert.deepEqual([0, 1, 2, 3, 4, 5].map((n) => backoff(n, p, () => 1)), [1, 2, 4, 8, 8, 8]);
+  assert.ok(backoff(10_000, p) <= 8);
+});
+
+test("Retry-After is read as seconds or an HTTP-date", () => {
+  const now = 1_700_000_000;
+  assert.equal(parseRetryAfter("7", now), 7);
+  const date = new Date((now + 42) * 1000).toUTCString();
+  assert.ok(Math.abs(parseRetryAfter(date, now) - 42) <= 1);
+  assert.equal(parseRetryAfter(new Date((now - 42) * 1000).toUTCString(), now), 0);
+  assert.equal(parseRetryAfter("soon", now), null);
+  assert.equal(parseRetryAfter("1", now), 1);
+  assert.equal(parseRetryAfter(null, now), null);
+});
+
+test("a 429 waits the larger of Retry-After and the backoff", () => {
+  const p = { ...DEFAULT_POLICY, backoffBase: 1, backoffCap: 30 };
+  assert.equal(retryWait(429, 0, 10, p, () => 1), 10);
+  assert.equal(retryWait(429, 5, 10, p, () => 1), 30);
+  assert.equal(retryWait(503, 0, 10, p, () => 1), 1);
+});
+
+const ERR = { error: { code: "internal", message: "internal error" } };
+const HOOK = { id: 1, url: "https://x.test/h", events: ["*"], description: "", enabled: true, created_at: "2026-11-30T12:00:00.123456Z", headers: [] };
+
+/** A server answering each request with the next scripted [status, headers, body]. */
+async function scripted(t, answers) {
+  const seen = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      seen.push({ method: req.method, url: req.url, headers: req.headers });
+      const [status, headers, body] = answers.shift();
+      res.writeHead(status, { "content-type": "application/json", ...headers });
+      res.end(JSON.stringify(body));
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => server.close());
+  const sleeps = [];
+  const client = new Client("phk_test", { baseUrl: `http://127.0.0.1:${server.address().port}` });
+  client.transport.sleep = async (s) => void sleeps.push(s); // record waits instead of waiting
+  return { client, seen, sleeps };
+}
+
+test("a GET is retried after 5xx", async (t) => {
+  const { client, seen, sleeps } = await scripted(t, [[503, {}, ERR], [500, {}, ERR], [200, {}, HOOK]]);
+  const hook = await client.webhooks.get(1);
+  assert.equal(hook.id, 1);
+  assert.ok(hook.created_at instanceof Date);
+  assert.equal(seen.length, 3);
+  assert.equal(sleeps.length, 2);
+});
+
+test("creating a webhook is not retried after 5xx", async (t) => {
+  const { client, seen } = await scripted(t, [[503, {}, ERR], [201, {}, HOOK]]);
+  await assert.rejects(client.webhooks.create({ url: "https://x.test/h", events: ["*"] }), (e) => e instanceof ApiError && e.status === 503 && e.code === "internal");
+  assert.equal(seen.length, 1);
+});
+
+test("sending an event is retried with the same idempotency key", async (t) => {
+  const { client, seen } = await scripted(t, [[502, {}, ERR], [202, {}, { id: "evt_1", deliveries: 0 }]]);
+  assert.equal((await client.events.send("order.paid", {})).id, "evt_1");
+  const keys = new Set(seen.map((s) => s.headers["idempotency-key"]));
+  assert.equal(seen.length, 2);
+  assert.equal(keys.size, 1);
+  assert.ok([...keys][0]);
+});
+
+test("other 4xx are never retried", async (t) => {
+  const { client, seen } = await scripted(t, [[422, {}, { error: { code: "invalid", message: "url: bad" } }]]);
+  await assert.rejects(client.webhooks.update(1, { url: "nope" }), (e) => e instanceof ApiError && e.status === 422 && e.code === "invalid" && e.apiMessage === "url: bad");
+  assert.equal(seen.length, 1);
+});
+
+test("a 429 is retried after Retry-After for any call", async (t) => {
+  const limited = { error: { code: "rate_limited", message: "slow down" } };
+  const { client, sleeps } = await scripted(t, [[429, { "Retry-After": "3" }, limited], [201, {}, HOOK]]);
+  assert.equal((await client.webhooks.create({ url: "https://x.test/h", events: ["*"] })).id, 1);
+  assert.ok(sleeps[0] >= 3);
+});
+
+test("a Retry-After beyond maxWait throws", async (t) => {
+  const limited = { error: { code: "rate_limited", message: "slow down" } };
+  const { client, sleeps } = await scripted(t, [[429, { "Retry-After": "3600" }, limited]]);
+  await assert.rejects(client.events.list(), (e) => e instanceof RateLimitError && e.retryAfter === 3600);
+  assert.deepEqual(sleeps, []);
+});
+
+test("a spent quota waits for the reset before the next call", async (t) => {
+  const reset = Math.floor(Date.now() / 1000) + 20;
+  const spent = { "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": String(reset) };
+  const { client, sleeps } = await scripted(t, [[200, spent, HOOK], [200, {}, HOOK]]);
+  await client.webhooks.get(1);
+  assert.deepEqual(sleeps, []);
+  await client.webhooks.get(1);
+  assert.ok(sleeps[0] > 18 && sleeps[0] <= 21, String(sleeps[0]));
+});
+
+test("connection errors are retried for safe calls, then thrown", async () => {
+  const client = new Client("phk_test", { baseUrl: `http://127.0.0.1:${await freePort()}`, maxRetries: 2 });
+  const sleeps = [];
+  client.transport.sleep = async (s) => void sleeps.push(s);
+  await assert.rejects(client.events.get("evt_1"), ApiConnectionError);
+  assert.equal(sleeps.length, 2);
+  sleeps.length = 0;
+  await assert.rejects(client.deliveries.retry(1), ApiConnectionError);
+  assert.deepEqual(sleeps, []);
+});
