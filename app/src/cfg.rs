@@ -5,6 +5,8 @@ use std::{net::SocketAddr, time::Duration};
 
 use crate::core::{duration::parse_duration, duration::parse_schedule, retry::RetryPolicy};
 
+const MIB: i64 = 1024 * 1024;
+
 #[derive(Clone, Debug)]
 pub struct Config {
     pub database_url: String,
@@ -26,6 +28,9 @@ pub struct Config {
     pub lease: Duration,
     /// Inspector captures allowed per source address per minute.
     pub capture_per_minute: u32,
+    /// Inspector storage: per bin (oldest captures go first) and in all (then 507).
+    pub bin_quota_bytes: i64,
+    pub inspector_budget_bytes: i64,
     /// Bulk replay: attempts enqueued per endpoint per second.
     pub replay_per_second: u32,
 }
@@ -104,6 +109,16 @@ impl Config {
             project_concurrency: usize_var("POSTHORN_PROJECT_CONCURRENCY", 128)?,
             lease: duration_var("POSTHORN_LEASE", "60s")?,
             replay_per_second: number("POSTHORN_REPLAY_RATE", var("POSTHORN_REPLAY_RATE"), 10u32)?,
+            bin_quota_bytes: number("POSTHORN_BIN_QUOTA_MB", var("POSTHORN_BIN_QUOTA_MB"), 64i64)?
+                .max(2)
+                * MIB,
+            inspector_budget_bytes: number(
+                "POSTHORN_INSPECTOR_BUDGET_MB",
+                var("POSTHORN_INSPECTOR_BUDGET_MB"),
+                2048i64,
+            )?
+            .max(2)
+                * MIB,
             capture_per_minute: number(
                 "POSTHORN_CAPTURE_RATE_LIMIT",
                 var("POSTHORN_CAPTURE_RATE_LIMIT"),

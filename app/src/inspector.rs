@@ -27,11 +27,15 @@ pub async fn create_bin() -> Result<BinInfo, ServerFnError> {
     let ctx = server_ctx()?;
     let ip = leptos_axum::extract::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .await
-        .map(|c| c.0.ip().to_string())
+        .map(|c| c.0.ip())
         .ok();
     let n = rate_counters::hit(
         &ctx.pool,
-        &format!("bin-create:{}", ip.clone().unwrap_or_default()),
+        &format!(
+            "bin-create:{}",
+            ip.map(crate::core::ratelimit::address_bucket)
+                .unwrap_or_default()
+        ),
         window_start(Utc::now().timestamp()),
     )
     .await?;
@@ -41,6 +45,7 @@ pub async fn create_bin() -> Result<BinInfo, ServerFnError> {
         )
         .into());
     }
+    let ip = ip.map(|ip| ip.to_string());
     let (id, expires_at) = bins::create(&ctx.pool, ctx.cfg.bin_ttl, ip.as_deref()).await?;
     Ok(BinInfo {
         url: ctx.cfg.bin_url(&id),
@@ -63,15 +68,40 @@ pub async fn get_bin_info(id: String) -> Result<BinInfo, ServerFnError> {
     })
 }
 
+/// One page of captures for the bin's page: newer than `after` (live updates) or older
+/// than `before` ("Load older"). Large bodies stay behind until the row is opened.
 #[server(endpoint = "bin_requests")]
 pub async fn bin_requests(
     id: String,
     after: Option<i64>,
+    before: Option<i64>,
 ) -> Result<Vec<BinRequest>, ServerFnError> {
     use crate::{ctx::server_ctx, db::bins, error::AppError};
     let ctx = server_ctx()?;
     bins::live(&ctx.pool, &id)
         .await?
         .ok_or(AppError::NotFound)?;
-    Ok(bins::requests(&ctx.pool, &id, after).await?)
+    Ok(bins::page(
+        &ctx.pool,
+        &id,
+        after,
+        before,
+        PAGE_SIZE,
+        2 * 1024 * 1024,
+        256 * 1024,
+    )
+    .await?)
+}
+
+/// Captures shown per page of a bin.
+pub const PAGE_SIZE: i64 = 50;
+
+/// One capture's body, when it did not come with the list.
+#[server(endpoint = "bin_request_body")]
+pub async fn bin_request_body(id: String, request_id: i64) -> Result<Vec<u8>, ServerFnError> {
+    use crate::{ctx::server_ctx, db::bins, error::AppError};
+    let ctx = server_ctx()?;
+    Ok(bins::body(&ctx.pool, &id, request_id)
+        .await?
+        .ok_or(AppError::NotFound)?)
 }

@@ -104,7 +104,9 @@ pub struct BinRequest {
     pub query: String,
     #[cfg_attr(feature = "ssr", sqlx(json))]
     pub headers: Vec<(String, String)>,
+    /// Empty when `truncated`: the body did not come with the list.
     pub body: Vec<u8>,
+    pub truncated: bool,
     pub size: i64,
     pub status: i16,
     pub remote_addr: Option<String>,

@@ -4,8 +4,9 @@
 use std::net::SocketAddr;
 
 use app::{
-    core::ratelimit::window_start,
+    core::ratelimit::{address_bucket, window_start},
     db::{bins, rate_counters},
+    model::BinRequest,
 };
 use axum::{
     body::Body,
@@ -29,6 +30,7 @@ pub fn router(_state: AppState) -> Router<AppState> {
     Router::new()
         .route("/inspector/bins", post(create))
         .route("/inspector/bins/{id}/requests", get(requests))
+        .route("/inspector/bins/{id}/requests/{request_id}/body", get(body))
         .route("/r/{id}", any(capture))
         .route("/r/{id}/{*rest}", any(capture))
 }
@@ -40,7 +42,7 @@ async fn create(
     let now = chrono::Utc::now().timestamp();
     let n = rate_counters::hit(
         &state.pool,
-        &format!("bin-create:{}", addr.ip()),
+        &format!("bin-create:{}", address_bucket(addr.ip())),
         window_start(now),
     )
     .await?;
@@ -62,29 +64,125 @@ async fn create(
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
+/// `GET /inspector/bins/{id}/requests` query.
+#[derive(serde::Deserialize)]
+struct PageQuery {
+    limit: Option<i64>,
+    cursor: Option<String>,
+}
+
+/// No list response carries more than this many bytes of bodies (base64 makes them a
+/// third larger, and headers may add a quarter: the whole stays under 16 MiB).
+const LIST_BODY_BUDGET: i64 = 10 * 1024 * 1024;
+
+/// Lists being built at once. A list holds up to ~16 MiB while it is encoded; however many
+/// clients ask, the memory this takes stays bounded (the others wait their turn).
+static LIST_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+
+#[derive(serde::Serialize)]
+struct CaptureJson {
+    id: i64,
+    method: String,
+    path: String,
+    query: String,
+    headers: Vec<(String, String)>,
+    body_base64: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    truncated: bool,
+    size: i64,
+    status: i16,
+    remote_addr: Option<String>,
+    received_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl From<BinRequest> for CaptureJson {
+    fn from(r: BinRequest) -> CaptureJson {
+        CaptureJson {
+            body_base64: (!r.truncated).then(|| STANDARD.encode(&r.body)),
+            truncated: r.truncated,
+            id: r.id,
+            method: r.method,
+            path: r.path,
+            query: r.query,
+            headers: r.headers,
+            size: r.size,
+            status: r.status,
+            remote_addr: r.remote_addr,
+            received_at: r.received_at,
+        }
+    }
+}
+
+fn no_such_bin() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such bin, or it has expired",
+    )
+}
+
+/// A bin's captures, newest first, a page at a time (`limit` ≤ 100, `cursor`).
 async fn requests(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    query: Result<axum::extract::Query<PageQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    if bins::live(&state.pool, &id).await?.is_none() {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no such bin, or it has expired",
-        ));
+    let axum::extract::Query(q) =
+        query.map_err(|e| ApiError::invalid(format!("bad query: {e}")))?;
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::invalid("limit must be between 1 and 100"));
     }
-    let list = bins::requests(&state.pool, &id, None).await?;
-    let data: Vec<serde_json::Value> = list
+    let before = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(c) => Some(
+            c.parse::<i64>()
+                .map_err(|_| ApiError::invalid("bad cursor"))?,
+        ),
+    };
+    if bins::live(&state.pool, &id).await?.is_none() {
+        return Err(no_such_bin());
+    }
+    let _slot = LIST_SLOTS.acquire().await.map_err(|_| no_such_bin())?;
+    let list = bins::page(
+        &state.pool,
+        &id,
+        None,
+        before,
+        limit,
+        LIST_BODY_BUDGET,
+        LIST_BODY_BUDGET,
+    )
+    .await?;
+    let data: Vec<CaptureJson> = list
         .into_iter()
-        .map(|r| {
-            serde_json::json!({
-                "id": r.id, "method": r.method, "path": r.path, "query": r.query, "headers": r.headers,
-                "body_base64": STANDARD.encode(&r.body), "size": r.size, "status": r.status,
-                "remote_addr": r.remote_addr, "received_at": r.received_at,
-            })
-        })
+        .take(limit as usize)
+        .map(CaptureJson::from)
         .collect();
-    Ok(Json(serde_json::json!({ "data": data })).into_response())
+    // The cursor resumes after the last row sent (a page may end early on its headers'
+    // budget); none once nothing older is left.
+    let next_cursor = match data.last() {
+        Some(last) if bins::older_exists(&state.pool, &id, last.id).await? => {
+            Some(last.id.to_string())
+        }
+        _ => None,
+    };
+    let body = serde_json::to_vec(&serde_json::json!({ "data": data, "next_cursor": next_cursor }))
+        .map_err(|e| ApiError::invalid(e.to_string()))?;
+    drop(data);
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// One capture's body, raw, for captures whose body the list left out.
+async fn body(
+    State(state): State<AppState>,
+    Path((id, request_id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let request_id: i64 = request_id.parse().map_err(|_| no_such_bin())?;
+    let bytes = bins::body(&state.pool, &id, request_id)
+        .await?
+        .ok_or_else(no_such_bin)?;
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
 }
 
 /// Removes Posthorn's own session cookie from a Cookie header; `None` when nothing is left.
@@ -114,7 +212,7 @@ async fn capture(
     let now = chrono::Utc::now().timestamp();
     if rate_counters::hit(
         &state.pool,
-        &format!("capture:{}", addr.ip()),
+        &format!("capture:{}", address_bucket(addr.ip())),
         window_start(now),
     )
     .await?
@@ -168,14 +266,23 @@ async fn capture(
             status: status.as_u16() as i16,
             remote_addr: Some(&remote),
         },
+        bins::Quotas {
+            per_bin_bytes: state.cfg.bin_quota_bytes,
+            total_bytes: state.cfg.inspector_budget_bytes,
+        },
     )
     .await?;
-    if !stored {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no such bin, or it has expired",
-        ));
+    match stored {
+        bins::Stored::Yes => {}
+        bins::Stored::NoSuchBin => return Err(no_such_bin()),
+        // Refusing is fairer than evicting: other people's bins keep what they caught.
+        bins::Stored::Full => {
+            return Err(ApiError::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "insufficient_storage",
+                "the inspector's storage is full; captures resume as bins expire",
+            ))
+        }
     }
     if status == StatusCode::PAYLOAD_TOO_LARGE {
         return Err(ApiError::new(

@@ -23,16 +23,28 @@ async fn new_bin(app: &TestApp, http: &reqwest::Client) -> (String, String) {
     (id, v["url"].as_str().unwrap().to_string())
 }
 
+/// Every capture of a bin, newest first, walking the list's cursor.
 async fn captured(app: &TestApp, http: &reqwest::Client, id: &str) -> Vec<Value> {
-    let v: Value = http
-        .get(format!("{}/inspector/bins/{id}/requests", app.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    v["data"].as_array().unwrap().clone()
+    let mut all = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let v: Value = http
+            .get(format!(
+                "{}/inspector/bins/{id}/requests?limit=100&cursor={cursor}",
+                app.base
+            ))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        all.extend(v["data"].as_array().unwrap().iter().cloned());
+        match v["next_cursor"].as_str() {
+            Some(c) => cursor = c.to_string(),
+            None => return all,
+        }
+    }
 }
 
 #[tokio::test]
@@ -298,5 +310,123 @@ async fn bin_creation_is_rate_limited_per_address() {
         statuses.iter().filter(|s| **s == 201).count()
             >= app::inspector::BIN_CREATIONS_PER_MINUTE as usize
     );
+    app.stop().await;
+}
+
+/// A bin keeps its newest captures within its byte quota; the inspector as a whole stops
+/// taking captures (507) when its budget is spent, rather than evicting anyone's bin.
+#[tokio::test]
+async fn bins_have_a_byte_quota_and_the_inspector_a_budget() {
+    let app = TestApp::spawn_with(|cfg| {
+        cfg.bin_quota_bytes = 3 * 1024 * 1024;
+        cfg.inspector_budget_bytes = 5 * 1024 * 1024;
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let (a, a_url) = new_bin(&app, &http).await;
+    let mib = vec![b'a'; 1000 * 1024];
+    for i in 0..5 {
+        let r = http
+            .post(format!("{a_url}?n={i}"))
+            .body(mib.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let list = captured(&app, &http, &a).await;
+    let kept: Vec<&str> = list.iter().map(|r| r["query"].as_str().unwrap()).collect();
+    assert_eq!(kept, ["n=4", "n=3", "n=2"], "the oldest went first");
+
+    // Bin A holds ~3 MiB of the 5 MiB budget: B fills the rest, then is refused.
+    let (b, b_url) = new_bin(&app, &http).await;
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        statuses.push(
+            http.post(&b_url)
+                .body(mib.clone())
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16(),
+        );
+    }
+    assert_eq!(statuses, [200, 200, 507, 507]);
+    assert_eq!(
+        captured(&app, &http, &a).await.len(),
+        3,
+        "A keeps what it caught"
+    );
+    assert_eq!(captured(&app, &http, &b).await.len(), 2);
+    let r = http.post(&b_url).body(mib.clone()).send().await.unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "insufficient_storage");
+    app.stop().await;
+}
+
+/// The list comes a page at a time; bodies that would make a response too large come as
+/// `"body_base64": null, "truncated": true` and are fetched alone.
+#[tokio::test]
+async fn the_list_is_paged_and_large_bodies_are_fetched_alone() {
+    let app = TestApp::spawn().await;
+    let http = reqwest::Client::new();
+    let (id, url) = new_bin(&app, &http).await;
+    for i in 0..30u8 {
+        http.post(format!("{url}?n={i}"))
+            .body(vec![i; 1000 * 1024])
+            .send()
+            .await
+            .unwrap();
+    }
+    let first = http
+        .get(format!(
+            "{}/inspector/bins/{id}/requests?limit=20",
+            app.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 200);
+    let bytes = first.bytes().await.unwrap();
+    assert!(bytes.len() < 16 * 1024 * 1024, "{} bytes", bytes.len());
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    let page = v["data"].as_array().unwrap();
+    assert_eq!(page.len(), 20);
+    let inline = page.iter().filter(|r| r["body_base64"].is_string()).count();
+    assert!(inline >= 8, "the newest bodies come inline ({inline})");
+    let cut = page
+        .iter()
+        .find(|r| r["truncated"] == true)
+        .expect("a truncated row");
+    assert!(cut["body_base64"].is_null());
+    let body = http
+        .get(format!(
+            "{}/inspector/bins/{id}/requests/{}/body",
+            app.base, cut["id"]
+        ))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let n: u8 = cut["query"].as_str().unwrap()[2..].parse().unwrap();
+    assert_eq!(body.len(), 1000 * 1024);
+    assert!(body.iter().all(|b| *b == n));
+    // The cursor walks the rest, each capture once.
+    let all = captured(&app, &http, &id).await;
+    let ids: std::collections::HashSet<i64> =
+        all.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    assert_eq!((all.len(), ids.len()), (30, 30));
+    let bad = http
+        .get(format!(
+            "{}/inspector/bins/{id}/requests?limit=500",
+            app.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 422);
     app.stop().await;
 }

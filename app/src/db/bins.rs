@@ -46,56 +46,143 @@ pub struct Captured<'a> {
     pub remote_addr: Option<&'a str>,
 }
 
-/// Stores a capture and trims the bin to its newest [`MAX_REQUESTS_PER_BIN`].
-/// Returns false when the bin is unknown or expired.
-pub async fn capture(pool: &PgPool, bin_id: &str, c: Captured<'_>) -> AppResult<bool> {
+/// The storage a capture may use: per bin (its oldest captures go first) and for the
+/// whole inspector (new captures are refused once it is spent).
+#[derive(Clone, Copy, Debug)]
+pub struct Quotas {
+    pub per_bin_bytes: i64,
+    pub total_bytes: i64,
+}
+
+/// What became of a capture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {
+    Yes,
+    /// The bin is unknown or has expired.
+    NoSuchBin,
+    /// The inspector's storage budget is spent.
+    Full,
+}
+
+/// Stores a capture and trims the bin to its newest [`MAX_REQUESTS_PER_BIN`] captures and
+/// its byte quota.
+pub async fn capture(
+    pool: &PgPool,
+    bin_id: &str,
+    c: Captured<'_>,
+    quotas: Quotas,
+) -> AppResult<Stored> {
+    let headers = sqlx::types::Json(c.headers);
+    let header_bytes = serde_json::to_string(c.headers).map_or(0, |s| s.len()) as i64;
+    let stored_bytes = c.body.len() as i64 + header_bytes;
     let inserted: Option<i64> = sqlx::query_scalar(
-        "INSERT INTO bin_requests (bin_id, method, path, query, headers, body, size, status, remote_addr)
-         SELECT id, $2, $3, $4, $5, $6, $7, $8, $9 FROM bins WHERE id = $1 AND expires_at > now()
+        "INSERT INTO bin_requests (bin_id, method, path, query, headers, body, size, status, remote_addr, stored_bytes)
+         SELECT id, $2, $3, $4, $5, $6, $7, $8, $9, $10 FROM bins
+         WHERE id = $1 AND expires_at > now()
+           AND (SELECT bytes FROM inspector_usage) + $10 <= $11
          RETURNING id",
     )
     .bind(bin_id)
     .bind(c.method)
     .bind(c.path)
     .bind(c.query)
-    .bind(sqlx::types::Json(c.headers))
+    .bind(headers)
     .bind(c.body)
     .bind(c.size)
     .bind(c.status)
     .bind(c.remote_addr)
+    .bind(stored_bytes)
+    .bind(quotas.total_bytes)
     .fetch_optional(pool)
     .await?;
     if inserted.is_none() {
-        return Ok(false);
+        return Ok(match live(pool, bin_id).await? {
+            Some(_) => Stored::Full,
+            None => Stored::NoSuchBin,
+        });
     }
-    // Keep the newest 500. Concurrent captures each trim what the others have not locked,
-    // so they never wait on (or deadlock with) one another.
+    // Keep the newest captures within both limits. Concurrent captures each trim what the
+    // others have not locked, so they never wait on (or deadlock with) one another.
     sqlx::query(
         "DELETE FROM bin_requests WHERE id IN (
-            SELECT id FROM bin_requests WHERE bin_id = $1 ORDER BY id DESC OFFSET $2
+            SELECT id FROM bin_requests WHERE id IN (
+                SELECT id FROM (
+                    SELECT id, row_number() OVER w AS n, sum(stored_bytes) OVER w AS bytes
+                    FROM bin_requests WHERE bin_id = $1
+                    WINDOW w AS (ORDER BY id DESC)
+                ) newest_first
+                WHERE n > $2 OR bytes > $3)
             FOR UPDATE SKIP LOCKED)",
     )
     .bind(bin_id)
     .bind(MAX_REQUESTS_PER_BIN)
+    .bind(quotas.per_bin_bytes)
     .execute(pool)
     .await?;
-    Ok(true)
+    Ok(Stored::Yes)
 }
 
-/// Newest first; `after` returns only requests newer than that id (live updates).
-pub async fn requests(
+/// One page of a bin's captures, newest first: newer than `after` (live updates) or
+/// older than `before` (paging back). Bodies come inline while their running total stays
+/// within `inline_budget` and each is at most `inline_max`; the rest are marked
+/// `truncated` and fetched alone with [`body`], so a page never loads every body at once.
+/// Headers count too: the page ends early once theirs pass a quarter of the budget.
+pub async fn page(
     pool: &PgPool,
     bin_id: &str,
     after: Option<i64>,
+    before: Option<i64>,
+    limit: i64,
+    inline_budget: i64,
+    inline_max: i64,
 ) -> AppResult<Vec<BinRequest>> {
     Ok(sqlx::query_as::<_, BinRequest>(
-        "SELECT id, method, path, query, headers, body, size, status, remote_addr, received_at
-         FROM bin_requests WHERE bin_id = $1 AND id > $2 ORDER BY id DESC LIMIT $3",
+        "WITH ids AS (
+            SELECT id, octet_length(body) AS len, stored_bytes - octet_length(body) AS head
+            FROM bin_requests
+            WHERE bin_id = $1 AND id > $2 AND id < $3 ORDER BY id DESC LIMIT $4
+         ), flags AS (
+            SELECT id, len <= $6 AND sum(len) OVER w <= $5 AS inline,
+                   sum(head) OVER w AS heads, row_number() OVER w AS n
+            FROM ids WINDOW w AS (ORDER BY id DESC)
+         )
+         SELECT r.id, r.method, r.path, r.query, r.headers,
+                CASE WHEN f.inline THEN r.body ELSE ''::bytea END AS body, NOT f.inline AS truncated,
+                r.size, r.status, r.remote_addr, r.received_at
+         FROM flags f JOIN bin_requests r ON r.id = f.id
+         WHERE f.n = 1 OR f.heads <= $5 / 4
+         ORDER BY r.id DESC",
     )
     .bind(bin_id)
     .bind(after.unwrap_or(0))
-    .bind(MAX_REQUESTS_PER_BIN)
+    .bind(before.unwrap_or(i64::MAX))
+    .bind(limit.clamp(1, MAX_REQUESTS_PER_BIN))
+    .bind(inline_budget)
+    .bind(inline_max)
     .fetch_all(pool)
+    .await?)
+}
+
+/// Whether the bin holds captures older than `id` (for the list's cursor).
+pub async fn older_exists(pool: &PgPool, bin_id: &str, id: i64) -> AppResult<bool> {
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM bin_requests WHERE bin_id = $1 AND id < $2)",
+    )
+    .bind(bin_id)
+    .bind(id)
+    .fetch_one(pool)
+    .await?)
+}
+
+/// One capture's body, for captures whose body did not come with the list.
+pub async fn body(pool: &PgPool, bin_id: &str, request_id: i64) -> AppResult<Option<Vec<u8>>> {
+    Ok(sqlx::query_scalar(
+        "SELECT r.body FROM bin_requests r JOIN bins b ON b.id = r.bin_id
+         WHERE r.bin_id = $1 AND r.id = $2 AND b.expires_at > now()",
+    )
+    .bind(bin_id)
+    .bind(request_id)
+    .fetch_optional(pool)
     .await?)
 }
 

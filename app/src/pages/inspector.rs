@@ -40,7 +40,7 @@ pub fn BinPage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.read().get("id").unwrap_or_default();
     let info = Resource::new(id, get_bin_info);
-    let initial = Resource::new(id, |id| bin_requests(id, None));
+    let initial = Resource::new(id, |id| bin_requests(id, None, None));
     let gate = gate();
     let list_gate = crate::components::hydration::gate();
     view! {
@@ -99,8 +99,19 @@ fn BinView(
 
 #[component]
 fn RequestList(bin_id: String, list: Vec<BinRequest>, secret: RwSignal<String>) -> impl IntoView {
+    let more = RwSignal::new(list.len() as i64 >= crate::inspector::PAGE_SIZE);
     let items = RwSignal::new(list);
     let open = RwSignal::new(None::<i64>);
+    let older = {
+        let bin_id = bin_id.clone();
+        Action::new(move |before: &i64| bin_requests(bin_id.clone(), None, Some(*before)))
+    };
+    Effect::new(move |_| {
+        if let Some(Ok(page)) = older.value().get() {
+            more.set(page.len() as i64 >= crate::inspector::PAGE_SIZE);
+            items.update(|v| v.extend(page));
+        }
+    });
     #[cfg(feature = "hydrate")]
     {
         use leptos::task::spawn_local;
@@ -115,7 +126,7 @@ fn RequestList(bin_id: String, list: Vec<BinRequest>, secret: RwSignal<String>) 
                 let after = items.with_untracked(|v| v.first().map(|r| r.id));
                 let bin_id = bin_id.clone();
                 spawn_local(async move {
-                    if let Ok(mut fresh) = bin_requests(bin_id, after).await {
+                    if let Ok(mut fresh) = bin_requests(bin_id, after, None).await {
                         if !fresh.is_empty() {
                             items.update(|v| {
                                 fresh.append(v);
@@ -135,7 +146,7 @@ fn RequestList(bin_id: String, list: Vec<BinRequest>, secret: RwSignal<String>) 
             }
         });
     }
-    let _ = &bin_id;
+    let detail_bin = bin_id.clone();
     view! {
         <p class="muted" data-testid="request-count">{move || format!("{} requests (newest first, live)", items.with(|v| v.len()))}</p>
         <div class="requests">
@@ -143,6 +154,7 @@ fn RequestList(bin_id: String, list: Vec<BinRequest>, secret: RwSignal<String>) 
                 let id = r.id;
                 let is_open = move || open.get() == Some(id);
                 let r2 = r.clone();
+                let bin_id = detail_bin.clone();
                 view! {
                     <div class="req" data-testid="bin-request" data-method=r.method.clone() class:open=is_open>
                         <div class="reqline" on:click=move |_| open.update(|o| *o = if *o == Some(id) { None } else { Some(id) })>
@@ -153,11 +165,16 @@ fn RequestList(bin_id: String, list: Vec<BinRequest>, secret: RwSignal<String>) 
                             <span class="muted">{r.remote_addr.clone().unwrap_or_default()}</span>
                             <Time at=r.received_at/>
                         </div>
-                        {move || is_open().then(|| view! { <RequestDetail r=r2.clone() secret/> })}
+                        {move || is_open().then(|| view! { <RequestDetail bin_id=bin_id.clone() r=r2.clone() secret/> })}
                     </div>
                 }
             }).collect_view()}
         </div>
+        {move || more.get().then(|| view! {
+            <p><button type="button" data-testid="older-requests" disabled=move || older.pending().get()
+                on:click=move |_| { if let Some(last) = items.with_untracked(|v| v.last().map(|r| r.id)) { older.dispatch(last); } }>
+                "Load older requests"</button></p>
+        })}
     }
 }
 
@@ -168,8 +185,35 @@ fn header<'a>(r: &'a BinRequest, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
+/// A capture opened: in full, or first its body, when the list left it out.
 #[component]
-fn RequestDetail(r: BinRequest, secret: RwSignal<String>) -> impl IntoView {
+fn RequestDetail(bin_id: String, r: BinRequest, secret: RwSignal<String>) -> impl IntoView {
+    if !r.truncated {
+        return view! { <FullRequest r secret/> }.into_any();
+    }
+    let (id, size) = (r.id, r.size);
+    let load = Action::new(move |_: &()| crate::inspector::bin_request_body(bin_id.clone(), id));
+    view! {
+        {move || match load.value().get() {
+            Some(Ok(body)) => {
+                let full = BinRequest { body, truncated: false, ..r.clone() };
+                view! { <FullRequest r=full secret/> }.into_any()
+            }
+            Some(Err(e)) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
+            None => view! {
+                <div class="reqdetail" data-testid="bin-request-detail">
+                    <p>{format!("The body ({size} bytes) is not loaded with the list. ")}
+                        <button type="button" data-testid="load-body" disabled=move || load.pending().get()
+                            on:click=move |_| { load.dispatch(()); }>"Load body"</button></p>
+                </div>
+            }.into_any(),
+        }}
+    }
+    .into_any()
+}
+
+#[component]
+fn FullRequest(r: BinRequest, secret: RwSignal<String>) -> impl IntoView {
     let host = header(&r, "host").unwrap_or("127.0.0.1:3000").to_string();
     let url = format!(
         "http://{host}{}{}",
