@@ -416,3 +416,67 @@ async fn support_and_other_projects_are_refused_by_every_server_function() {
     assert_eq!(other.call("revoke_key", &[("id", &k)]).await.0, 404);
     app.stop().await;
 }
+
+/// Pages carry a Content-Security-Policy whose nonce is the one on their own scripts (so
+/// only the hydration scripts run), and every response says nosniff and a referrer policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_carry_a_content_security_policy_with_their_scripts_nonce() {
+    let app = TestApp::spawn().await;
+    let http = reqwest::Client::new();
+    let page = http
+        .get(format!("{}/login", app.base))
+        .send()
+        .await
+        .unwrap();
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(page.headers()["x-content-type-options"], "nosniff");
+    assert!(page.headers().contains_key("referrer-policy"));
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert!(csp.contains("'wasm-unsafe-eval'"), "{csp}");
+    let script_src = csp
+        .split(';')
+        .find(|d| d.trim().starts_with("script-src"))
+        .unwrap();
+    assert!(!script_src.contains("unsafe-inline"), "{script_src}");
+    let nonce = csp
+        .split("'nonce-")
+        .nth(1)
+        .and_then(|r| r.split('\'').next())
+        .expect("a nonce")
+        .to_string();
+    let html = page.text().await.unwrap();
+    let scripts = html.matches("<script").count();
+    let with_nonce = html.matches(&format!("nonce=\"{nonce}\"")).count();
+    assert!(
+        scripts > 0 && with_nonce >= scripts,
+        "{scripts} scripts, {with_nonce} with the nonce"
+    );
+    // Another request, another nonce.
+    let again = http
+        .get(format!("{}/login", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert!(!again.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .contains(&nonce));
+    // Sign-out is a POST under the same-origin check.
+    let cross = http
+        .post(format!("{}/logout", app.base))
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status(), 403);
+    let api = http
+        .get(format!("{}/public/v1/openapi.json", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.headers()["x-content-type-options"], "nosniff");
+    app.stop().await;
+}
