@@ -65,7 +65,7 @@ pub async fn claim_due(
         "WITH candidates AS (
             SELECT d.id, d.created_at, d.scheduled_at, d.endpoint_id, d.project_id FROM deliveries d
             JOIN endpoints e ON e.id = d.endpoint_id
-            WHERE d.status = 'pending' AND d.scheduled_at <= now()
+            WHERE d.status = 'pending' AND NOT d.parked AND d.scheduled_at <= now()
               AND (d.trigger IN ('redirect', 'test') OR (e.enabled AND e.deleted_at IS NULL))
               AND NOT (d.endpoint_id = ANY($4)) AND NOT (d.project_id = ANY($5))
             ORDER BY d.scheduled_at
@@ -296,7 +296,7 @@ pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u6
 pub async fn queue_stats(pool: &PgPool) -> Result<(i64, f64), sqlx::Error> {
     sqlx::query_as(
         "SELECT count(*), coalesce(extract(epoch FROM now() - min(scheduled_at)), 0)::float8
-         FROM deliveries WHERE status = 'pending' AND scheduled_at <= now()",
+         FROM deliveries WHERE status = 'pending' AND NOT parked AND scheduled_at <= now()",
     )
     .fetch_one(pool)
     .await
@@ -304,7 +304,7 @@ pub async fn queue_stats(pool: &PgPool) -> Result<(i64, f64), sqlx::Error> {
 
 /// When the next scheduled row falls due (so the loop can sleep exactly that long).
 pub async fn next_due(pool: &PgPool) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-    sqlx::query_scalar("SELECT min(scheduled_at) FROM deliveries WHERE status = 'pending' AND scheduled_at > now()")
+    sqlx::query_scalar("SELECT min(scheduled_at) FROM deliveries WHERE status = 'pending' AND NOT parked AND scheduled_at > now()")
         .fetch_one(pool)
         .await
 }
