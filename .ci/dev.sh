@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Posthorn's one build script: installs what is missing (idempotently), builds the
 # server and the WASM bundle, runs a private PostgreSQL when DATABASE_URL is unset,
-# and runs or tests the product. Usage: .ci/dev.sh run|test|build|tools|pg|bench...
+# and runs or tests the product. Usage: .ci/dev.sh run|test|build|tools|pg|first-load
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -185,11 +185,23 @@ test_all() {
   (cd end2end && npx playwright test)
 }
 
+# The deliveries page's first load on slow 4G, cold and warm (figures in BENCHMARKS.md).
+bench_first_load() {
+  ensure_test_tools
+  build
+  ensure_test_database
+  export POSTHORN_TEST_DATABASE_URL="$DATABASE_URL"
+  export POSTHORN_PSQL="$(command -v psql || echo "$(pg_bin)/psql")"
+  export POSTHORN_FIRST_LOAD_RUNS="${POSTHORN_FIRST_LOAD_RUNS:-3}"
+  (cd end2end && npx playwright test first-load)
+}
+
 case "${1:-}" in
   tools) ensure_rust_tools; ensure_test_tools ;;
   build) build ;;
   pg) ensure_private_pg; echo "DATABASE_URL=$DATABASE_URL" ;;
   run) run ;;
   test) test_all ;;
-  *) echo "usage: .ci/dev.sh run|test|build|tools|pg" >&2; exit 2 ;;
+  first-load) bench_first_load ;;
+  *) echo "usage: .ci/dev.sh run|test|build|tools|pg|first-load" >&2; exit 2 ;;
 esac
