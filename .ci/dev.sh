@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Posthorn's one build script: installs what is missing (idempotently), builds the
 # server and the WASM bundle, runs a private PostgreSQL when DATABASE_URL is unset,
-# and runs or tests the product. Usage: .ci/dev.sh run|test|build|tools|pg|bench...
+# and runs or tests the product. Usage: .ci/dev.sh run|test|build|tools|pg|first-load
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-export PATH="$HOME/.cargo/bin:$ROOT/end2end/node_modules/.bin:$PATH"
+export PATH="$HOME/.cargo/bin:$ROOT/.tools/node_modules/.bin:$ROOT/end2end/node_modules/.bin:$PATH"
 WASM_BINDGEN_VERSION=0.2.130
 PG_PORT="${POSTHORN_PG_PORT:-54329}"
 PG_DIR="$ROOT/.pgdata"
-PROFILE="${POSTHORN_PROFILE:-debug}"   # debug | release
+PROFILE="${POSTHORN_PROFILE:-debug}"   # the server's: debug | release
+# The browser bundle is the optimised one whatever the server's profile, so that what
+# `make test` checks is what `make run` serves; wasm-dev is a quicker build for local work.
+WASM_PROFILE="${POSTHORN_WASM_PROFILE:-wasm-release}"   # wasm-release | wasm-dev
+BINARYEN_VERSION=132.0.0
 SITE="$CARGO_TARGET_DIR/site"
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -29,6 +33,16 @@ ensure_rust_tools() {
   if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
     log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (~3 min)"
     cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+  fi
+}
+
+# wasm-opt from npm's binaryen (Debian's older binaryen yields a bundle that never hydrates),
+# brotli for the precompressed assets.
+ensure_asset_tools() {
+  command -v brotli >/dev/null || apt_install brotli
+  if [ "$(wasm-opt --version 2>/dev/null | awk '{print $3}')" != "${BINARYEN_VERSION%%.*}" ]; then
+    log "installing wasm-opt (npm binaryen@$BINARYEN_VERSION)"
+    npm install --no-audit --no-fund --no-save --prefix "$ROOT/.tools" "binaryen@$BINARYEN_VERSION" >/dev/null
   fi
 }
 
@@ -76,20 +90,47 @@ ensure_database() {
 
 build() {
   ensure_rust_tools
-  local cargo_profile=() wasm_profile=wasm-dev bin_dir="$CARGO_TARGET_DIR/debug"
+  ensure_asset_tools
+  local cargo_profile=() bin_dir="$CARGO_TARGET_DIR/debug"
   if [ "$PROFILE" = release ]; then
-    cargo_profile=(--release); wasm_profile=wasm-release; bin_dir="$CARGO_TARGET_DIR/release"
+    cargo_profile=(--release); bin_dir="$CARGO_TARGET_DIR/release"
   fi
   log "building the server ($PROFILE)"
   cargo build -p server "${cargo_profile[@]}"
-  log "building the WASM bundle ($wasm_profile)"
-  cargo build -p frontend --lib --target wasm32-unknown-unknown --profile "$wasm_profile"
-  mkdir -p "$SITE/pkg"
-  wasm-bindgen --target web --no-typescript --out-dir "$SITE/pkg" --out-name posthorn \
-    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/$wasm_profile/frontend.wasm"
-  cp style/main.css "$SITE/pkg/posthorn.css"
+  log "building the WASM bundle ($WASM_PROFILE)"
+  cargo build -p frontend --lib --target wasm32-unknown-unknown --profile "$WASM_PROFILE"
+  local out="$CARGO_TARGET_DIR/bundle"
+  rm -rf "$out" && mkdir -p "$out"
+  wasm-bindgen --target web --no-typescript --out-dir "$out" --out-name posthorn \
+    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/$WASM_PROFILE/frontend.wasm"
+  if [ "$WASM_PROFILE" = wasm-release ]; then
+    log "wasm-opt -Oz"
+    wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+      --enable-reference-types --enable-mutable-globals --enable-multivalue \
+      "$out/posthorn_bg.wasm" -o "$out/posthorn_bg.wasm"
+  fi
+  publish_site "$out/posthorn.js" "$out/posthorn_bg.wasm" style/main.css
   export POSTHORN_BIN="$bin_dir/posthorn"
   export LEPTOS_SITE_ROOT="$SITE"
+}
+
+# Puts the bundle in $SITE/pkg under content-hashed names (posthorn.<hash>.js|wasm|css),
+# each beside its .br and .gz, and writes $SITE/hash.txt, from which the server takes the
+# names the pages link to. Old names go: a page only ever links to the current ones.
+publish_site() {
+  local js="$1" wasm="$2" css="$3" manifest=""
+  rm -rf "$SITE/pkg" && mkdir -p "$SITE/pkg"
+  local kind src hash
+  for kind in js wasm css; do
+    case "$kind" in js) src="$js" ;; wasm) src="$wasm" ;; css) src="$css" ;; esac
+    hash="$(sha256sum "$src" | cut -c1-20)"
+    cp "$src" "$SITE/pkg/posthorn.$hash.$kind"
+    gzip -9 -n -k -f "$SITE/pkg/posthorn.$hash.$kind"
+    brotli -q 11 -k -f "$SITE/pkg/posthorn.$hash.$kind"
+    manifest+="$kind: $hash"$'\n'
+  done
+  printf '%s' "$manifest" >"$SITE/hash.txt"
+  log "bundle: $(cd "$SITE/pkg" && for f in *; do printf '%s %s  ' "$f" "$(stat -c %s "$f")"; done)"
 }
 
 run() {
@@ -146,11 +187,23 @@ test_all() {
   (cd end2end && npx playwright test)
 }
 
+# The deliveries page's first load on slow 4G, cold and warm (figures in BENCHMARKS.md).
+bench_first_load() {
+  ensure_test_tools
+  build
+  ensure_test_database
+  export POSTHORN_TEST_DATABASE_URL="$DATABASE_URL"
+  export POSTHORN_PSQL="$(command -v psql || echo "$(pg_bin)/psql")"
+  export POSTHORN_FIRST_LOAD_RUNS="${POSTHORN_FIRST_LOAD_RUNS:-3}"
+  (cd end2end && npx playwright test first-load)
+}
+
 case "${1:-}" in
   tools) ensure_rust_tools; ensure_test_tools ;;
   build) build ;;
   pg) ensure_private_pg; echo "DATABASE_URL=$DATABASE_URL" ;;
   run) run ;;
   test) test_all ;;
-  *) echo "usage: .ci/dev.sh run|test|build|tools|pg" >&2; exit 2 ;;
+  first-load) bench_first_load ;;
+  *) echo "usage: .ci/dev.sh run|test|build|tools|pg|first-load" >&2; exit 2 ;;
 esac

@@ -22,7 +22,7 @@ pub mod ctx;
 pub mod db;
 
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
     path, SsrMode,
@@ -38,6 +38,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <link rel="icon" href="data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Ccircle cx='8' cy='8' r='7' fill='%232457d6'/%3E%3C/svg%3E"/>
+                <HashedStylesheet options=options.clone() id="leptos"/>
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>
@@ -53,7 +54,6 @@ pub fn App() -> impl IntoView {
     provide_meta_context();
     components::hydration::provide_hydration_mark();
     view! {
-        <Stylesheet id="leptos" href="/pkg/posthorn.css"/>
         <Title text="Posthorn"/>
         <Router>
             <Routes fallback=pages::not_found::NotFound>

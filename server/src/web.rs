@@ -1,5 +1,6 @@
 //! Assembles the HTTP surface: Leptos pages and server functions, the public API, the
-//! inspector, health and metrics, sessions, and the guards in front of them.
+//! inspector, health and metrics, sessions, the guards in front of them, and how responses
+//! travel (compression, caching).
 
 use std::{net::SocketAddr, sync::Arc};
 
@@ -15,6 +16,9 @@ use axum::{
 use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use sqlx::PgPool;
+use tower_http::{
+    compression::CompressionLayer, services::ServeDir, set_header::SetResponseHeaderLayer,
+};
 use tower_sessions::{cookie::SameSite, Expiry, Session, SessionManagerLayer};
 use tower_sessions_sqlx_store::PostgresStore;
 
@@ -30,13 +34,28 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
 }
 
+/// Where the build put the bundle's content hashes (`js: …`, `wasm: …`, `css: …`), read by
+/// Leptos' `HydrationScripts` and `HashedStylesheet` to link `/pkg/posthorn.<hash>.<ext>`.
+const HASH_FILE: &str = "hash.txt";
+
 pub fn leptos_options(cfg: &Config) -> LeptosOptions {
     let site_root = std::env::var("LEPTOS_SITE_ROOT").unwrap_or_else(|_| "target/site".into());
+    // Leptos resolves the hash file against the binary's folder; an absolute path keeps it
+    // beside the bundle it describes. Without one (a bare `cargo run`), plain names.
+    let hash_file = std::path::absolute(std::path::Path::new(&site_root).join(HASH_FILE))
+        .ok()
+        .filter(|p| p.is_file());
     LeptosOptions::builder()
         .output_name("posthorn")
         .site_root(site_root)
         .site_pkg_dir("pkg")
         .site_addr(cfg.site_addr)
+        .hash_files(hash_file.is_some())
+        .hash_file(
+            hash_file
+                .map(|p| p.to_string_lossy().into())
+                .unwrap_or_else(|| HASH_FILE.into()),
+        )
         .build()
 }
 
@@ -76,11 +95,41 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
+        .nest_service("/pkg", assets(&state.leptos_options))
         .nest("/public/v1", crate::api::router(state.clone()))
         .merge(crate::inspector::router(state.clone()))
         .merge(leptos_app)
         .layer(middleware::from_fn(security_headers))
         .with_state(state)
+        // Pages and answers hold tenant data: no cache keeps them, unless a route says otherwise.
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
+        // Pages, server functions and API answers, compressed on the fly (server-sent events
+        // and what is already compressed pass through as they are).
+        .layer(CompressionLayer::new().br(true).gzip(true))
+}
+
+/// The browser bundle under `/pkg`: content-hashed names, so cached for good; the
+/// build's brotli and gzip copies go to browsers that accept them.
+fn assets(options: &LeptosOptions) -> Router {
+    let dir = std::path::Path::new(options.site_root.as_ref()).join(options.site_pkg_dir.as_ref());
+    Router::new()
+        .fallback_service(ServeDir::new(dir).precompressed_br().precompressed_gzip())
+        .layer(middleware::map_response(asset_headers))
+}
+
+async fn asset_headers(mut res: Response) -> Response {
+    if res.status().is_success() || res.status() == StatusCode::NOT_MODIFIED {
+        let headers = res.headers_mut();
+        headers.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("public, max-age=31536000, immutable"),
+        );
+        headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
+    res
 }
 
 async fn healthz(State(pool): State<PgPool>) -> impl IntoResponse {
