@@ -1,113 +1,12 @@
 //! The delivery dashboard's server functions: list, detail, Retry, Redirect.
 
-use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{DeliveryDetail, DeliveryPage, DeliveryRow};
+pub use crate::{delivery_filter::DeliveryFilter, model::ReplayProgress};
 
 pub const PAGE_SIZE: i64 = 50;
-
-/// The list's filters, as they appear in the page's query string.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct DeliveryFilter {
-    pub status: Option<String>,
-    pub event_type: Option<String>,
-    pub endpoint: Option<i64>,
-    pub code: Option<String>,
-    pub error_kind: Option<String>,
-    pub since: Option<DateTime<Utc>>,
-    pub until: Option<DateTime<Utc>>,
-    pub q: Option<String>,
-    pub cursor: Option<String>,
-}
-
-impl DeliveryFilter {
-    /// Reads the filter from query pairs; unknown or empty values are ignored.
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
-        let mut f = DeliveryFilter::default();
-        let text = |v: &str| Some(v.trim().to_string()).filter(|s| !s.is_empty());
-        let time = |v: &str| {
-            DateTime::parse_from_rfc3339(v.trim())
-                .ok()
-                .map(|t| t.with_timezone(&Utc))
-        };
-        for (k, v) in pairs {
-            match k {
-                "status" => {
-                    f.status =
-                        text(v).filter(|s| crate::core::status::DeliveryStatus::parse(s).is_some())
-                }
-                "event_type" => f.event_type = text(v),
-                "endpoint" => f.endpoint = v.trim().parse().ok(),
-                "code" => f.code = text(v),
-                "error_kind" => f.error_kind = text(v),
-                "since" => f.since = time(v),
-                "until" => f.until = time(v),
-                "q" => f.q = text(v),
-                "cursor" => f.cursor = text(v),
-                _ => {}
-            }
-        }
-        f
-    }
-
-    /// The query string that reproduces this view (without the cursor unless asked).
-    pub fn to_query(&self, with_cursor: bool) -> String {
-        let mut parts: Vec<(&str, String)> = Vec::new();
-        if let Some(v) = &self.status {
-            parts.push(("status", v.clone()));
-        }
-        if let Some(v) = &self.event_type {
-            parts.push(("event_type", v.clone()));
-        }
-        if let Some(v) = self.endpoint {
-            parts.push(("endpoint", v.to_string()));
-        }
-        if let Some(v) = &self.code {
-            parts.push(("code", v.clone()));
-        }
-        if let Some(v) = &self.error_kind {
-            parts.push(("error_kind", v.clone()));
-        }
-        if let Some(v) = self.since {
-            parts.push((
-                "since",
-                v.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            ));
-        }
-        if let Some(v) = self.until {
-            parts.push((
-                "until",
-                v.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            ));
-        }
-        if let Some(v) = &self.q {
-            parts.push(("q", v.clone()));
-        }
-        if with_cursor {
-            if let Some(v) = &self.cursor {
-                parts.push(("cursor", v.clone()));
-            }
-        }
-        parts
-            .into_iter()
-            .map(|(k, v)| format!("{k}={}", encode_component(&v)))
-            .collect::<Vec<_>>()
-            .join("&")
-    }
-}
-
-pub fn encode_component(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
 
 pub use crate::core::curl::curl_command;
 
@@ -261,35 +160,6 @@ pub async fn refresh_rows(
     Ok(deliveries::get_rows(&ctx.pool, &access, &ids).await?)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn filters_round_trip_through_the_query_string() {
-        let f = DeliveryFilter::from_pairs([
-            ("status", "dead_letter"),
-            ("code", "5xx"),
-            ("q", "evt_1"),
-            ("endpoint", "7"),
-        ]);
-        assert_eq!(f.status.as_deref(), Some("dead_letter"));
-        assert_eq!(f.endpoint, Some(7));
-        assert_eq!(
-            f.to_query(false),
-            "status=dead_letter&endpoint=7&code=5xx&q=evt_1"
-        );
-    }
-
-    #[test]
-    fn unknown_statuses_are_ignored() {
-        assert_eq!(
-            DeliveryFilter::from_pairs([("status", "bogus")]).status,
-            None
-        );
-    }
-}
-
 /// What the filter bar offers: the project's endpoints and the event types it has seen.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FilterOptions {
@@ -320,19 +190,6 @@ pub async fn delivery_filter_options() -> Result<FilterOptions, ServerFnError> {
         endpoints,
         event_types,
     })
-}
-
-/// A bulk replay's state, polled by the page while it runs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ReplayProgress {
-    pub id: i64,
-    pub total: i32,
-    /// Attempts enqueued so far.
-    pub queued: i32,
-    /// Of those, attempts with an outcome.
-    pub finished: i32,
-    pub status: String,
-    pub per_second: i32,
 }
 
 /// How many events "Retry all matching" would send for this view.

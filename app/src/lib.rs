@@ -9,6 +9,7 @@ pub mod components;
 pub mod core;
 pub mod csp;
 pub mod deliveries;
+pub mod delivery_filter;
 pub mod error;
 pub mod inspector;
 pub mod model;
@@ -20,6 +21,8 @@ pub mod cfg;
 pub mod ctx;
 #[cfg(feature = "ssr")]
 pub mod db;
+#[cfg(feature = "ssr")]
+pub mod ops;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};

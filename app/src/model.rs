@@ -122,3 +122,16 @@ pub struct AuditEntry {
     pub target: String,
     pub created_at: DateTime<Utc>,
 }
+
+/// A bulk replay's state, polled by the page while it runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplayProgress {
+    pub id: i64,
+    pub total: i32,
+    /// Attempts enqueued so far.
+    pub queued: i32,
+    /// Of those, attempts with an outcome.
+    pub finished: i32,
+    pub status: String,
+    pub per_second: i32,
+}

@@ -9,4 +9,5 @@ pub mod maintenance;
 pub mod metrics;
 pub mod replayer;
 pub mod seed;
+pub mod state;
 pub mod web;

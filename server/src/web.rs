@@ -2,11 +2,11 @@
 //! inspector, health and metrics, sessions, the guards in front of them, and how responses
 //! travel (compression, caching).
 
-use std::{net::SocketAddr, sync::Arc};
+use std::net::SocketAddr;
 
-use app::{cfg::Config, ctx::ServerCtx, shell, App};
+use app::{ctx::ServerCtx, shell, App};
 use axum::{
-    extract::{FromRef, Request, State},
+    extract::{Request, State},
     http::{header, HeaderMap, HeaderValue, StatusCode},
     middleware::{self, Next},
     response::{Html, IntoResponse, Redirect, Response},
@@ -22,42 +22,9 @@ use tower_http::{
 use tower_sessions::{cookie::SameSite, Expiry, Session, SessionManagerLayer};
 use tower_sessions_sqlx_store::PostgresStore;
 
-use crate::metrics::Metrics;
-
 pub const SESSION_COOKIE: &str = "posthorn_session";
 
-#[derive(Clone, FromRef)]
-pub struct AppState {
-    pub leptos_options: LeptosOptions,
-    pub pool: PgPool,
-    pub cfg: Arc<Config>,
-    pub metrics: Arc<Metrics>,
-}
-
-/// Where the build put the bundle's content hashes (`js: …`, `wasm: …`, `css: …`), read by
-/// Leptos' `HydrationScripts` and `HashedStylesheet` to link `/pkg/posthorn.<hash>.<ext>`.
-const HASH_FILE: &str = "hash.txt";
-
-pub fn leptos_options(cfg: &Config) -> LeptosOptions {
-    let site_root = std::env::var("LEPTOS_SITE_ROOT").unwrap_or_else(|_| "target/site".into());
-    // Leptos resolves the hash file against the binary's folder; an absolute path keeps it
-    // beside the bundle it describes. Without one (a bare `cargo run`), plain names.
-    let hash_file = std::path::absolute(std::path::Path::new(&site_root).join(HASH_FILE))
-        .ok()
-        .filter(|p| p.is_file());
-    LeptosOptions::builder()
-        .output_name("posthorn")
-        .site_root(site_root)
-        .site_pkg_dir("pkg")
-        .site_addr(cfg.site_addr)
-        .hash_files(hash_file.is_some())
-        .hash_file(
-            hash_file
-                .map(|p| p.to_string_lossy().into())
-                .unwrap_or_else(|| HASH_FILE.into()),
-        )
-        .build()
-}
+pub use crate::state::{leptos_options, AppState};
 
 pub fn session_store(pool: &PgPool) -> PostgresStore {
     PostgresStore::new(pool.clone())

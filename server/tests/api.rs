@@ -596,3 +596,62 @@ async fn query_parameters_of_the_wrong_type_get_a_json_422() {
     }
     app.stop().await;
 }
+
+/// Endpoint changes made through the API are audited like the cabinet's, in the same
+/// transaction as the change, and a change that fails leaves no entry.
+#[tokio::test]
+async fn the_apis_endpoint_changes_appear_in_the_audit_log() {
+    let app = TestApp::spawn().await;
+    let (project, key) = app.project("business").await;
+    let api = Api::new(&app, &key);
+    let (s, _, v) = api
+        .send("POST", "/webhooks", Some(json!({"url": "https://example.com/h", "events": ["*"], "headers": {"Authorization": "Bearer x"}})))
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let id = v["id"].as_i64().unwrap();
+    let path = format!("/webhooks/{id}");
+    assert_eq!(
+        api.send("PATCH", &path, Some(json!({"enabled": false})))
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        api.send(
+            "PATCH",
+            &path,
+            Some(json!({"url": "https://example.com/new"}))
+        )
+        .await
+        .0,
+        200
+    );
+    assert_eq!(
+        api.send("POST", &format!("{path}/rotate-secret"), None)
+            .await
+            .0,
+        200
+    );
+    assert_eq!(api.send("DELETE", &path, None).await.0, 204);
+    assert_eq!(api.send("DELETE", &path, None).await.0, 404);
+    let entries: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT actor, action, target FROM audit_log WHERE project_id = $1 ORDER BY id",
+    )
+    .bind(project)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let target = format!("endpoint #{id}");
+    let expected: Vec<(String, String, String)> = [
+        "endpoint.create",
+        "endpoint.disable",
+        "endpoint.edit",
+        "secret.rotate",
+        "endpoint.delete",
+    ]
+    .iter()
+    .map(|a| ("api".to_string(), a.to_string(), target.clone()))
+    .collect();
+    assert_eq!(entries, expected);
+    app.stop().await;
+}

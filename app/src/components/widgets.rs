@@ -34,8 +34,20 @@ pub fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
     }
 }
 
+/// `2026-11-30 12:00:00.000 UTC`, written out by hand: chrono's `format` would bring its
+/// whole format-string machinery into the browser bundle for this one line.
 pub fn absolute(at: DateTime<Utc>) -> String {
-    at.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string()
+    use chrono::{Datelike, Timelike};
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03} UTC",
+        at.year(),
+        at.month(),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.timestamp_subsec_millis()
+    )
 }
 
 /// Relative time with the exact time on hover (and in the `datetime` attribute).

@@ -4,8 +4,10 @@ use sqlx::PgPool;
 
 use crate::{auth::Access, error::AppResult, model::AuditEntry};
 
+/// Writes an entry; pass the action's own transaction so the entry and the change commit
+/// together (or neither does).
 pub async fn record(
-    pool: &PgPool,
+    db: impl sqlx::PgExecutor<'_>,
     access: &Access,
     action: &str,
     target: &str,
@@ -22,7 +24,7 @@ pub async fn record(
     .bind(action)
     .bind(target)
     .bind(detail)
-    .execute(pool)
+    .execute(db)
     .await?;
     Ok(())
 }

@@ -7,7 +7,7 @@ use sqlx::{PgPool, Postgres, QueryBuilder};
 use crate::{
     auth::Access,
     core::{cursor::Cursor, ids::new_request_id},
-    deliveries::DeliveryFilter,
+    delivery_filter::DeliveryFilter,
     error::{AppError, AppResult},
     model::DeliveryRow,
 };
@@ -270,7 +270,7 @@ pub async fn page(
     limit: i64,
 ) -> AppResult<Vec<DeliveryRow>> {
     let mut conn = pool.acquire().await?;
-    let horizon = super::events::commit_horizon(&mut conn).await?;
+    let horizon = super::horizon::commit_horizon(&mut conn).await?;
     let (after_ts, after_id) = after
         .map(|c| (c.created_at, c.id))
         .unwrap_or((DateTime::<Utc>::UNIX_EPOCH, 0));
@@ -349,15 +349,4 @@ pub async fn send_single(
     .await?;
     tx.commit().await?;
     Ok(id)
-}
-
-/// Tells every dispatcher that work is queued. Sent outside the inserting transaction:
-/// a lost notification only delays the rows until the next periodic scan (≤ 1 s).
-pub async fn wake_dispatchers(pool: &PgPool) {
-    if let Err(e) = sqlx::query("SELECT pg_notify('posthorn_pending', '')")
-        .execute(pool)
-        .await
-    {
-        tracing::warn!(error = %e, "could not wake the dispatchers");
-    }
 }

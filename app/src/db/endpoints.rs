@@ -37,7 +37,7 @@ pub async fn custom_header_names(
 }
 
 pub async fn set_custom_headers(
-    pool: &PgPool,
+    db: impl sqlx::PgExecutor<'_>,
     access: &Access,
     id: i64,
     headers: &[(String, String)],
@@ -49,7 +49,7 @@ pub async fn set_custom_headers(
         .bind(id)
         .bind(access.project_id)
         .bind(sqlx::types::Json(headers))
-        .execute(pool)
+        .execute(db)
         .await?
         .rows_affected(),
     )
@@ -59,7 +59,7 @@ pub async fn set_custom_headers(
 /// value, removes it; the other headers and their values are left as they are. Returns
 /// the header names now set.
 pub async fn edit_custom_header(
-    pool: &PgPool,
+    db: impl sqlx::PgExecutor<'_>,
     access: &Access,
     id: i64,
     name: &str,
@@ -77,7 +77,7 @@ pub async fn edit_custom_header(
     .bind(access.project_id)
     .bind(name)
     .bind(value)
-    .fetch_optional(pool)
+    .fetch_optional(db)
     .await?
     .ok_or(AppError::NotFound)
 }
@@ -114,7 +114,7 @@ pub async fn auto_disable(
 
 /// Returns the endpoint and its secret (shown to the creator).
 pub async fn create(
-    pool: &PgPool,
+    db: impl sqlx::PgExecutor<'_>,
     access: &Access,
     new: NewEndpoint<'_>,
 ) -> AppResult<(EndpointView, String)> {
@@ -128,7 +128,7 @@ pub async fn create(
     .bind(new.event_types)
     .bind(new.description)
     .bind(&secret)
-    .fetch_one(pool)
+    .fetch_one(db)
     .await?;
     Ok((ep, secret))
 }
@@ -161,7 +161,7 @@ pub struct EndpointPatch {
 }
 
 pub async fn update(
-    pool: &PgPool,
+    db: impl sqlx::PgExecutor<'_>,
     access: &Access,
     id: i64,
     patch: EndpointPatch,
@@ -182,14 +182,14 @@ pub async fn update(
     .bind(patch.event_types)
     .bind(patch.description)
     .bind(patch.enabled)
-    .fetch_optional(pool)
+    .fetch_optional(db)
     .await?
     .ok_or(AppError::NotFound)
 }
 
-/// Soft-deletes the endpoint; its queued attempts become dead letters at once.
-pub async fn delete(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
-    let mut tx = pool.begin().await?;
+/// Soft-deletes the endpoint; its queued attempts become dead letters at once. Two
+/// statements: run it inside the caller's transaction.
+pub async fn delete(tx: &mut sqlx::PgConnection, access: &Access, id: i64) -> AppResult<()> {
     let found = sqlx::query(
         "UPDATE endpoints SET deleted_at = now(), enabled = false
          WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
@@ -210,7 +210,6 @@ pub async fn delete(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
     .bind(id)
     .execute(&mut *tx)
     .await?;
-    tx.commit().await?;
     Ok(())
 }
 
@@ -232,7 +231,11 @@ pub async fn secrets(
 }
 
 /// A new secret; the old one keeps signing alongside it for 24 hours.
-pub async fn rotate_secret(pool: &PgPool, access: &Access, id: i64) -> AppResult<String> {
+pub async fn rotate_secret(
+    db: impl sqlx::PgExecutor<'_>,
+    access: &Access,
+    id: i64,
+) -> AppResult<String> {
     let secret = new_endpoint_secret();
     let n = sqlx::query(
         "UPDATE endpoints SET previous_secret = secret, previous_secret_expires_at = now() + interval '24 hours',
@@ -242,7 +245,7 @@ pub async fn rotate_secret(pool: &PgPool, access: &Access, id: i64) -> AppResult
     .bind(id)
     .bind(access.project_id)
     .bind(&secret)
-    .execute(pool)
+    .execute(db)
     .await?
     .rows_affected();
     if n == 0 {

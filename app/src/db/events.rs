@@ -99,7 +99,7 @@ pub async fn ingest(
     }
     tx.commit().await?;
     if deliveries > 0 {
-        super::deliveries::wake_dispatchers(pool).await;
+        super::wakeup::wake_dispatchers(pool).await;
     }
     Ok(Ingested {
         event_id,
@@ -136,7 +136,7 @@ pub async fn get(pool: &PgPool, project_id: i64, event_id: &str) -> AppResult<St
 }
 
 /// Ascending by (created_at, id) after `after`, up to the commit horizon (see
-/// [`commit_horizon`]), so a poller walking the cursor sees every event exactly once.
+/// [`super::horizon::commit_horizon`]), so a poller walking the cursor sees every event exactly once.
 pub async fn page(
     pool: &PgPool,
     project_id: i64,
@@ -146,7 +146,7 @@ pub async fn page(
     limit: i64,
 ) -> AppResult<Vec<StoredEvent>> {
     let mut conn = pool.acquire().await?;
-    let horizon = commit_horizon(&mut conn).await?;
+    let horizon = super::horizon::commit_horizon(&mut conn).await?;
     let (after_ts, after_id) = after
         .map(|c| (c.created_at, c.id))
         .unwrap_or((DateTime::<Utc>::UNIX_EPOCH, 0));
@@ -165,19 +165,5 @@ pub async fn page(
     .bind(event_type)
     .bind(limit)
     .fetch_all(&mut *conn)
-    .await?)
-}
-
-/// The time before which no row can still appear. A row's `created_at` is its
-/// transaction's start time, so rows from transactions still open are at or after the
-/// oldest open transaction's start; everything before that is final.
-pub async fn commit_horizon(conn: &mut sqlx::PgConnection) -> AppResult<DateTime<Utc>> {
-    Ok(sqlx::query_scalar(
-        "SELECT least(statement_timestamp(), coalesce(min(xact_start), statement_timestamp()))
-         FROM pg_stat_activity
-         WHERE datname = current_database() AND pid <> pg_backend_pid()
-           AND backend_type = 'client backend' AND xact_start IS NOT NULL",
-    )
-    .fetch_one(conn)
     .await?)
 }

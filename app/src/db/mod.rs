@@ -7,11 +7,13 @@ pub mod bins;
 pub mod deliveries;
 pub mod endpoints;
 pub mod events;
+pub mod horizon;
 pub mod maintenance;
 pub mod projects;
 pub mod rate_counters;
 pub mod replays;
 pub mod users;
+pub mod wakeup;
 
 use crate::error::{AppError, AppResult};
 use sqlx::{postgres::PgPoolOptions, PgPool};

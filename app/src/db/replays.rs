@@ -6,8 +6,9 @@ use sqlx::{PgPool, Postgres, QueryBuilder};
 use crate::{
     auth::Access,
     core::ids::new_request_id,
-    deliveries::{DeliveryFilter, ReplayProgress},
+    delivery_filter::DeliveryFilter,
     error::{AppError, AppResult},
+    model::ReplayProgress,
 };
 
 /// Pairs a replay of this view would send: distinct (event, endpoint) of the matching

@@ -11,11 +11,10 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 use super::{
-    events::{cut_page, PageMeta},
-    openapi::ApiErrorBody,
-    page_limit, parse_cursor, parse_since,
-    webhooks::parse_id,
-    ApiError, ApiQuery, Caller,
+    error::ApiErrorBody,
+    page_limit,
+    paging::{cut_page, PageMeta},
+    parse_cursor, parse_id, parse_since, ApiError, ApiQuery, Caller,
 };
 
 /// Attempt statuses, for the document (the rows carry them as text).

@@ -14,7 +14,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use sqlx::PgPool;
 
-use super::{page_limit, parse_cursor, parse_since, ApiError, ApiJson, ApiQuery, Caller};
+use super::{
+    error::ApiErrorBody,
+    page_limit,
+    paging::{cut_page, PageMeta},
+    parse_cursor, parse_since, ApiError, ApiJson, ApiQuery, Caller,
+};
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -64,27 +69,6 @@ impl From<StoredEvent> for Event {
             data: e.data.0,
             deliveries: e.deliveries,
             created_at: e.created_at,
-        }
-    }
-}
-
-/// Where a list stops: resume from `next_cursor`; fetch again now only if `has_more`.
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct PageMeta {
-    /// Comes with every page, the last one included, so a poller can resume from it later.
-    pub next_cursor: String,
-    pub has_more: bool,
-}
-
-impl PageMeta {
-    pub fn new(next: Option<Cursor>, has_more: bool) -> PageMeta {
-        let next = next.unwrap_or(Cursor {
-            created_at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
-            id: 0,
-        });
-        PageMeta {
-            next_cursor: next.encode(),
-            has_more,
         }
     }
 }
@@ -141,7 +125,7 @@ pub async fn create(
     get,
     path = "/events/{id}",
     params(("id" = String, Path, description = "Event id, evt_…")),
-    responses((status = 200, body = Event), (status = 404, body = super::openapi::ApiErrorBody))
+    responses((status = 200, body = Event), (status = 404, body = ApiErrorBody))
 )]
 pub async fn get(
     State(pool): State<PgPool>,
@@ -194,17 +178,4 @@ pub async fn list(
         data: rows.into_iter().map(Event::from).collect(),
         meta: PageMeta::new(next, has_more),
     }))
-}
-
-/// Trims a page fetched with `limit + 1` rows to `limit`; returns the cursor to resume
-/// from (the last row's, or the one the page started after) and whether more are waiting.
-pub fn cut_page<T>(
-    rows: &mut Vec<T>,
-    limit: i64,
-    after: Option<Cursor>,
-    key: impl Fn(&T) -> Cursor,
-) -> (Option<Cursor>, bool) {
-    let has_more = rows.len() as i64 > limit;
-    rows.truncate(limit as usize);
-    (rows.last().map(key).or(after), has_more)
 }

@@ -2,16 +2,20 @@
 //! file per resource. Errors are `{"error":{"code","message"}}` everywhere.
 
 pub mod deliveries;
+pub mod error;
 pub mod events;
 pub mod openapi;
+pub mod paging;
 pub mod webhooks;
+
+pub use error::ApiError;
+pub use paging::{page_limit, parse_cursor, parse_id, parse_since};
 
 use std::net::SocketAddr;
 
 use app::{
     core::ratelimit::{quota, retry_after, window_start, Plan},
     db::{api_keys, rate_counters},
-    error::AppError,
 };
 use axum::{
     body::Bytes,
@@ -20,11 +24,11 @@ use axum::{
     middleware::{self, Next},
     response::{IntoResponse, Response},
     routing::{get, post},
-    Json, Router,
+    Router,
 };
 use serde::de::DeserializeOwned;
 
-use crate::web::AppState;
+use crate::state::AppState;
 
 /// Request bodies above this are refused with 413.
 pub const MAX_BODY: usize = 256 * 1024;
@@ -50,60 +54,6 @@ pub fn router(state: AppState) -> Router<AppState> {
             state,
             authenticate_and_limit,
         ))
-}
-
-#[derive(Debug)]
-pub struct ApiError {
-    pub status: StatusCode,
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-        }
-    }
-    pub fn invalid(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", message)
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
-        (self.status, Json(body)).into_response()
-    }
-}
-
-impl From<AppError> for ApiError {
-    fn from(e: AppError) -> ApiError {
-        match e {
-            AppError::NotFound => ApiError::new(StatusCode::NOT_FOUND, "not_found", "not found"),
-            AppError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
-            AppError::Invalid(m) => ApiError::invalid(m),
-            AppError::Unauthorized(m) => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", m),
-            AppError::Forbidden(m) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", m),
-            AppError::TooMany(m) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", m),
-            AppError::Db(e) => {
-                tracing::error!(error = %e, "database error in the API");
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "internal error",
-                )
-            }
-        }
-    }
-}
-
-impl From<sqlx::Error> for ApiError {
-    fn from(e: sqlx::Error) -> ApiError {
-        AppError::from(e).into()
-    }
 }
 
 /// The project a request's key belongs to.
@@ -275,33 +225,4 @@ async fn authenticate_and_limit(
     h.insert("x-ratelimit-remaining", HeaderValue::from(q.remaining));
     h.insert("x-ratelimit-reset", HeaderValue::from(q.reset));
     response
-}
-
-/// `limit` query values: 1..=200, default 50.
-pub fn page_limit(limit: Option<i64>) -> Result<i64, ApiError> {
-    match limit {
-        None => Ok(50),
-        Some(n) if (1..=200).contains(&n) => Ok(n),
-        Some(n) => Err(ApiError::invalid(format!(
-            "limit must be between 1 and 200, not {n}"
-        ))),
-    }
-}
-
-pub fn parse_cursor(c: Option<&str>) -> Result<Option<app::core::cursor::Cursor>, ApiError> {
-    c.filter(|c| !c.is_empty())
-        .map(|c| app::core::cursor::Cursor::decode(c).map_err(ApiError::invalid))
-        .transpose()
-}
-
-pub fn parse_since(s: Option<&str>) -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
-    s.filter(|s| !s.is_empty())
-        .map(|s| {
-            chrono::DateTime::parse_from_rfc3339(s)
-                .map(|t| t.with_timezone(&chrono::Utc))
-                .map_err(|_| {
-                    ApiError::invalid(format!("since must be an RFC 3339 time, not `{s}`"))
-                })
-        })
-        .transpose()
 }

@@ -6,23 +6,8 @@ use utoipa::{
         security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
         ContentBuilder, Ref, ResponseBuilder,
     },
-    Modify, OpenApi, ToSchema,
+    Modify, OpenApi,
 };
-
-/// Every error of the API: `{"error": {"code", "message"}}`.
-#[derive(ToSchema)]
-#[allow(dead_code)] // describes `ApiError`'s JSON; never built itself
-pub struct ApiErrorBody {
-    error: ApiErrorDetail,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct ApiErrorDetail {
-    /// `unauthorized`, `rate_limited`, `invalid`, `too_large`, `not_found`, `conflict`…
-    code: String,
-    message: String,
-}
 
 /// The errors every operation can answer with, listed once here rather than on each
 /// handler: 401 (no or bad key), 422 (a value refused), 429 (the minute's quota spent),
@@ -93,7 +78,7 @@ impl Modify for BearerKey {
         super::events::create, super::events::get, super::events::list,
         super::deliveries::list, super::deliveries::get, super::deliveries::retry,
     ),
-    components(schemas(ApiErrorBody, ApiErrorDetail)),
+    components(schemas(super::error::ApiErrorBody, super::error::ApiErrorDetail)),
     modifiers(&BearerKey, &CommonErrors),
     security(("api_key" = []))
 )]

@@ -3,8 +3,9 @@
 use app::{
     core::permissions::Action,
     core::{endpoint_url::parse_endpoint_url, event_type::parse_subscription},
-    db::endpoints::{self, EndpointPatch, NewEndpoint},
+    db::endpoints::{self},
     model::EndpointView,
+    ops,
 };
 use axum::{
     extract::{Path, State},
@@ -18,7 +19,7 @@ use app::core::custom_headers::parse_custom_headers;
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
-use super::{openapi::ApiErrorBody, ApiError, ApiJson, Caller};
+use super::{error::ApiErrorBody, parse_id, ApiError, ApiJson, Caller};
 
 /// What [`parse_subscription`] accepts: an event type, or `*` for every type.
 const SUBSCRIPTION_PATTERN: &str = r"^(\*|[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+)$";
@@ -125,20 +126,17 @@ pub async fn create(
     let events = parse_subscription(&body.events).map_err(ApiError::invalid)?;
     let headers = custom_headers(body.headers.as_ref())?;
     let access = caller.access(Action::CreateEndpoint)?;
-    let (mut ep, secret) = endpoints::create(
+    let (ep, secret) = ops::endpoints::create(
         &pool,
         &access,
-        NewEndpoint {
-            url: url.as_str(),
-            event_types: &events,
-            description: body.description.as_deref().unwrap_or(""),
+        ops::endpoints::NewEndpoint {
+            url: url.to_string(),
+            event_types: events,
+            description: body.description.unwrap_or_default(),
+            headers,
         },
     )
     .await?;
-    if let Some(headers) = headers {
-        endpoints::set_custom_headers(&pool, &access, ep.id, &headers).await?;
-        ep.header_names = headers.into_iter().map(|(n, _)| n).collect();
-    }
     Ok((
         StatusCode::CREATED,
         Json(Webhook::from_view(ep, Some(secret))),
@@ -207,22 +205,19 @@ pub async fn update(
         .map_err(ApiError::invalid)?;
     let headers = custom_headers(body.headers.as_ref())?;
     let access = caller.access(Action::EditEndpoint)?;
-    let mut ep = endpoints::update(
+    let ep = ops::endpoints::change(
         &pool,
         &access,
         id,
-        EndpointPatch {
+        ops::endpoints::EndpointChange {
             url: url.map(|u| u.to_string()),
             event_types: events,
             description: body.description,
             enabled: body.enabled,
+            headers,
         },
     )
     .await?;
-    if let Some(headers) = headers {
-        endpoints::set_custom_headers(&pool, &access, id, &headers).await?;
-        ep.header_names = headers.into_iter().map(|(n, _)| n).collect();
-    }
     Ok(Json(Webhook::from_view(ep, None)))
 }
 
@@ -233,7 +228,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let access = caller.access(Action::DeleteEndpoint)?;
-    endpoints::delete(&pool, &access, parse_id(&id)?).await?;
+    ops::endpoints::delete(&pool, &access, parse_id(&id)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -245,13 +240,7 @@ pub async fn rotate(
 ) -> Result<Json<Webhook>, ApiError> {
     let id = parse_id(&id)?;
     let access = caller.access(Action::RotateSecret)?;
-    let secret = endpoints::rotate_secret(&pool, &access, id).await?;
+    let secret = ops::endpoints::rotate_secret(&pool, &access, id).await?;
     let ep = endpoints::get(&pool, &access, id).await?;
     Ok(Json(Webhook::from_view(ep, Some(secret))))
-}
-
-/// Ids that are not numbers are simply unknown.
-pub fn parse_id(id: &str) -> Result<i64, ApiError> {
-    id.parse()
-        .map_err(|_| app::error::AppError::NotFound.into())
 }

@@ -1,0 +1,86 @@
+//! The audit log and the event catalogue.
+
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::model::AuditEntry;
+
+#[server(endpoint = "list_audit")]
+pub async fn list_audit() -> Result<Vec<AuditEntry>, ServerFnError> {
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, db::audit};
+    let ctx = server_ctx()?;
+    let access = current_access(Action::ReadAudit).await?;
+    Ok(audit::list(&ctx.pool, &access, 500).await?)
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventTypeInfo {
+    pub event_type: String,
+    pub count_14d: i64,
+    pub last_seen: Option<DateTime<Utc>>,
+    pub example: Option<String>,
+    pub documented: Option<String>,
+}
+
+/// The platform's documented event types.
+pub const DOCUMENTED_TYPES: [(&str, &str); 8] = [
+    (
+        "message.created",
+        "A message was sent or received in a chat.",
+    ),
+    ("chat.opened", "A visitor opened a new chat."),
+    ("contact.created", "A new contact was added."),
+    (
+        "payment.confirmed",
+        "A payment was authorised by the provider.",
+    ),
+    ("payment.succeeded", "A payment was captured."),
+    ("subscription.cancelled", "A subscription was cancelled."),
+    (
+        "endpoint.disabled",
+        "An endpoint was disabled after failing for too long.",
+    ),
+    ("test.ping", "A test event sent from the cabinet."),
+];
+
+#[server(endpoint = "event_catalogue")]
+pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
+    let ctx = server_ctx()?;
+    let access = current_access(Action::ReadCatalogue).await?;
+    type Seen = (String, i64, Option<DateTime<Utc>>, Option<String>);
+    let seen: Vec<Seen> = sqlx::query_as(
+        "SELECT event_type, count(*), max(created_at),
+                (SELECT data::text FROM events e2 WHERE e2.project_id = $1 AND e2.event_type = e.event_type ORDER BY created_at DESC LIMIT 1)
+         FROM events e WHERE project_id = $1 AND created_at > now() - interval '14 days' GROUP BY event_type ORDER BY 2 DESC",
+    )
+    .bind(access.project_id)
+    .fetch_all(&ctx.pool)
+    .await?;
+    let mut out: Vec<EventTypeInfo> = seen
+        .into_iter()
+        .map(|(t, n, last, ex)| EventTypeInfo {
+            documented: DOCUMENTED_TYPES
+                .iter()
+                .find(|d| d.0 == t)
+                .map(|d| d.1.to_string()),
+            event_type: t,
+            count_14d: n,
+            last_seen: last,
+            example: ex,
+        })
+        .collect();
+    for (t, doc) in DOCUMENTED_TYPES {
+        if !out.iter().any(|e| e.event_type == t) {
+            out.push(EventTypeInfo {
+                event_type: t.into(),
+                count_14d: 0,
+                last_seen: None,
+                example: None,
+                documented: Some(doc.into()),
+            });
+        }
+    }
+    Ok(out)
+}

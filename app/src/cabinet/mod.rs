@@ -1,0 +1,302 @@
+//! Server functions behind the rest of the cabinet, one file per page: endpoints (here),
+//! API keys, the audit log and event catalogue, the team. Each names its action to the
+//! authorization layer first; changes go through the use cases in `ops/`.
+
+mod catalogue;
+mod keys;
+mod team;
+
+pub use catalogue::*;
+pub use keys::*;
+pub use team::*;
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{DeliveryRow, EndpointView};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EndpointStats {
+    pub endpoint: EndpointView,
+    pub attempts_24h: i64,
+    pub succeeded_24h: i64,
+    pub p95_ms: Option<f64>,
+    /// Success ratio per hour over the last 24 hours (None: no attempts that hour).
+    pub hourly: Vec<Option<f64>>,
+    /// Failed attempts of the last 24 hours grouped by response code or error kind,
+    /// most frequent first: an incident read at a glance.
+    pub failures: Vec<(String, i64)>,
+    /// This endpoint receives the project's `endpoint.disabled` notices.
+    pub is_ops: bool,
+}
+
+#[server(endpoint = "list_endpoints")]
+pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, db::endpoints};
+    let ctx = server_ctx()?;
+    let access = current_access(Action::ReadEndpoints).await?;
+    let list = endpoints::list(&ctx.pool, &access).await?;
+    let ops: Option<i64> = sqlx::query_scalar("SELECT ops_endpoint_id FROM projects WHERE id = $1")
+        .bind(access.project_id)
+        .fetch_one(&ctx.pool)
+        .await?;
+    let rows: Vec<(i64, i32, i64, i64)> = sqlx::query_as(
+        "SELECT endpoint_id, (extract(epoch FROM now() - created_at) / 3600)::int AS hour,
+                count(*) FILTER (WHERE status IN ('succeeded', 'failed', 'dead_letter')),
+                count(*) FILTER (WHERE status = 'succeeded')
+         FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours' AND trigger <> 'redirect'
+         GROUP BY 1, 2",
+    )
+    .bind(access.project_id)
+    .fetch_all(&ctx.pool)
+    .await?;
+    let p95: Vec<(i64, Option<f64>)> = sqlx::query_as(
+        "SELECT endpoint_id, percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms)
+         FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours'
+           AND trigger <> 'redirect' AND duration_ms IS NOT NULL GROUP BY 1",
+    )
+    .bind(access.project_id)
+    .fetch_all(&ctx.pool)
+    .await?;
+    let failures: Vec<(i64, String, i64)> = sqlx::query_as(
+        "SELECT endpoint_id, coalesce(response_status::text, error_kind, 'unknown'), count(*)
+         FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours'
+           AND trigger <> 'redirect' AND status IN ('failed', 'dead_letter')
+         GROUP BY 1, 2 ORDER BY 3 DESC",
+    )
+    .bind(access.project_id)
+    .fetch_all(&ctx.pool)
+    .await?;
+    Ok(list
+        .into_iter()
+        .map(|endpoint| {
+            let mine: Vec<&(i64, i32, i64, i64)> =
+                rows.iter().filter(|r| r.0 == endpoint.id).collect();
+            let hourly = (0..24)
+                .rev()
+                .map(|h| {
+                    mine.iter()
+                        .find(|r| r.1 == h)
+                        .filter(|r| r.2 > 0)
+                        .map(|r| r.3 as f64 / r.2 as f64)
+                })
+                .collect();
+            EndpointStats {
+                attempts_24h: mine.iter().map(|r| r.2).sum(),
+                succeeded_24h: mine.iter().map(|r| r.3).sum(),
+                p95_ms: p95.iter().find(|p| p.0 == endpoint.id).and_then(|p| p.1),
+                hourly,
+                is_ops: ops == Some(endpoint.id),
+                failures: failures
+                    .iter()
+                    .filter(|f| f.0 == endpoint.id)
+                    .map(|f| (f.1.clone(), f.2))
+                    .collect(),
+                endpoint,
+            }
+        })
+        .collect())
+}
+
+#[cfg(feature = "ssr")]
+fn parse_types(text: &str) -> Result<Vec<String>, String> {
+    let entries: Vec<String> = text
+        .split([',', ' ', '\n'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    crate::core::event_type::parse_subscription(&entries)
+}
+
+/// Creates an endpoint; returns its secret (shown once here, revealable later).
+#[server(endpoint = "create_endpoint")]
+pub async fn create_endpoint(
+    url: String,
+    event_types: String,
+    description: String,
+) -> Result<String, ServerFnError> {
+    use crate::{
+        auth::current_access, core::endpoint_url::parse_endpoint_url, core::permissions::Action,
+        ctx::server_ctx, error::AppError,
+    };
+    let ctx = server_ctx()?;
+    let access = current_access(Action::CreateEndpoint).await?;
+    let url = parse_endpoint_url(&url).map_err(AppError::Invalid)?;
+    let types = parse_types(&event_types).map_err(AppError::Invalid)?;
+    let (_, secret) = crate::ops::endpoints::create(
+        &ctx.pool,
+        &access,
+        crate::ops::endpoints::NewEndpoint {
+            url: url.to_string(),
+            event_types: types,
+            description,
+            headers: None,
+        },
+    )
+    .await?;
+    Ok(secret)
+}
+
+#[server(endpoint = "update_endpoint")]
+pub async fn update_endpoint(
+    id: i64,
+    url: Option<String>,
+    event_types: Option<String>,
+    enabled: Option<bool>,
+) -> Result<(), ServerFnError> {
+    use crate::{
+        auth::current_access, core::endpoint_url::parse_endpoint_url, core::permissions::Action,
+        ctx::server_ctx, error::AppError,
+    };
+    let ctx = server_ctx()?;
+    let access = current_access(Action::EditEndpoint).await?;
+    let url = url
+        .filter(|u| !u.trim().is_empty())
+        .map(|u| parse_endpoint_url(&u).map(|u| u.to_string()))
+        .transpose()
+        .map_err(AppError::Invalid)?;
+    let types = event_types
+        .filter(|t| !t.trim().is_empty())
+        .map(|t| parse_types(&t))
+        .transpose()
+        .map_err(AppError::Invalid)?;
+    crate::ops::endpoints::change(
+        &ctx.pool,
+        &access,
+        id,
+        crate::ops::endpoints::EndpointChange {
+            url,
+            event_types: types,
+            enabled,
+            ..Default::default()
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// Sets (with a value) or removes (without) one custom header of an endpoint; returns
+/// the header names now set. Values are write-only: the cabinet never gets them back.
+#[server(endpoint = "edit_endpoint_header")]
+pub async fn edit_endpoint_header(
+    id: i64,
+    name: String,
+    value: Option<String>,
+) -> Result<Vec<String>, ServerFnError> {
+    use crate::{
+        auth::current_access,
+        core::custom_headers::{parse_custom_headers, MAX_HEADERS},
+        core::permissions::Action,
+        ctx::server_ctx,
+        db::endpoints,
+        error::AppError,
+    };
+    let ctx = server_ctx()?;
+    let access = current_access(Action::EditCustomHeaders).await?;
+    let name = name.trim().to_string();
+    let value = value.filter(|v| !v.is_empty());
+    if let Some(v) = &value {
+        parse_custom_headers(&[(name.clone(), v.clone())]).map_err(AppError::Invalid)?;
+        let names = endpoints::custom_header_names(&ctx.pool, &access, id).await?;
+        if names.len() >= MAX_HEADERS && !names.iter().any(|n| n.eq_ignore_ascii_case(&name)) {
+            return Err(AppError::Invalid(format!("at most {MAX_HEADERS} custom headers")).into());
+        }
+    }
+    let names =
+        crate::ops::endpoints::edit_header(&ctx.pool, &access, id, &name, value.as_deref()).await?;
+    Ok(names)
+}
+
+/// Chooses the endpoint that receives `endpoint.disabled` notices for this project.
+#[server(endpoint = "set_ops_endpoint")]
+pub async fn set_ops_endpoint(id: i64) -> Result<(), ServerFnError> {
+    use crate::{
+        auth::current_access,
+        core::permissions::Action,
+        ctx::server_ctx,
+        db::{audit, endpoints},
+    };
+    let ctx = server_ctx()?;
+    let access = current_access(Action::SetOpsEndpoint).await?;
+    endpoints::get(&ctx.pool, &access, id).await?;
+    sqlx::query("UPDATE projects SET ops_endpoint_id = $2 WHERE id = $1")
+        .bind(access.project_id)
+        .bind(id)
+        .execute(&ctx.pool)
+        .await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "ops_endpoint.set",
+        &format!("endpoint #{id}"),
+        serde_json::json!({}),
+    )
+    .await?;
+    Ok(())
+}
+
+#[server(endpoint = "delete_endpoint")]
+pub async fn delete_endpoint(id: i64) -> Result<(), ServerFnError> {
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
+    let ctx = server_ctx()?;
+    let access = current_access(Action::DeleteEndpoint).await?;
+    crate::ops::endpoints::delete(&ctx.pool, &access, id).await?;
+    Ok(())
+}
+
+/// The current secret, on an explicit click; support staff never see secrets.
+#[server(endpoint = "reveal_secret")]
+pub async fn reveal_secret(id: i64) -> Result<String, ServerFnError> {
+    use crate::{
+        auth::current_access,
+        core::permissions::Action,
+        ctx::server_ctx,
+        db::{audit, endpoints},
+    };
+    let ctx = server_ctx()?;
+    let access = current_access(Action::RevealSecret).await?;
+    let (secret, _) = endpoints::secrets(&ctx.pool, &access, id).await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "secret.reveal",
+        &format!("endpoint #{id}"),
+        serde_json::json!({}),
+    )
+    .await?;
+    Ok(secret)
+}
+
+#[server(endpoint = "rotate_secret")]
+pub async fn rotate_secret(id: i64) -> Result<String, ServerFnError> {
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
+    let ctx = server_ctx()?;
+    let access = current_access(Action::RotateSecret).await?;
+    let secret = crate::ops::endpoints::rotate_secret(&ctx.pool, &access, id).await?;
+    Ok(secret)
+}
+
+/// Sends a `test.ping` event to one endpoint; returns the queued attempt.
+#[server(endpoint = "test_send")]
+pub async fn test_send(id: i64) -> Result<DeliveryRow, ServerFnError> {
+    use crate::{
+        auth::current_access,
+        core::permissions::Action,
+        ctx::server_ctx,
+        db::{audit, deliveries, endpoints},
+    };
+    let ctx = server_ctx()?;
+    let access = current_access(Action::TestSend).await?;
+    let ep = endpoints::get(&ctx.pool, &access, id).await?;
+    let delivery_id = deliveries::test_send(&ctx.pool, &access, &ep).await?;
+    audit::record(
+        &ctx.pool,
+        &access,
+        "test_send",
+        &format!("endpoint #{id}"),
+        serde_json::json!({"delivery": delivery_id}),
+    )
+    .await?;
+    Ok(deliveries::get_row(&ctx.pool, &access, delivery_id).await?)
+}

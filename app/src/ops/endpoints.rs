@@ -1,0 +1,163 @@
+//! Endpoints: create, change, delete, rotate the secret; the same path from the cabinet
+//! and from the API, audited either way.
+
+use sqlx::PgPool;
+
+use crate::{
+    auth::Access,
+    core::permissions::Action,
+    db::{audit, endpoints},
+    error::AppResult,
+    model::EndpointView,
+};
+
+/// A new endpoint, already parsed (URL checked, event types valid, headers allowed).
+pub struct NewEndpoint {
+    pub url: String,
+    pub event_types: Vec<String>,
+    pub description: String,
+    pub headers: Option<Vec<(String, String)>>,
+}
+
+/// What to change; `None` leaves a field as it is. `headers` replaces all of them.
+#[derive(Default)]
+pub struct EndpointChange {
+    pub url: Option<String>,
+    pub event_types: Option<Vec<String>>,
+    pub description: Option<String>,
+    pub enabled: Option<bool>,
+    pub headers: Option<Vec<(String, String)>>,
+}
+
+/// Returns the endpoint and its secret (shown once to its creator).
+pub async fn create(
+    pool: &PgPool,
+    access: &Access,
+    new: NewEndpoint,
+) -> AppResult<(EndpointView, String)> {
+    access.require(Action::CreateEndpoint)?;
+    let mut tx = pool.begin().await?;
+    let (mut ep, secret) = endpoints::create(
+        &mut *tx,
+        access,
+        endpoints::NewEndpoint {
+            url: &new.url,
+            event_types: &new.event_types,
+            description: &new.description,
+        },
+    )
+    .await?;
+    if let Some(headers) = new.headers {
+        endpoints::set_custom_headers(&mut *tx, access, ep.id, &headers).await?;
+        ep.header_names = headers.into_iter().map(|(n, _)| n).collect();
+    }
+    audit::record(
+        &mut *tx,
+        access,
+        "endpoint.create",
+        &format!("endpoint #{}", ep.id),
+        serde_json::json!({ "url": ep.url }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((ep, secret))
+}
+
+pub async fn change(
+    pool: &PgPool,
+    access: &Access,
+    id: i64,
+    change: EndpointChange,
+) -> AppResult<EndpointView> {
+    access.require(Action::EditEndpoint)?;
+    let action = match change.enabled {
+        Some(true) => "endpoint.enable",
+        Some(false) => "endpoint.disable",
+        None => "endpoint.edit",
+    };
+    let detail = serde_json::json!({
+        "url": change.url,
+        "events": change.event_types,
+        "headers": change.headers.as_ref().map(|h| h.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()),
+    });
+    let mut tx = pool.begin().await?;
+    let mut ep = endpoints::update(
+        &mut *tx,
+        access,
+        id,
+        endpoints::EndpointPatch {
+            url: change.url,
+            event_types: change.event_types,
+            description: change.description,
+            enabled: change.enabled,
+        },
+    )
+    .await?;
+    if let Some(headers) = change.headers {
+        endpoints::set_custom_headers(&mut *tx, access, id, &headers).await?;
+        ep.header_names = headers.into_iter().map(|(n, _)| n).collect();
+    }
+    audit::record(&mut *tx, access, action, &format!("endpoint #{id}"), detail).await?;
+    tx.commit().await?;
+    Ok(ep)
+}
+
+pub async fn delete(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
+    access.require(Action::DeleteEndpoint)?;
+    let mut tx = pool.begin().await?;
+    endpoints::delete(&mut tx, access, id).await?;
+    audit::record(
+        &mut *tx,
+        access,
+        "endpoint.delete",
+        &format!("endpoint #{id}"),
+        serde_json::json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A new secret; the old one keeps signing alongside it for 24 hours.
+pub async fn rotate_secret(pool: &PgPool, access: &Access, id: i64) -> AppResult<String> {
+    access.require(Action::RotateSecret)?;
+    let mut tx = pool.begin().await?;
+    let secret = endpoints::rotate_secret(&mut *tx, access, id).await?;
+    audit::record(
+        &mut *tx,
+        access,
+        "secret.rotate",
+        &format!("endpoint #{id}"),
+        serde_json::json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(secret)
+}
+
+/// Sets (with a value) or removes (without) one custom header; returns the names now set.
+pub async fn edit_header(
+    pool: &PgPool,
+    access: &Access,
+    id: i64,
+    name: &str,
+    value: Option<&str>,
+) -> AppResult<Vec<String>> {
+    access.require(Action::EditCustomHeaders)?;
+    let mut tx = pool.begin().await?;
+    let names = endpoints::edit_custom_header(&mut *tx, access, id, name, value).await?;
+    audit::record(
+        &mut *tx,
+        access,
+        if value.is_some() {
+            "endpoint.header.set"
+        } else {
+            "endpoint.header.remove"
+        },
+        &format!("endpoint #{id}"),
+        serde_json::json!({ "header": name }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(names)
+}

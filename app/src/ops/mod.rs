@@ -1,0 +1,6 @@
+//! The product's use cases, one module per feature. Each use case takes the caller's
+//! [`crate::auth::Access`], states its [`crate::core::permissions::Action`], owns its
+//! transaction and writes its audit entry inside it. The cabinet's server functions and
+//! the public API's handlers only parse, call one of these, and shape the answer.
+
+pub mod endpoints;

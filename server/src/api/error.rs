@@ -1,0 +1,79 @@
+//! The API's one error type and its JSON, `{"error":{"code","message"}}`, mapped from the
+//! domain's errors in one place.
+
+use app::error::AppError;
+use axum::{
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    Json,
+};
+use utoipa::ToSchema;
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+    pub fn invalid(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+impl From<AppError> for ApiError {
+    fn from(e: AppError) -> ApiError {
+        match e {
+            AppError::NotFound => ApiError::new(StatusCode::NOT_FOUND, "not_found", "not found"),
+            AppError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
+            AppError::Invalid(m) => ApiError::invalid(m),
+            AppError::Unauthorized(m) => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", m),
+            AppError::Forbidden(m) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", m),
+            AppError::TooMany(m) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", m),
+            AppError::Db(e) => {
+                tracing::error!(error = %e, "database error in the API");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "internal error",
+                )
+            }
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> ApiError {
+        AppError::from(e).into()
+    }
+}
+
+/// Every error of the API: `{"error": {"code", "message"}}`.
+#[derive(ToSchema)]
+#[allow(dead_code)] // describes `ApiError`'s JSON; never built itself
+pub struct ApiErrorBody {
+    error: ApiErrorDetail,
+}
+
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct ApiErrorDetail {
+    /// `unauthorized`, `rate_limited`, `invalid`, `too_large`, `not_found`, `conflict`…
+    code: String,
+    message: String,
+}
