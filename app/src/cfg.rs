@@ -31,6 +31,8 @@ pub struct Config {
     /// Inspector storage: per bin (oldest captures go first) and in all (then 507).
     pub bin_quota_bytes: i64,
     pub inspector_budget_bytes: i64,
+    /// The public API's requests per key per minute, by plan.
+    pub plan_limits: crate::core::ratelimit::PlanLimits,
     /// Bulk replay: attempts enqueued per endpoint per second.
     pub replay_per_second: u32,
 }
@@ -108,6 +110,10 @@ impl Config {
             per_endpoint_concurrency: usize_var("POSTHORN_ENDPOINT_CONCURRENCY", 16)?,
             project_concurrency: usize_var("POSTHORN_PROJECT_CONCURRENCY", 128)?,
             lease: duration_var("POSTHORN_LEASE", "60s")?,
+            plan_limits: crate::core::ratelimit::PlanLimits::parse(
+                &var("POSTHORN_PLAN_LIMITS").unwrap_or_default(),
+            )
+            .map_err(|e| format!("POSTHORN_PLAN_LIMITS: {e}"))?,
             replay_per_second: number("POSTHORN_REPLAY_RATE", var("POSTHORN_REPLAY_RATE"), 10u32)?,
             bin_quota_bytes: number("POSTHORN_BIN_QUOTA_MB", var("POSTHORN_BIN_QUOTA_MB"), 64i64)?
                 .max(2)

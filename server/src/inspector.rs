@@ -18,7 +18,10 @@ use axum::{
 };
 use base64::{engine::general_purpose::STANDARD, Engine as _};
 
-use crate::{api::error::ApiError, state::AppState, web::SESSION_COOKIE};
+use crate::{
+    api::error::ApiError,
+    state::{AppState, SESSION_COOKIE},
+};
 
 /// Bodies above this are refused (413) and the refusal is still listed.
 pub const MAX_CAPTURE: usize = 1024 * 1024;

@@ -9,6 +9,9 @@ use sqlx::PgPool;
 
 use crate::metrics::Metrics;
 
+/// The session cookie's name (the inspector strips it from what it captures).
+pub const SESSION_COOKIE: &str = "posthorn_session";
+
 #[derive(Clone, FromRef)]
 pub struct AppState {
     pub leptos_options: LeptosOptions,

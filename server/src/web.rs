@@ -22,9 +22,7 @@ use tower_http::{
 use tower_sessions::{cookie::SameSite, Expiry, Session, SessionManagerLayer};
 use tower_sessions_sqlx_store::PostgresStore;
 
-pub const SESSION_COOKIE: &str = "posthorn_session";
-
-pub use crate::state::{leptos_options, AppState};
+pub use crate::state::{leptos_options, AppState, SESSION_COOKIE};
 
 pub fn session_store(pool: &PgPool) -> PostgresStore {
     PostgresStore::new(pool.clone())

@@ -655,3 +655,36 @@ async fn the_apis_endpoint_changes_appear_in_the_audit_log() {
     assert_eq!(entries, expected);
     app.stop().await;
 }
+
+/// The operator's plan limits (`POSTHORN_PLAN_LIMITS`) replace the defaults per plan.
+#[tokio::test]
+async fn plan_limits_come_from_the_operators_setting() {
+    let app = TestApp::spawn_with(|cfg| {
+        cfg.plan_limits = app::core::ratelimit::PlanLimits::parse("trial=5").unwrap();
+    })
+    .await;
+    let (_, trial) = app.project("trial").await;
+    let (_, business) = app.project("business").await;
+    let api = Api::new(&app, &trial);
+    let mut seen = Vec::new();
+    for _ in 0..6 {
+        let (s, h, _) = api.send("GET", "/webhooks", None).await;
+        assert_eq!(h["x-ratelimit-limit"], "5");
+        seen.push((
+            s.as_u16(),
+            h["x-ratelimit-reset"].to_str().unwrap().to_string(),
+        ));
+    }
+    // Six requests in one calendar minute: the sixth is refused (if a minute boundary
+    // fell between them, the count started again and all pass).
+    let one_minute = seen.iter().all(|(_, reset)| *reset == seen[0].1);
+    let statuses: Vec<u16> = seen.iter().map(|(s, _)| *s).collect();
+    if one_minute {
+        assert_eq!(statuses, [200, 200, 200, 200, 200, 429]);
+    }
+    let (_, h, _) = Api::new(&app, &business)
+        .send("GET", "/webhooks", None)
+        .await;
+    assert_eq!(h["x-ratelimit-limit"], "2000");
+    app.stop().await;
+}

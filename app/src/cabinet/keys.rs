@@ -29,7 +29,7 @@ pub async fn list_keys() -> Result<KeysView, ServerFnError> {
     let plan = Plan::parse(&project.plan).unwrap_or(Plan::Trial);
     Ok(KeysView {
         plan: project.plan,
-        per_minute: plan.per_minute(),
+        per_minute: ctx.cfg.plan_limits.per_minute(plan),
         keys: api_keys::list(&ctx.pool, &access).await?,
     })
 }

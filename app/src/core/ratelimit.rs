@@ -33,6 +33,55 @@ impl Plan {
     }
 }
 
+/// Requests per key per calendar minute, by plan, as the operator sets them
+/// (`POSTHORN_PLAN_LIMITS`, e.g. `trial=30,business=2000`); the defaults are the product
+/// description's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanLimits {
+    pub trial: u32,
+    pub business: u32,
+}
+
+impl Default for PlanLimits {
+    fn default() -> Self {
+        PlanLimits {
+            trial: Plan::Trial.per_minute(),
+            business: Plan::Business.per_minute(),
+        }
+    }
+}
+
+impl PlanLimits {
+    pub fn per_minute(&self, plan: Plan) -> u32 {
+        match plan {
+            Plan::Trial => self.trial,
+            Plan::Business => self.business,
+        }
+    }
+
+    /// `trial=30,business=2000`; a plan left out keeps its default.
+    pub fn parse(text: &str) -> Result<PlanLimits, String> {
+        let mut limits = PlanLimits::default();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, value) = part
+                .split_once('=')
+                .ok_or_else(|| format!("`{part}` is not plan=limit"))?;
+            let value: u32 = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v| *v > 0)
+                .ok_or_else(|| format!("`{value}` is not a positive number"))?;
+            match Plan::parse(name.trim()) {
+                Some(Plan::Trial) => limits.trial = value,
+                Some(Plan::Business) => limits.business = value,
+                None => return Err(format!("unknown plan `{}` (trial, business)", name.trim())),
+            }
+        }
+        Ok(limits)
+    }
+}
+
 /// The headers' numbers after counting one request as the `count`-th of its minute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Quota {
@@ -143,6 +192,19 @@ pub fn sign_in_gate(
 #[cfg(test)]
 mod sign_in_tests {
     use super::*;
+
+    #[test]
+    fn plan_limits_are_read_from_the_setting() {
+        assert_eq!(PlanLimits::parse("").unwrap(), PlanLimits::default());
+        let l = PlanLimits::parse("business=20000, trial=60").unwrap();
+        assert_eq!(
+            (l.per_minute(Plan::Trial), l.per_minute(Plan::Business)),
+            (60, 20000)
+        );
+        assert!(PlanLimits::parse("gold=5").is_err());
+        assert!(PlanLimits::parse("trial=0").is_err());
+        assert!(PlanLimits::parse("trial").is_err());
+    }
 
     #[test]
     fn ipv6_addresses_count_by_their_64() {

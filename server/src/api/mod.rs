@@ -14,7 +14,7 @@ pub use paging::{page_limit, parse_cursor, parse_id, parse_since};
 use std::net::SocketAddr;
 
 use app::{
-    core::ratelimit::{quota, retry_after, window_start, Plan},
+    core::ratelimit::{address_bucket, quota, retry_after, window_start, Plan},
     db::{api_keys, rate_counters},
 };
 use axum::{
@@ -178,8 +178,14 @@ async fn authenticate_and_limit(
         None => None,
     };
     let (bucket, limit) = match &owner {
-        Some(o) => (format!("key:{}", o.key_id), o.plan.per_minute()),
-        None => (format!("ip:{}", addr.ip()), Plan::Trial.per_minute()),
+        Some(o) => (
+            format!("key:{}", o.key_id),
+            state.cfg.plan_limits.per_minute(o.plan),
+        ),
+        None => (
+            format!("ip:{}", address_bucket(addr.ip())),
+            state.cfg.plan_limits.per_minute(Plan::Trial),
+        ),
     };
     let count = match rate_counters::hit(&state.pool, &bucket, window_start(now)).await {
         Ok(c) => c,
