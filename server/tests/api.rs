@@ -688,3 +688,109 @@ async fn plan_limits_come_from_the_operators_setting() {
     assert_eq!(h["x-ratelimit-limit"], "2000");
     app.stop().await;
 }
+
+/// `POST /events/batch`: up to 100 events, fanned out in array order, one idempotency
+/// key each, one rate-limit unit each; refused whole when an item is bad or the minute's
+/// units do not cover it.
+#[tokio::test]
+async fn a_batch_of_events_is_taken_whole_in_order_and_costs_a_unit_each() {
+    let app = TestApp::spawn().await;
+    let (project, key) = app.project("trial").await;
+    let receiver = Receiver::start().await;
+    app.endpoint(project, &receiver.url).await;
+    let api = Api::new(&app, &key);
+    let batch = json!({"events": [
+        {"event": "order.created", "data": {"n": 1}, "id": "k1"},
+        {"event": "order.paid", "data": {"n": 2}, "id": "k2"},
+        {"event": "order.shipped", "data": {"n": 3}},
+    ]});
+    let (s, h, v) = api.send("POST", "/events/batch", Some(batch.clone())).await;
+    assert_eq!(s, 202, "{v}");
+    let remaining: u32 = h["x-ratelimit-remaining"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(remaining, 27, "three units for three events");
+    let ids: Vec<String> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert!(v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|d| d["deliveries"] == 1));
+    // Stored in array order.
+    let stored: Vec<String> = sqlx::query_scalar(
+        "SELECT event_id FROM events WHERE project_id = $1 ORDER BY created_at, id",
+    )
+    .bind(project)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(stored, ids);
+    let seen = receiver.wait_for(3, Duration::from_secs(10)).await;
+    assert_eq!(seen.len(), 3);
+
+    // The keyed items repeat their first answer; the unkeyed one is new.
+    let (s, _, again) = api.send("POST", "/events/batch", Some(batch)).await;
+    assert_eq!(s, 202);
+    assert_eq!(again["data"][0]["id"], ids[0].as_str());
+    assert_eq!(again["data"][1]["id"], ids[1].as_str());
+    assert_ne!(again["data"][2]["id"], ids[2].as_str());
+
+    // One bad item: nothing stored.
+    let (s, _, v) = api
+        .send(
+            "POST",
+            "/events/batch",
+            Some(
+                json!({"events": [{"event": "ok.one", "data": {}}, {"event": "Bad", "data": {}}]}),
+            ),
+        )
+        .await;
+    assert_eq!(s, 422);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("events[1].event"),
+        "{v}"
+    );
+    let (s, _, _) = api
+        .send("POST", "/events/batch", Some(json!({"events": []})))
+        .await;
+    assert_eq!(s, 422);
+
+    // More events than the minute has units: refused whole, the units given back.
+    let many: Vec<Value> = (0..40)
+        .map(|i| json!({"event": "order.paid", "data": {"i": i}}))
+        .collect();
+    let (s, h, v) = api
+        .send("POST", "/events/batch", Some(json!({"events": many})))
+        .await;
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM events WHERE project_id = $1")
+        .bind(project)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    // 40 units never fit a trial key's 30.
+    assert_eq!(s, 429, "{v}");
+    assert!(h.contains_key("retry-after"), "{v}");
+    assert_eq!(count, 4, "nothing of the refused batch was stored");
+    let (_, h2, _) = api.send("GET", "/webhooks", None).await;
+    let left: u32 = h2["x-ratelimit-remaining"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        left >= 20,
+        "the batch's units were given back ({left} left)"
+    );
+    app.stop().await;
+}

@@ -19,6 +19,22 @@ pub async fn hit(pool: &PgPool, bucket: &str, window_start: i64) -> AppResult<u3
     Ok(count.max(0) as u32)
 }
 
+/// Counts `n` hits at once (a batch of events costs one unit per event); a negative `n`
+/// gives units back. Returns the count after.
+pub async fn hit_by(pool: &PgPool, bucket: &str, window_start: i64, n: i32) -> AppResult<u32> {
+    let count: i32 = sqlx::query_scalar(
+        "INSERT INTO rate_counters (bucket, window_start, count) VALUES ($1, $2, greatest($3, 0))
+         ON CONFLICT (bucket, window_start) DO UPDATE SET count = greatest(rate_counters.count + $3, 0)
+         RETURNING count",
+    )
+    .bind(bucket)
+    .bind(window_start)
+    .bind(n)
+    .fetch_one(pool)
+    .await?;
+    Ok(count.max(0) as u32)
+}
+
 pub async fn current(pool: &PgPool, bucket: &str, window_start: i64) -> AppResult<u32> {
     let count: Option<i32> = sqlx::query_scalar(
         "SELECT count FROM rate_counters WHERE bucket = $1 AND window_start = $2",

@@ -2,12 +2,15 @@
 
 use app::{
     core::{cursor::Cursor, event_type::EventType},
-    db::events::{self, StoredEvent},
+    db::{
+        events::{self, StoredEvent},
+        rate_counters,
+    },
 };
 use axum::{
     extract::{Path, State},
     http::{HeaderMap, StatusCode},
-    response::IntoResponse,
+    response::{IntoResponse, Response},
     Extension, Json,
 };
 use serde::{Deserialize, Serialize};
@@ -46,6 +49,24 @@ pub struct EventAccepted {
     pub deliveries: i32,
 }
 
+/// Up to 100 events in one request, fanned out in array order; each item's `id` is its
+/// own idempotency key. Costs one rate-limit unit per event.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateEventBatch {
+    #[schema(min_items = 1, max_items = 100)]
+    pub events: Vec<CreateEvent>,
+}
+
+/// The batch's results, in the order of its items.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct EventBatchAccepted {
+    pub data: Vec<EventAccepted>,
+}
+
+/// Events in one batch at most.
+pub const MAX_BATCH: usize = 100;
+
 /// One stored event, as `GET /events` and `GET /events/{id}` return it.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct Event {
@@ -71,6 +92,81 @@ impl From<StoredEvent> for Event {
             created_at: e.created_at,
         }
     }
+}
+
+#[utoipa::path(
+    post,
+    path = "/events/batch",
+    request_body = CreateEventBatch,
+    responses((status = 202, body = EventBatchAccepted, description = "Every item stored and fanned out, in array order; an item whose idempotency key was seen before answers its first response"))
+)]
+pub async fn create_batch(
+    State(pool): State<PgPool>,
+    Extension(caller): Extension<Caller>,
+    Extension(rate): Extension<super::RateWindow>,
+    ApiJson(body): ApiJson<CreateEventBatch>,
+) -> Result<Response, ApiError> {
+    let n = body.events.len();
+    if n == 0 || n > MAX_BATCH {
+        return Err(ApiError::invalid(format!(
+            "events: between 1 and {MAX_BATCH} items, not {n}"
+        )));
+    }
+    // Every item is checked before any is stored: a batch is refused whole or taken whole.
+    let mut items = Vec::with_capacity(n);
+    for (i, e) in body.events.into_iter().enumerate() {
+        let event_type = EventType::parse(&e.event)
+            .map_err(|m| ApiError::invalid(format!("events[{i}].event: {m}")))?;
+        let key = e.id.filter(|k| !k.is_empty());
+        if key.as_ref().is_some_and(|k| k.len() > 255) {
+            return Err(ApiError::invalid(format!(
+                "events[{i}].id (idempotency key) must be at most 255 characters"
+            )));
+        }
+        items.push((event_type, e.data, key));
+    }
+    // The request itself was counted; the other events are counted now, and given back
+    // if they do not fit in the minute.
+    let extra = (n - 1) as i32;
+    if extra > 0 {
+        let count = rate_counters::hit_by(&pool, &rate.bucket, rate.window, extra).await?;
+        if count > rate.limit {
+            rate_counters::hit_by(&pool, &rate.bucket, rate.window, -extra).await?;
+            let now = chrono::Utc::now().timestamp();
+            let wait = (60 - now.rem_euclid(60)).max(1);
+            let mut r = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!(
+                    "a batch of {n} events needs {n} of this minute's {} units; {} are left; retry in {wait} s",
+                    rate.limit,
+                    rate.limit.saturating_sub(rate.count)
+                ),
+            )
+            .into_response();
+            r.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, wait.into());
+            return Ok(r);
+        }
+    }
+    let mut data = Vec::with_capacity(n);
+    for (event_type, payload, key) in items {
+        let ingested = events::ingest(
+            &pool,
+            caller.project_id,
+            &event_type,
+            payload.get(),
+            key.as_deref(),
+        )
+        .await?;
+        data.push(EventAccepted {
+            id: ingested.event_id,
+            deliveries: ingested.deliveries,
+        });
+    }
+    let mut r = (StatusCode::ACCEPTED, Json(EventBatchAccepted { data })).into_response();
+    r.extensions_mut().insert(super::ExtraUnits(extra as u32));
+    Ok(r)
 }
 
 /// A page of `GET /events`, ascending by (`created_at`, `id`).

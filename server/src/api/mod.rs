@@ -44,6 +44,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         )
         .route("/webhooks/{id}/rotate-secret", post(webhooks::rotate))
         .route("/events", post(events::create).get(events::list))
+        .route("/events/batch", post(events::create_batch))
         .route("/events/{id}", get(events::get))
         .route("/deliveries", get(deliveries::list))
         .route("/deliveries/{id}", get(deliveries::get))
@@ -55,6 +56,20 @@ pub fn router(state: AppState) -> Router<AppState> {
             authenticate_and_limit,
         ))
 }
+
+/// The minute's counter this request was counted in, for handlers that cost more than one
+/// unit (a batch of events: one per event).
+#[derive(Clone, Debug)]
+pub struct RateWindow {
+    pub bucket: String,
+    pub window: i64,
+    pub limit: u32,
+    pub count: u32,
+}
+
+/// Units a handler counted beyond the request's own, so the headers stay exact.
+#[derive(Clone, Copy, Debug)]
+pub struct ExtraUnits(pub u32);
 
 /// The project a request's key belongs to.
 #[derive(Clone, Copy, Debug)]
@@ -212,6 +227,12 @@ async fn authenticate_and_limit(
                     project_id: o.project_id,
                     key_id: o.key_id,
                 });
+                req.extensions_mut().insert(RateWindow {
+                    bucket: bucket.clone(),
+                    window: window_start(now),
+                    limit,
+                    count,
+                });
                 next.run(req).await
             }
             None => ApiError::new(
@@ -225,6 +246,12 @@ async fn authenticate_and_limit(
             )
             .into_response(),
         }
+    };
+    let extra = response.extensions().get::<ExtraUnits>().map_or(0, |e| e.0);
+    let q = if extra > 0 {
+        quota(limit, count.saturating_add(extra), now)
+    } else {
+        q
     };
     let h = response.headers_mut();
     h.insert("x-ratelimit-limit", HeaderValue::from(q.limit));

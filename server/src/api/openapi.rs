@@ -75,7 +75,7 @@ impl Modify for BearerKey {
     paths(
         super::webhooks::create, super::webhooks::list, super::webhooks::get, super::webhooks::update,
         super::webhooks::delete, super::webhooks::rotate,
-        super::events::create, super::events::get, super::events::list,
+        super::events::create, super::events::create_batch, super::events::get, super::events::list,
         super::deliveries::list, super::deliveries::get, super::deliveries::retry,
     ),
     components(schemas(super::error::ApiErrorBody, super::error::ApiErrorDetail)),
