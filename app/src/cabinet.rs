@@ -127,6 +127,7 @@ pub async fn create_endpoint(
             url: url.as_str(),
             event_types: &types,
             description: &description,
+            rate_limit: None,
         },
     )
     .await?;
@@ -147,17 +148,25 @@ pub async fn update_endpoint(
     url: Option<String>,
     event_types: Option<String>,
     enabled: Option<bool>,
+    /// Attempts per second; "unlimited" (or empty) lifts the limit; absent leaves it as it is.
+    #[server(default)]
+    rate_limit: Option<String>,
 ) -> Result<(), ServerFnError> {
     use crate::{
         auth::current_access,
         core::endpoint_url::parse_endpoint_url,
         core::permissions::Action,
+        core::throttle::parse_rate_limit_text,
         ctx::server_ctx,
         db::{audit, endpoints},
         error::AppError,
     };
     let ctx = server_ctx()?;
     let access = current_access(Action::EditEndpoint).await?;
+    let rate_limit = rate_limit
+        .map(|r| parse_rate_limit_text(&r))
+        .transpose()
+        .map_err(AppError::Invalid)?;
     let url = url
         .filter(|u| !u.trim().is_empty())
         .map(|u| parse_endpoint_url(&u).map(|u| u.to_string()))
@@ -177,6 +186,7 @@ pub async fn update_endpoint(
             event_types: types,
             description: None,
             enabled,
+            rate_limit,
         },
     )
     .await?;
@@ -190,7 +200,10 @@ pub async fn update_endpoint(
         &access,
         action,
         &format!("endpoint #{id}"),
-        serde_json::json!({}),
+        match rate_limit {
+            Some(limit) => serde_json::json!({ "rate_limit": limit }),
+            None => serde_json::json!({}),
+        },
     )
     .await?;
     Ok(())
