@@ -82,6 +82,8 @@ pub struct EndpointView {
     pub created_at: DateTime<Utc>,
     /// Names of the endpoint's custom headers; their values never leave the server.
     pub header_names: Vec<String>,
+    /// At most this many attempts per second start to the endpoint (None: unlimited).
+    pub rate_limit: Option<i32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -51,6 +51,7 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
                 "subscription.cancelled".into(),
             ],
             description: "Shop: payments",
+            rate_limit: None,
         },
     )
     .await?;
@@ -61,6 +62,7 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
             url: "https://crm.example.net/webhooks/botix",
             event_types: &["*".into()],
             description: "CRM: everything",
+            rate_limit: Some(20),
         },
     )
     .await?;

@@ -216,6 +216,7 @@ async fn an_endpoint_failing_for_the_whole_window_is_disabled_and_resumes_when_e
             event_types: None,
             description: None,
             enabled: Some(true),
+            rate_limit: None,
         },
     )
     .await

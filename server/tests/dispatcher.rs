@@ -370,6 +370,7 @@ async fn disabled_endpoints_hold_their_rows_and_deleted_ones_dead_letter_them() 
         event_types: None,
         description: None,
         enabled: Some(enabled),
+        rate_limit: None,
     };
     let queue = |event_id: String, request_id: &'static str| {
         let pool = app.pool.clone();

@@ -445,6 +445,7 @@ async fn a_disabled_endpoints_backlog_costs_the_claim_nothing() {
         event_types: None,
         description: None,
         enabled: Some(enabled),
+        rate_limit: None,
     };
     app::db::endpoints::update(&app.pool, &access, held_endpoint, disable(false))
         .await

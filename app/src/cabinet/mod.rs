@@ -132,6 +132,7 @@ pub async fn create_endpoint(
             event_types: types,
             description,
             headers: None,
+            rate_limit: None,
         },
     )
     .await?;
@@ -144,6 +145,9 @@ pub async fn update_endpoint(
     url: Option<String>,
     event_types: Option<String>,
     enabled: Option<bool>,
+    /// Attempts per second; "unlimited" (or empty) lifts the limit; absent leaves it as it is.
+    #[server(default)]
+    rate_limit: Option<String>,
 ) -> Result<(), ServerFnError> {
     use crate::{
         auth::current_access, core::endpoint_url::parse_endpoint_url, core::permissions::Action,
@@ -151,6 +155,10 @@ pub async fn update_endpoint(
     };
     let ctx = server_ctx()?;
     let access = current_access(Action::EditEndpoint).await?;
+    let rate_limit = rate_limit
+        .map(|r| crate::core::throttle::parse_rate_limit_text(&r))
+        .transpose()
+        .map_err(AppError::Invalid)?;
     let url = url
         .filter(|u| !u.trim().is_empty())
         .map(|u| parse_endpoint_url(&u).map(|u| u.to_string()))
@@ -169,6 +177,7 @@ pub async fn update_endpoint(
             url,
             event_types: types,
             enabled,
+            rate_limit,
             ..Default::default()
         },
     )

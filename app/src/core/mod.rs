@@ -16,3 +16,4 @@ pub mod ratelimit;
 pub mod retry;
 pub mod signing;
 pub mod status;
+pub mod throttle;

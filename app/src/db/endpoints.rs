@@ -11,12 +11,14 @@ use crate::{
 
 const COLUMNS: &str =
     "id, project_id, url, description, event_types, enabled, disabled_reason, created_at,
-    ARRAY(SELECT h->>0 FROM jsonb_array_elements(custom_headers) h) AS header_names";
+    ARRAY(SELECT h->>0 FROM jsonb_array_elements(custom_headers) h) AS header_names, rate_limit";
 
 pub struct NewEndpoint<'a> {
     pub url: &'a str,
     pub event_types: &'a [String],
     pub description: &'a str,
+    /// Attempts per second (None: unlimited).
+    pub rate_limit: Option<i32>,
 }
 
 /// Custom header names of an endpoint (values are never read back out).
@@ -120,14 +122,15 @@ pub async fn create(
 ) -> AppResult<(EndpointView, String)> {
     let secret = new_endpoint_secret();
     let ep = sqlx::query_as::<_, EndpointView>(&format!(
-        "INSERT INTO endpoints (project_id, url, event_types, description, secret)
-         VALUES ($1, $2, $3, $4, $5) RETURNING {COLUMNS}"
+        "INSERT INTO endpoints (project_id, url, event_types, description, secret, rate_limit)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}"
     ))
     .bind(access.project_id)
     .bind(new.url)
     .bind(new.event_types)
     .bind(new.description)
     .bind(&secret)
+    .bind(new.rate_limit)
     .fetch_one(db)
     .await?;
     Ok((ep, secret))
@@ -158,6 +161,8 @@ pub struct EndpointPatch {
     pub event_types: Option<Vec<String>>,
     pub description: Option<String>,
     pub enabled: Option<bool>,
+    /// `Some(None)` lifts the limit; `None` leaves it as it is.
+    pub rate_limit: Option<Option<i32>>,
 }
 
 pub async fn update(
@@ -173,6 +178,7 @@ pub async fn update(
             description = coalesce($5, description),
             enabled = coalesce($6, enabled),
             disabled_reason = CASE WHEN coalesce($6, enabled) THEN NULL ELSE disabled_reason END,
+            rate_limit = CASE WHEN $7 THEN $8 ELSE rate_limit END,
             updated_at = now()
          WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL RETURNING {COLUMNS}"
     ))
@@ -182,6 +188,8 @@ pub async fn update(
     .bind(patch.event_types)
     .bind(patch.description)
     .bind(patch.enabled)
+    .bind(patch.rate_limit.is_some())
+    .bind(patch.rate_limit.flatten())
     .fetch_optional(db)
     .await?
     .ok_or(AppError::NotFound)

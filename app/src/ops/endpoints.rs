@@ -17,6 +17,8 @@ pub struct NewEndpoint {
     pub event_types: Vec<String>,
     pub description: String,
     pub headers: Option<Vec<(String, String)>>,
+    /// Attempts per second (None: unlimited).
+    pub rate_limit: Option<i32>,
 }
 
 /// What to change; `None` leaves a field as it is. `headers` replaces all of them.
@@ -27,6 +29,8 @@ pub struct EndpointChange {
     pub description: Option<String>,
     pub enabled: Option<bool>,
     pub headers: Option<Vec<(String, String)>>,
+    /// `Some(None)` lifts the limit; `None` leaves it as it is.
+    pub rate_limit: Option<Option<i32>>,
 }
 
 /// Returns the endpoint and its secret (shown once to its creator).
@@ -44,6 +48,7 @@ pub async fn create(
             url: &new.url,
             event_types: &new.event_types,
             description: &new.description,
+            rate_limit: new.rate_limit,
         },
     )
     .await?;
@@ -79,6 +84,7 @@ pub async fn change(
         "url": change.url,
         "events": change.event_types,
         "headers": change.headers.as_ref().map(|h| h.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()),
+        "rate_limit": change.rate_limit,
     });
     let mut tx = pool.begin().await?;
     let mut ep = endpoints::update(
@@ -90,6 +96,7 @@ pub async fn change(
             event_types: change.event_types,
             description: change.description,
             enabled: change.enabled,
+            rate_limit: change.rate_limit,
         },
     )
     .await?;

@@ -126,7 +126,7 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
     let message = RwSignal::new(None::<(bool, String)>);
     let secret = RwSignal::new(None::<String>);
     let test_row = RwSignal::new(None::<DeliveryRow>);
-    let toggle = Action::new(move |_: &()| update_endpoint(id, None, None, Some(!enabled)));
+    let toggle = Action::new(move |_: &()| update_endpoint(id, None, None, Some(!enabled), None));
     let reveal = Action::new(move |_: &()| reveal_secret(id));
     let rotate = Action::new(move |_: &()| rotate_secret(id));
     let test = Action::new(move |_: &()| test_send(id));
@@ -136,12 +136,18 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
     let header_names = RwSignal::new(ep.header_names.clone());
     let edit_url = RwSignal::new(ep.url.clone());
     let edit_types = RwSignal::new(ep.event_types.join(", "));
+    let edit_rate = RwSignal::new(ep.rate_limit.map(|r| r.to_string()).unwrap_or_default());
     let save = Action::new(move |_: &()| {
         update_endpoint(
             id,
             Some(edit_url.get_untracked()),
             Some(edit_types.get_untracked()),
             None,
+            // An empty field is sent as "unlimited": a form omits empty optional values.
+            Some(match edit_rate.get_untracked().trim() {
+                "" => "unlimited".to_string(),
+                r => r.to_string(),
+            }),
         )
     });
     let (header_name, header_value) = (RwSignal::new(String::new()), RwSignal::new(String::new()));
@@ -241,6 +247,9 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
             <div class="epmeta">
                 <span>"Events: "<span class="mono">{ep.event_types.join(", ")}</span></span>
                 {(!ep.description.is_empty()).then(|| view! { <span class="muted">{ep.description.clone()}</span> })}
+                <span data-testid="endpoint-rate-limit" title="Attempts to this endpoint start at most this often">
+                    {match ep.rate_limit { Some(r) => format!("Rate limit: {r}/s"), None => "No rate limit".into() }}
+                </span>
                 {move || (!header_names.get().is_empty()).then(|| view! {
                     <span data-testid="custom-headers">"Custom headers: "<span class="mono">{header_names.get().iter().map(|n| format!("{n}: [redacted]")).collect::<Vec<_>>().join(", ")}</span></span>
                 })}
@@ -268,6 +277,11 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
                 <form class="filters" on:submit=move |ev| { ev.prevent_default(); save.dispatch(()); }>
                     <input type="url" aria-label="Endpoint URL" data-testid="edit-url-input" prop:value=move || edit_url.get() on:input=move |ev| edit_url.set(event_target_value(&ev))/>
                     <input type="text" aria-label="Event types" data-testid="edit-types-input" prop:value=move || edit_types.get() on:input=move |ev| edit_types.set(event_target_value(&ev))/>
+                    <label class="rate">"At most "
+                        <input type="number" min="1" max=crate::core::throttle::MAX_RATE_LIMIT.to_string() step="1" placeholder="unlimited" class="rate"
+                            aria-label="Rate limit (attempts per second, empty for unlimited)" data-testid="edit-rate-limit-input"
+                            prop:value=move || edit_rate.get() on:input=move |ev| edit_rate.set(event_target_value(&ev))/>
+                        " attempts/s"</label>
                     <button type="submit" class="primary" data-testid="save-endpoint-button">"Save"</button>
                     <button type="button" class="link" on:click=move |_| editing.set(false)>"Cancel"</button>
                 </form>

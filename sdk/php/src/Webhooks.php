@@ -20,9 +20,9 @@ final class Webhooks
      * @param list<string> $events event types (`order.paid`) or `*`
      * @param array<string, string>|null $headers custom headers sent with every attempt
      */
-    public function create(string $url, array $events, ?string $description = null, ?array $headers = null): WebhookModel
+    public function create(string $url, array $events, ?string $description = null, ?array $headers = null, ?int $rateLimit = null): WebhookModel
     {
-        $body = array_filter(['url' => $url, 'events' => $events, 'description' => $description, 'headers' => $headers], static fn ($v) => $v !== null);
+        $body = array_filter(['url' => $url, 'events' => $events, 'description' => $description, 'headers' => $headers, 'rate_limit' => $rateLimit], static fn ($v) => $v !== null);
         return WebhookModel::fromArray($this->t->request('POST', '/webhooks', body: $body, retrySafe: false));
     }
 

@@ -13,6 +13,8 @@ export interface Webhook {
   enabled: boolean;
   created_at: Date;
   headers: string[];
+  /** Attempts per second at most; null: unlimited. */
+  rate_limit: number | null;
   secret?: string;
 }
 

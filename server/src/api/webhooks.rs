@@ -15,7 +15,7 @@ use axum::{
 };
 use std::collections::BTreeMap;
 
-use app::core::custom_headers::parse_custom_headers;
+use app::core::{custom_headers::parse_custom_headers, throttle::check_rate_limit};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
@@ -69,6 +69,10 @@ pub struct CreateWebhook {
     pub description: Option<String>,
     /// Custom headers sent with every attempt (for example a token the receiver expects).
     pub headers: Option<BTreeMap<String, String>>,
+    /// At most this many attempts per second start to the endpoint, evenly spaced
+    /// (no burst); null or absent: unlimited.
+    #[schema(minimum = 1, maximum = 10000, example = 5)]
+    pub rate_limit: Option<i64>,
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -82,6 +86,19 @@ pub struct UpdateWebhook {
     pub enabled: Option<bool>,
     /// Replaces all custom headers.
     pub headers: Option<BTreeMap<String, String>>,
+    /// Attempts per second; null lifts the limit, absent leaves it unchanged.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 10000)]
+    pub rate_limit: Option<Option<i64>>,
+}
+
+/// A field that may be absent (outer `None`) or null (`Some(None)`).
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -95,6 +112,9 @@ pub struct Webhook {
     pub created_at: chrono::DateTime<chrono::Utc>,
     /// Names of the custom headers (values are never returned).
     pub headers: Vec<String>,
+    /// Attempts per second at most (null: unlimited).
+    #[schema(required = true)]
+    pub rate_limit: Option<i32>,
     /// `whsec_…`; only in the answers to create and rotate-secret.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = String, required = false, pattern = r"^whsec_[A-Za-z0-9+/]+={0,2}$")]
@@ -111,6 +131,7 @@ impl Webhook {
             enabled: e.enabled,
             created_at: e.created_at,
             headers: e.header_names,
+            rate_limit: e.rate_limit,
             secret,
         }
     }
@@ -125,6 +146,11 @@ pub async fn create(
     let url = parse_endpoint_url(&body.url).map_err(ApiError::invalid)?;
     let events = parse_subscription(&body.events).map_err(ApiError::invalid)?;
     let headers = custom_headers(body.headers.as_ref())?;
+    let rate_limit = body
+        .rate_limit
+        .map(check_rate_limit)
+        .transpose()
+        .map_err(ApiError::invalid)?;
     let access = caller.access(Action::CreateEndpoint)?;
     let (ep, secret) = ops::endpoints::create(
         &pool,
@@ -134,6 +160,7 @@ pub async fn create(
             event_types: events,
             description: body.description.unwrap_or_default(),
             headers,
+            rate_limit,
         },
     )
     .await?;
@@ -204,6 +231,11 @@ pub async fn update(
         .transpose()
         .map_err(ApiError::invalid)?;
     let headers = custom_headers(body.headers.as_ref())?;
+    let rate_limit = body
+        .rate_limit
+        .map(|r| r.map(check_rate_limit).transpose())
+        .transpose()
+        .map_err(ApiError::invalid)?;
     let access = caller.access(Action::EditEndpoint)?;
     let ep = ops::endpoints::change(
         &pool,
@@ -215,6 +247,7 @@ pub async fn update(
             description: body.description,
             enabled: body.enabled,
             headers,
+            rate_limit,
         },
     )
     .await?;

@@ -158,6 +158,7 @@ async fn main() {
                 url: &target,
                 event_types: &["*".into()],
                 description: "",
+                rate_limit: None,
             },
         )
         .await

@@ -13,7 +13,10 @@ use std::{
     time::Duration,
 };
 
-use app::cfg::Config;
+use app::{
+    cfg::Config,
+    core::throttle::{check_slot, SlotCheck},
+};
 use futures::FutureExt;
 use rand::Rng;
 use sqlx::{postgres::PgListener, PgPool};
@@ -200,6 +203,9 @@ impl Dispatcher {
                 }
             };
             let got = claimed.len() as i64;
+            // Booking a throttled endpoint's slots may have crowded others out of this
+            // claim; the next claim skips that endpoint, so it comes at once.
+            let booked = claimed.iter().any(|r| r.start_at.is_some());
             slow("claim", claim_started);
             {
                 let mut h = held.lock().unwrap_or_else(|e| e.into_inner());
@@ -223,7 +229,7 @@ impl Dispatcher {
                 let global = global.clone();
                 let sender = sender.clone();
                 let metrics = self.metrics.clone();
-                let stopping = shutdown.clone();
+                let mut stopping = shutdown.clone();
                 let probe = self.probe.clone();
                 let hand_back = HandBackOnDrop {
                     id: row.id,
@@ -232,11 +238,34 @@ impl Dispatcher {
                     done: false,
                 };
                 tasks.spawn(async move {
+                    // A throttled endpoint's attempt waits for its start slot holding no
+                    // concurrency slot; one that misses its slot goes back to the queue.
+                    if let Some(start_at) = row.start_at {
+                        if let SlotCheck::Wait(wait) = check_slot(ms_until(start_at)) {
+                            tokio::select! {
+                                _ = tokio::time::sleep(wait) => {}
+                                _ = stopping.changed() => return,
+                            }
+                        }
+                    }
                     // The endpoint's slot first: waiting for a slow endpoint holds no global slot.
                     let _ep = ep_sem.acquire_owned().await;
                     let _slot = global.acquire_owned().await;
                     if *stopping.borrow() {
                         return; // not sent: handed back to the queue by `hand_back`
+                    }
+                    if let Some(start_at) = row.start_at {
+                        match check_slot(ms_until(start_at)) {
+                            SlotCheck::Go => {}
+                            SlotCheck::Wait(wait) => tokio::time::sleep(wait).await,
+                            SlotCheck::Missed => {
+                                tracing::debug!(
+                                    delivery = row.id,
+                                    "start slot missed; back to the queue"
+                                );
+                                return;
+                            }
+                        }
                     }
                     let jitter: f64 = rand::thread_rng().gen();
                     let attempt = async {
@@ -262,7 +291,7 @@ impl Dispatcher {
             if per_endpoint.len() > 10_000 {
                 per_endpoint.retain(|_, s| Arc::strong_count(s) > 1);
             }
-            if got < limit {
+            if got < limit && !booked {
                 let sleep = match queue::next_due(&self.pool).await {
                     Ok(Some(at)) => (at - chrono::Utc::now())
                         .to_std()
@@ -426,6 +455,13 @@ impl Shares {
             project_held,
         }
     }
+}
+
+/// Milliseconds from now until `at` (negative once it has passed).
+fn ms_until(at: chrono::DateTime<chrono::Utc>) -> f64 {
+    (at - chrono::Utc::now())
+        .num_microseconds()
+        .map_or(f64::MAX, |us| us as f64 / 1000.0)
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {

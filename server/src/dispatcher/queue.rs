@@ -1,6 +1,7 @@
 //! The deliveries table as a queue: claim due rows with a lease, renew leases, record
 //! outcomes in batches, hand back what a stopping worker did not finish.
 
+use app::core::throttle::{BOOKING_HORIZON, SLOT_LEAD};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
@@ -25,6 +26,8 @@ pub struct Claimed {
     pub secret: String,
     pub previous_secret: Option<String>,
     pub custom_headers: sqlx::types::Json<Vec<(String, String)>>,
+    /// The start slot booked for it when the endpoint is throttled.
+    pub start_at: Option<DateTime<Utc>>,
 }
 
 /// The fair shares a claim respects: how many rows one endpoint and one project may hold
@@ -52,6 +55,12 @@ impl Caps<'_> {
 /// for one endpoint or one project than its share allows: a customer whose endpoints
 /// hang can fill its own share of the slots, never everyone's. Disabled endpoints' rows
 /// stay pending; redirects and test sends go out regardless of the endpoint's state.
+///
+/// Throttled endpoints (a `rate_limit`) get start slots `1/rate_limit` s apart, booked
+/// here under the endpoint row's lock up to [`BOOKING_HORIZON`] ahead: each such row
+/// comes back with its `start_at`, and `next_start_at` moves past the last slot booked,
+/// so any number of dispatchers share one spacing. Redirects go to a bin and are not
+/// throttled. Rows that find no slot stay pending in their place.
 pub async fn claim_due(
     pool: &PgPool,
     worker: &str,
@@ -63,39 +72,70 @@ pub async fn claim_due(
     let full_projects = Caps::saturated(caps.projects, caps.project_held, caps.per_project);
     sqlx::query_as::<_, Claimed>(
         "WITH candidates AS (
-            SELECT d.id, d.created_at, d.scheduled_at, d.endpoint_id, d.project_id FROM deliveries d
+            SELECT d.id, d.created_at, d.scheduled_at, d.endpoint_id, d.project_id,
+                   (d.trigger <> 'redirect' AND e.rate_limit IS NOT NULL) AS throttled
+            FROM deliveries d
             JOIN endpoints e ON e.id = d.endpoint_id
             WHERE d.status = 'pending' AND NOT d.parked AND d.scheduled_at <= now()
               AND (d.trigger IN ('redirect', 'test') OR (e.enabled AND e.deleted_at IS NULL))
+              -- an endpoint booked far enough ahead is left alone until its slots run low
+              AND (d.trigger = 'redirect' OR e.rate_limit IS NULL OR e.next_start_at IS NULL
+                   OR e.next_start_at <= now() + $12 / 2)
               AND NOT (d.endpoint_id = ANY($4)) AND NOT (d.project_id = ANY($5))
             ORDER BY d.scheduled_at
             LIMIT $2 * 4
             FOR UPDATE OF d SKIP LOCKED
          ), ranked AS (
-            SELECT c.id, c.created_at, c.scheduled_at,
+            SELECT c.id, c.created_at, c.scheduled_at, c.endpoint_id, c.throttled,
                    coalesce(he.n, 0) + row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.scheduled_at, c.id) AS endpoint_rank,
-                   coalesce(hp.n, 0) + row_number() OVER (PARTITION BY c.project_id ORDER BY c.scheduled_at, c.id) AS project_rank
+                   coalesce(hp.n, 0) + row_number() OVER (PARTITION BY c.project_id ORDER BY c.scheduled_at, c.id) AS project_rank,
+                   row_number() OVER (PARTITION BY c.endpoint_id, c.throttled ORDER BY c.scheduled_at, c.id) AS throttle_rank
             FROM candidates c
             LEFT JOIN unnest($6::bigint[], $7::bigint[]) AS he(endpoint_id, n) ON he.endpoint_id = c.endpoint_id
             LEFT JOIN unnest($8::bigint[], $9::bigint[]) AS hp(project_id, n) ON hp.project_id = c.project_id
+         ), throttle AS (
+            -- locked in id order, so two claims never deadlock, and read as committed now
+            SELECT e.id, e.rate_limit, greatest(e.next_start_at, now() + $13) AS first_slot
+            FROM endpoints e
+            WHERE e.id IN (SELECT endpoint_id FROM ranked WHERE throttled) AND e.rate_limit IS NOT NULL
+            ORDER BY e.id
+            FOR UPDATE OF e
+         ), room AS (
+            SELECT id, rate_limit, first_slot,
+                   greatest(0, ceil(extract(epoch FROM now() + $12 - first_slot) * rate_limit))::bigint AS slots
+            FROM throttle
          ), due AS (
-            SELECT id, created_at FROM ranked
-            WHERE endpoint_rank <= $10 AND project_rank <= $11
-            ORDER BY scheduled_at
+            SELECT r.id, r.created_at, r.scheduled_at, r.endpoint_id, r.throttled FROM ranked r
+            LEFT JOIN room t ON t.id = r.endpoint_id
+            WHERE r.endpoint_rank <= $10 AND r.project_rank <= $11
+              AND (NOT r.throttled OR r.throttle_rank <= coalesce(t.slots, 0))
+            ORDER BY r.scheduled_at
             LIMIT $2
+         ), slotted AS (
+            SELECT due.id, due.created_at, due.endpoint_id, due.throttled,
+                   row_number() OVER (PARTITION BY due.endpoint_id, due.throttled ORDER BY due.scheduled_at, due.id) AS k
+            FROM due
+         ), booked AS (
+            UPDATE endpoints e SET next_start_at = t.first_slot + n.taken * interval '1 second' / t.rate_limit
+              FROM room t
+              JOIN (SELECT endpoint_id, count(*) AS taken FROM slotted WHERE throttled GROUP BY 1) n
+                ON n.endpoint_id = t.id
+             WHERE e.id = t.id
+            RETURNING e.id
          )
          UPDATE deliveries d
             SET status = 'in_flight', started_at = now(), claimed_by = $1,
                 lease_expires_at = now() + $3
-           FROM due, events ev, endpoints e
-          WHERE d.id = due.id AND d.created_at = due.created_at
+           FROM slotted s LEFT JOIN room t ON t.id = s.endpoint_id AND s.throttled, events ev, endpoints e
+          WHERE d.id = s.id AND d.created_at = s.created_at
             AND ev.event_id = d.event_id AND e.id = d.endpoint_id
          RETURNING d.id, d.created_at, d.project_id, d.event_id, d.event_type, d.endpoint_id,
                    d.target_url, d.attempt, d.trigger, d.request_id, d.chain_started_at,
                    d.lease_expires_at, ev.created_at AS event_created_at, ev.data::text AS data,
                    e.url AS endpoint_url, e.secret,
                    CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
-                   e.custom_headers",
+                   e.custom_headers,
+                   t.first_slot + (s.k - 1) * interval '1 second' / t.rate_limit AS start_at",
     )
     .bind(worker)
     .bind(limit)
@@ -108,6 +148,8 @@ pub async fn claim_due(
     .bind(caps.project_held)
     .bind(caps.per_endpoint)
     .bind(caps.per_project)
+    .bind(chrono::Duration::from_std(BOOKING_HORIZON).unwrap_or(chrono::Duration::seconds(2)))
+    .bind(chrono::Duration::from_std(SLOT_LEAD).unwrap_or(chrono::Duration::milliseconds(50)))
     .fetch_all(pool)
     .await
 }

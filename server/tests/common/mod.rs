@@ -178,6 +178,7 @@ impl TestApp {
                 url,
                 event_types: &["*".into()],
                 description: "",
+                rate_limit: None,
             },
         )
         .await

@@ -16,5 +16,7 @@ class Webhook extends Model
     public \DateTimeImmutable $created_at;
     /** @var list<string> names of the custom headers */
     public array $headers;
+    /** attempts per second at most; null: unlimited */
+    public ?int $rate_limit = null;
     public ?string $secret = null;
 }

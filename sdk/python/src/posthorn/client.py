@@ -87,12 +87,16 @@ class Webhooks:
         *,
         description: Optional[str] = None,
         headers: Optional[Mapping[str, str]] = None,
+        rate_limit: Optional[int] = None,
     ) -> Webhook:
         """Creates an endpoint; the answer carries its `secret`. Not retried on 5xx
-        (a repeat could create a second endpoint)."""
+        (a repeat could create a second endpoint). `rate_limit`: attempts per second at
+        most (None: unlimited)."""
         body: Dict[str, Any] = {"url": url, "events": list(events)}
         if description is not None:
             body["description"] = description
+        if rate_limit is not None:
+            body["rate_limit"] = rate_limit
         if headers is not None:
             body["headers"] = dict(headers)
         _, data = self._t.request("POST", "/webhooks", body=body, retry_safe=False)
@@ -115,10 +119,12 @@ class Webhooks:
         description: Optional[str] = None,
         enabled: Optional[bool] = None,
         headers: Optional[Mapping[str, str]] = None,
+        rate_limit: Optional[int] = None,
+        unlimited: bool = False,
     ) -> Webhook:
-        """Changes the given fields only. Retried like a GET: it sets values, so a repeat
-        leaves the same endpoint."""
-        body = {
+        """Changes the given fields only (`unlimited=True` lifts the rate limit). Retried
+        like a GET: it sets values, so a repeat leaves the same endpoint."""
+        body: Dict[str, Any] = {
             k: v
             for k, v in {
                 "url": url,
@@ -126,9 +132,12 @@ class Webhooks:
                 "description": description,
                 "enabled": enabled,
                 "headers": None if headers is None else dict(headers),
+                "rate_limit": rate_limit,
             }.items()
             if v is not None
         }
+        if unlimited:
+            body["rate_limit"] = None
         _, data = self._t.request(
             "PATCH", _path("webhooks", webhook_id), body=body, retry_safe=True
         )

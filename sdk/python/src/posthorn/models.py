@@ -37,6 +37,7 @@ class Webhook:
     enabled: bool
     created_at: _dt.datetime
     headers: List[str]
+    rate_limit: Optional[int] = None  # attempts per second at most; None: unlimited
     secret: Optional[str] = None
 
 

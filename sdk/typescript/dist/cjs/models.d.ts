@@ -12,6 +12,8 @@ export interface Webhook {
     enabled: boolean;
     created_at: Date;
     headers: string[];
+    /** Attempts per second at most; null: unlimited. */
+    rate_limit: number | null;
     secret?: string;
 }
 export interface EventAccepted {

@@ -32,6 +32,8 @@ export interface CreateWebhook {
     description?: string;
     /** Custom headers sent with every attempt. */
     headers?: Record<string, string>;
+    /** At most this many attempts per second, evenly spaced; null or absent: unlimited. */
+    rate_limit?: number | null;
 }
 export interface UpdateWebhook {
     url?: string;
@@ -39,6 +41,8 @@ export interface UpdateWebhook {
     description?: string;
     enabled?: boolean;
     headers?: Record<string, string>;
+    /** Attempts per second; null lifts the limit, absent leaves it. */
+    rate_limit?: number | null;
 }
 /** `/webhooks`: the project's endpoints. */
 export declare class Webhooks {

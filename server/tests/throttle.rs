@@ -1,0 +1,216 @@
+//! Per-endpoint throttle: attempts to an endpoint with a `rate_limit` start at least
+//! `1/rate_limit` s apart (timing: `throttle_timing.rs`) without holding back other
+//! endpoints, and the limit is set through the API and the cabinet.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Receiver, TestApp};
+use serde_json::{json, Value};
+
+async fn api(
+    app: &TestApp,
+    key: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+) -> (u16, Value) {
+    let r = reqwest::Client::new()
+        .request(method, format!("{}/public/v1{path}", app.base))
+        .bearer_auth(key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_endpoint_does_not_hold_back_other_endpoints() {
+    let app = TestApp::spawn().await;
+    let (slow, fast) = (Receiver::start().await, Receiver::start().await);
+    let (project, key) = app.project("business").await;
+    let access = app::auth::system_access(project, "test");
+    let (status, _) = api(
+        &app,
+        &key,
+        reqwest::Method::POST,
+        "/webhooks",
+        json!({"url": slow.url, "events": ["order.created"], "rate_limit": 1}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    for i in 0..200 {
+        app.ingest(project, "order.created", json!({ "i": i }))
+            .await;
+    }
+    app::db::endpoints::create(
+        &app.pool,
+        &access,
+        app::db::endpoints::NewEndpoint {
+            url: &fast.url,
+            event_types: &["invoice.paid".into()],
+            description: "",
+            rate_limit: None,
+        },
+    )
+    .await
+    .unwrap();
+    let started = std::time::Instant::now();
+    for i in 0..50 {
+        app.ingest(project, "invoice.paid", json!({ "i": i })).await;
+    }
+    let seen = fast.wait_for(50, Duration::from_secs(10)).await;
+    assert_eq!(seen.len(), 50);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the unthrottled endpoint waited {:?}",
+        started.elapsed()
+    );
+    assert!(slow.seen().len() <= 8, "1/s: {} arrived", slow.seen().len());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_rate_limit_is_set_read_and_lifted_through_the_api() {
+    let app = TestApp::spawn().await;
+    let (_, key) = app.project("business").await;
+    let post = reqwest::Method::POST;
+    let patch = reqwest::Method::PATCH;
+    let (s, v) = api(
+        &app,
+        &key,
+        post.clone(),
+        "/webhooks",
+        json!({"url": "https://example.com/h", "events": ["*"]}),
+    )
+    .await;
+    assert_eq!(
+        (s, &v["rate_limit"]),
+        (201, &Value::Null),
+        "unlimited unless set"
+    );
+    let path = format!("/webhooks/{}", v["id"]);
+    let (s, v) = api(&app, &key, patch.clone(), &path, json!({"rate_limit": 7})).await;
+    assert_eq!((s, &v["rate_limit"]), (200, &json!(7)));
+    let (s, v) = api(
+        &app,
+        &key,
+        patch.clone(),
+        &path,
+        json!({"description": "kept"}),
+    )
+    .await;
+    assert_eq!((s, &v["rate_limit"]), (200, &json!(7)), "absent leaves it");
+    let (s, v) = api(&app, &key, reqwest::Method::GET, &path, Value::Null).await;
+    assert_eq!((s, &v["rate_limit"]), (200, &json!(7)));
+    let (s, v) = api(
+        &app,
+        &key,
+        patch.clone(),
+        &path,
+        json!({"rate_limit": null}),
+    )
+    .await;
+    assert_eq!((s, &v["rate_limit"]), (200, &Value::Null), "null lifts it");
+    for bad in [json!(0), json!(-1), json!(10_001), json!(2.5), json!("5")] {
+        let (s, v) = api(
+            &app,
+            &key,
+            patch.clone(),
+            &path,
+            json!({ "rate_limit": bad }),
+        )
+        .await;
+        assert!(s == 400 || s == 422, "{bad}: {s} {v}");
+        let (s, _) = api(
+            &app,
+            &key,
+            post.clone(),
+            "/webhooks",
+            json!({"url": "https://example.com/h", "events": ["*"], "rate_limit": bad}),
+        )
+        .await;
+        assert!(s == 400 || s == 422, "{bad}: {s}");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_cabinet_edit_form_sets_and_clears_the_rate_limit() {
+    let app = TestApp::spawn().await;
+    let email = format!("owner-{}@example.com", ulid::Ulid::new());
+    let user = app::db::users::upsert(&app.pool, &email, "owner-password", "user")
+        .await
+        .unwrap();
+    let project = app::db::projects::create(&app.pool, "Shop", "business", user.id)
+        .await
+        .unwrap();
+    let (ep, _) = app.endpoint(project.id, "https://example.com/h").await;
+    let http = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .unwrap();
+    let call = |name: &'static str, form: Vec<(&'static str, String)>| {
+        let http = http.clone();
+        let base = app.base.clone();
+        async move {
+            let r = http
+                .post(format!("{base}/api/{name}"))
+                .form(&form)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (s, body) = call(
+        "login",
+        vec![
+            ("email", email.clone()),
+            ("password", "owner-password".into()),
+        ],
+    )
+    .await;
+    assert!(s < 400, "{s} {body}");
+    let limit = || async {
+        sqlx::query_scalar::<_, Option<i32>>("SELECT rate_limit FROM endpoints WHERE id = $1")
+            .bind(ep)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+    };
+    let (s, body) = call(
+        "update_endpoint",
+        vec![("id", ep.to_string()), ("rate_limit", "12".into())],
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(limit().await, Some(12));
+    // The older form without the field (and the Enable/Disable button) leaves it alone.
+    let (s, _) = call(
+        "update_endpoint",
+        vec![("id", ep.to_string()), ("enabled", "true".into())],
+    )
+    .await;
+    assert_eq!((s, limit().await), (200, Some(12)));
+    let (s, body) = call(
+        "update_endpoint",
+        vec![("id", ep.to_string()), ("rate_limit", "0".into())],
+    )
+    .await;
+    assert_eq!(s, 422, "{body}");
+    let (s, _) = call(
+        "update_endpoint",
+        vec![("id", ep.to_string()), ("rate_limit", "unlimited".into())],
+    )
+    .await;
+    assert_eq!(
+        (s, limit().await),
+        (200, None),
+        "\"unlimited\" lifts the limit"
+    );
+    app.stop().await;
+}

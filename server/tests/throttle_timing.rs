@@ -1,0 +1,84 @@
+//! Throttle timing: 60 attempts to an endpoint limited to 5/s, two dispatchers. A test
+//! binary of its own, so that no sibling test competes for the CPU while it measures.
+
+mod common;
+
+use std::{
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use common::{Receiver, TestApp, TestDb};
+use serde_json::json;
+
+/// A `posthorn dispatch` process on the test's database.
+fn dispatcher(db_url: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_posthorn"))
+        .arg("dispatch")
+        .env("DATABASE_URL", db_url)
+        .env("POSTHORN_ALLOW_PRIVATE_TARGETS", "true")
+        .env("POSTHORN_LEASE", "3s")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start posthorn dispatch")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixty_events_at_five_per_second_are_spaced_evenly_across_two_dispatchers() {
+    // Two `posthorn dispatch` processes and no dispatcher in this process: the receiver's
+    // clock reads arrivals without competing with a dispatcher for this runtime's threads.
+    let app = TestApp::spawn_on(TestDb::new().await, |_| {}, false).await;
+    let mut dispatchers = [dispatcher(&app.db_url), dispatcher(&app.db_url)];
+    let rx = Receiver::start().await;
+    let (project, key) = app.project("business").await;
+    let r = reqwest::Client::new()
+        .post(format!("{}/public/v1/webhooks", app.base))
+        .bearer_auth(&key)
+        .json(&json!({"url": rx.url, "events": ["*"], "rate_limit": 5}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let ep: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(ep["rate_limit"], 5);
+    // Let the dispatchers come up, so both compete from the first event on.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for i in 0..60 {
+        app.ingest(project, "order.created", json!({ "i": i }))
+            .await;
+    }
+    let seen = rx.wait_for(60, Duration::from_secs(40)).await;
+    for d in &mut dispatchers {
+        let _ = d.kill();
+        let _ = d.wait();
+    }
+    assert_eq!(seen.len(), 60, "all 60 arrive");
+    let span = seen[59].at - seen[0].at;
+    let gaps: Vec<f64> = seen
+        .windows(2)
+        .map(|w| (w[1].at - w[0].at).as_secs_f64())
+        .collect();
+    let closest = gaps.iter().cloned().fold(f64::MAX, f64::min);
+    println!(
+        "60 attempts over {:.2} s; closest starts {:.1} ms apart",
+        span.as_secs_f64(),
+        closest * 1000.0
+    );
+    assert!(span >= Duration::from_secs(11), "arrived over {span:?}");
+    assert!(
+        closest >= 0.2 - 0.005,
+        "two starts {:.1} ms apart",
+        closest * 1000.0
+    );
+    // Waiting for a slot is not a failure: one succeeded attempt per event, nothing else.
+    let (attempts, failed): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(*) FILTER (WHERE status <> 'succeeded') FROM deliveries",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((attempts, failed), (60, 0));
+    app.stop().await;
+}
