@@ -84,3 +84,25 @@ test("an owner cannot reach another project's endpoints, secrets or audit", asyn
   const still = await (await api(request, p.apiKey, "GET", `/webhooks/${hook.id}`)).json();
   expect(still.enabled).toBe(true);
 });
+
+test("an owner limits an endpoint to 5 attempts a second in its edit form, and lifts the limit again", async ({ page, request }) => {
+  const { receiver, project } = await webhooksPageOfNewProject(page, "Throttle");
+  await page.getByTestId("endpoint-url-input").fill(receiver.url);
+  await page.getByTestId("create-endpoint-button").click();
+  const card = page.getByTestId("endpoint-row");
+  await expect(card.getByTestId("endpoint-rate-limit")).toHaveText("No rate limit");
+  await card.getByTestId("edit-endpoint-button").click();
+  await card.getByTestId("edit-rate-limit-input").fill("5");
+  await page.screenshot({ path: "../docs/screenshots/endpoint-rate-limit-form.png" });
+  await card.getByTestId("save-endpoint-button").click();
+  await expect(card.getByTestId("endpoint-rate-limit")).toHaveText("Rate limit: 5/s");
+  const id = await card.getAttribute("data-endpoint-id");
+  const shown = await (await api(request, project.apiKey, "GET", `/webhooks/${id}`)).json();
+  expect(shown.rate_limit).toBe(5);
+
+  await card.getByTestId("edit-endpoint-button").click();
+  await card.getByTestId("edit-rate-limit-input").fill("");
+  await card.getByTestId("save-endpoint-button").click();
+  await expect(card.getByTestId("endpoint-rate-limit")).toHaveText("No rate limit");
+  receiver.close();
+});
