@@ -265,9 +265,17 @@ async fn hostile_receivers_neither_stop_nor_slow_another_project() {
     assert!(outcomes("MalformedRetryAfter")
         .iter()
         .any(|(s, _)| s == "failed"));
-    assert!(outcomes("RedirectToPrivate")
+    // The redirect is never followed: its answer dead-letters at once (a connection the
+    // test server closed under a reused one may also fail first, and is retried).
+    let redirects = outcomes("RedirectToPrivate");
+    assert!(
+        redirects.iter().all(|(s, e)| s != "succeeded"
+            && (s == "dead_letter" || e.as_deref() != Some("http_status"))),
+        "{redirects:?}"
+    );
+    assert!(redirects
         .iter()
-        .all(|(s, e)| s == "dead_letter" && e.as_deref() == Some("http_status")));
+        .any(|(s, e)| s == "dead_letter" && e.as_deref() == Some("http_status")));
     assert!(outcomes("Silent")
         .iter()
         .all(|(_, e)| e.as_deref() == Some("timeout")));
