@@ -365,6 +365,17 @@ async fn support_and_other_projects_are_refused_by_every_server_function() {
             assert!(body.contains("Your role cannot"), "{name}: {body}");
         }
     }
+    // Bulk replay is Retry at scale: support may start, follow and cancel one.
+    let (status, body) = support
+        .call("start_replay", &[("filter[status]", "succeeded")])
+        .await;
+    assert_eq!(status, 200, "support start_replay: {body}");
+    let replay: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let replay_id = replay["id"].as_i64().unwrap().to_string();
+    for name in ["get_replay_progress", "cancel_replay"] {
+        let (status, body) = support.call(name, &[("id", &replay_id)]).await;
+        assert_eq!(status, 200, "support {name}: {body}");
+    }
     // Nothing changed behind the refusals.
     let (url, enabled): (String, bool) =
         sqlx::query_as("SELECT url, enabled FROM endpoints WHERE id = $1 AND deleted_at IS NULL")
@@ -414,6 +425,10 @@ async fn support_and_other_projects_are_refused_by_every_server_function() {
         assert_eq!(status, 404, "other project {name}: {body}");
     }
     assert_eq!(other.call("revoke_key", &[("id", &k)]).await.0, 404);
+    for name in ["get_replay_progress", "cancel_replay"] {
+        let (status, body) = other.call(name, &[("id", &replay_id)]).await;
+        assert_eq!(status, 404, "other project {name}: {body}");
+    }
     app.stop().await;
 }
 
