@@ -171,10 +171,10 @@ mod server_side {
             pair: format!("{scope}-pair:{account}:{ip}"),
             account: format!("{scope}-account:{account}"),
         };
-        let per_address = rate_counters::hit(pool, &guess.address, window).await?;
-        let per_pair = rate_counters::hit(pool, &guess.pair, window).await?;
-        let per_account = rate_counters::hit(pool, &guess.account, window).await?;
-        match sign_in_gate(per_address, per_pair, per_account) {
+        let counts =
+            rate_counters::hit_each(pool, &[&guess.address, &guess.pair, &guess.account], window)
+                .await?;
+        match sign_in_gate(counts[0], counts[1], counts[2]) {
             SignInGate::Refuse => {
                 let wait = (window + SIGN_IN_WINDOW_SECS - now).max(1) / 60 + 1;
                 Err(AppError::TooMany(format!(
@@ -192,8 +192,9 @@ mod server_side {
     /// The password was right: the guess is not a failure after all.
     pub async fn guess_was_right(pool: &PgPool, guess: Guess) -> AppResult<()> {
         rate_counters::clear(pool, &guess.pair, guess.window).await?;
-        rate_counters::undo(pool, &guess.address, guess.window).await?;
-        rate_counters::undo(pool, &guess.account, guess.window).await
+        rate_counters::hit_by(pool, &guess.address, guess.window, -1).await?;
+        rate_counters::hit_by(pool, &guess.account, guess.window, -1).await?;
+        Ok(())
     }
 
     pub async fn require_user() -> Result<User, ServerFnError> {

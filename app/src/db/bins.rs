@@ -73,7 +73,12 @@ pub async fn capture(
     quotas: Quotas,
 ) -> AppResult<Stored> {
     let headers = sqlx::types::Json(c.headers);
-    let header_bytes = serde_json::to_string(c.headers).map_or(0, |s| s.len()) as i64;
+    // Roughly what the headers take as stored JSON (`["name","value"],` per pair).
+    let header_bytes: i64 = c
+        .headers
+        .iter()
+        .map(|(k, v)| (k.len() + v.len() + 6) as i64)
+        .sum();
     let stored_bytes = c.body.len() as i64 + header_bytes;
     let inserted: Option<i64> = sqlx::query_scalar(
         "INSERT INTO bin_requests (bin_id, method, path, query, headers, body, size, status, remote_addr, stored_bytes)

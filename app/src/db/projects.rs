@@ -84,16 +84,6 @@ pub async fn get(pool: &PgPool, id: i64) -> AppResult<Option<ProjectRef>> {
     )
 }
 
-pub async fn is_member(pool: &PgPool, project_id: i64, user_id: i64) -> AppResult<bool> {
-    Ok(sqlx::query_scalar::<_, bool>(
-        "SELECT EXISTS (SELECT 1 FROM memberships WHERE project_id = $1 AND user_id = $2)",
-    )
-    .bind(project_id)
-    .bind(user_id)
-    .fetch_one(pool)
-    .await?)
-}
-
 /// The user's role in the project (`owner`, `member`), or None for a non-member.
 pub async fn member_role(
     pool: &PgPool,

@@ -7,16 +7,31 @@ use crate::error::AppResult;
 /// Counts one hit in `bucket` for the window starting at `window_start`; returns the
 /// count including this hit.
 pub async fn hit(pool: &PgPool, bucket: &str, window_start: i64) -> AppResult<u32> {
-    let count: i32 = sqlx::query_scalar(
-        "INSERT INTO rate_counters (bucket, window_start, count) VALUES ($1, $2, 1)
+    hit_by(pool, bucket, window_start, 1).await
+}
+
+/// Counts one hit in each of several (distinct) buckets in one statement; returns their
+/// counts, in the order given.
+pub async fn hit_each(pool: &PgPool, buckets: &[&str], window_start: i64) -> AppResult<Vec<u32>> {
+    let counted: Vec<(String, i32)> = sqlx::query_as(
+        "INSERT INTO rate_counters (bucket, window_start, count)
+         SELECT b, $2, 1 FROM unnest($1::text[]) AS b
          ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_counters.count + 1
-         RETURNING count",
+         RETURNING bucket, count",
     )
-    .bind(bucket)
+    .bind(buckets)
     .bind(window_start)
-    .fetch_one(pool)
+    .fetch_all(pool)
     .await?;
-    Ok(count.max(0) as u32)
+    Ok(buckets
+        .iter()
+        .map(|b| {
+            counted
+                .iter()
+                .find(|(name, _)| name == b)
+                .map_or(0, |(_, n)| (*n).max(0) as u32)
+        })
+        .collect())
 }
 
 /// Counts `n` hits at once (a batch of events costs one unit per event); a negative `n`
@@ -33,29 +48,6 @@ pub async fn hit_by(pool: &PgPool, bucket: &str, window_start: i64, n: i32) -> A
     .fetch_one(pool)
     .await?;
     Ok(count.max(0) as u32)
-}
-
-pub async fn current(pool: &PgPool, bucket: &str, window_start: i64) -> AppResult<u32> {
-    let count: Option<i32> = sqlx::query_scalar(
-        "SELECT count FROM rate_counters WHERE bucket = $1 AND window_start = $2",
-    )
-    .bind(bucket)
-    .bind(window_start)
-    .fetch_optional(pool)
-    .await?;
-    Ok(count.unwrap_or(0).max(0) as u32)
-}
-
-/// Takes back one hit (a sign-in that turned out right was counted as a failure first).
-pub async fn undo(pool: &PgPool, bucket: &str, window_start: i64) -> AppResult<()> {
-    sqlx::query(
-        "UPDATE rate_counters SET count = greatest(count - 1, 0) WHERE bucket = $1 AND window_start = $2",
-    )
-    .bind(bucket)
-    .bind(window_start)
-    .execute(pool)
-    .await?;
-    Ok(())
 }
 
 pub async fn clear(pool: &PgPool, bucket: &str, window_start: i64) -> AppResult<()> {

@@ -1,7 +1,11 @@
 //! `/events`: ingest (fan-out through [`app::db::events::ingest`]) and poll by cursor.
 
 use app::{
-    core::{cursor::Cursor, event_type::EventType},
+    core::{
+        cursor::Cursor,
+        event_type::EventType,
+        ratelimit::{quota, retry_after},
+    },
     db::{
         events::{self, StoredEvent},
         rate_counters,
@@ -133,7 +137,7 @@ pub async fn create_batch(
         if count > rate.limit {
             rate_counters::hit_by(&pool, &rate.bucket, rate.window, -extra).await?;
             let now = chrono::Utc::now().timestamp();
-            let wait = (60 - now.rem_euclid(60)).max(1);
+            let wait = retry_after(&quota(rate.limit, count, now), now);
             let mut r = ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate_limited",
