@@ -35,6 +35,8 @@ pub struct Config {
     pub plan_limits: crate::core::ratelimit::PlanLimits,
     /// Bulk replay: attempts enqueued per endpoint per second.
     pub replay_per_second: u32,
+    /// Ingest hands fresh attempts straight to the dispatcher in the same process.
+    pub handoff: bool,
 }
 
 impl Config {
@@ -67,15 +69,14 @@ impl Config {
             var("POSTHORN_RETRY_SCHEDULE").unwrap_or_else(|| "30s,5m,30m,2h,6h".into());
         let schedule =
             parse_schedule(&schedule_text).map_err(|e| format!("POSTHORN_RETRY_SCHEDULE: {e}"))?;
-        let allow_private_targets = match var("POSTHORN_ALLOW_PRIVATE_TARGETS").as_deref() {
-            None | Some("false") | Some("0") => false,
-            Some("true") | Some("1") => true,
-            Some(v) => {
-                return Err(format!(
-                    "POSTHORN_ALLOW_PRIVATE_TARGETS: `{v}` is not true or false"
-                ))
-            }
+        let flag = |name: &str, default: bool| match var(name).as_deref() {
+            None => Ok(default),
+            Some("false") | Some("0") | Some("off") => Ok(false),
+            Some("true") | Some("1") | Some("on") => Ok(true),
+            Some(v) => Err(format!("{name}: `{v}` is not true or false")),
         };
+        let allow_private_targets = flag("POSTHORN_ALLOW_PRIVATE_TARGETS", false)?;
+        let handoff = flag("POSTHORN_HANDOFF", true)?;
         let site_addr = var("LEPTOS_SITE_ADDR").unwrap_or_else(|| "127.0.0.1:3000".into());
         let site_addr = site_addr
             .parse()
@@ -93,6 +94,7 @@ impl Config {
             connect_timeout: duration_var("POSTHORN_CONNECT_TIMEOUT", "10s")?,
             read_timeout: duration_var("POSTHORN_READ_TIMEOUT", "30s")?,
             allow_private_targets,
+            handoff,
             retention_days: number(
                 "POSTHORN_RETENTION_DAYS",
                 var("POSTHORN_RETENTION_DAYS"),

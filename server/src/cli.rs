@@ -121,8 +121,9 @@ async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
     let metrics = Arc::new(Metrics::default());
     let (tx, rx) = watch::channel(false);
     let dispatch_pool = app::db::connect_dispatcher(&cfg.database_url, 16).await?;
-    let dispatcher =
-        tokio::spawn(Dispatcher::new(dispatch_pool, cfg.clone(), metrics.clone()).run(rx.clone()));
+    let mut dispatcher = Dispatcher::new(dispatch_pool, cfg.clone(), metrics.clone());
+    let handoff = cfg.handoff.then(|| dispatcher.handoff());
+    let dispatcher = tokio::spawn(dispatcher.run(rx.clone()));
     let maintenance = tokio::spawn(crate::maintenance::run(
         pool.clone(),
         cfg.retention_days,
@@ -135,6 +136,7 @@ async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
         pool,
         cfg: cfg.clone(),
         metrics,
+        handoff,
     };
     let listener = tokio::net::TcpListener::bind(cfg.site_addr)
         .await

@@ -18,6 +18,8 @@ pub struct AppState {
     pub pool: PgPool,
     pub cfg: Arc<Config>,
     pub metrics: Arc<Metrics>,
+    /// The dispatcher of this process, when it takes attempts straight from ingest.
+    pub handoff: Option<Arc<dyn app::db::handoff::Handoff>>,
 }
 
 /// Where the build put the bundle's content hashes (`js: …`, `wasm: …`, `css: …`), read by

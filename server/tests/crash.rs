@@ -165,3 +165,96 @@ async fn two_dispatchers_never_send_the_same_attempt() {
     assert_eq!(by_worker, 2, "both dispatchers did work");
     app.stop().await;
 }
+
+/// `posthorn serve` hands a fresh event's attempts straight to its own dispatcher,
+/// already leased to it. Killed after the ingest committed but before those attempts
+/// were sent, it loses none of them: their lease runs out and another dispatcher sends
+/// them, with the request ids they were given.
+#[tokio::test]
+async fn a_server_killed_after_handing_off_attempts_loses_none() {
+    let db = TestDb::new().await;
+    let app = TestApp::spawn_on(db, |_| {}, false).await;
+    let rx = Receiver::start().await;
+    rx.set_default(Answer::status(200).delay(Duration::from_millis(1500)));
+    let (project, key) = app.project("business").await;
+    app.endpoint(project, &rx.url).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    // Two attempts at a time (room for four held): of six events, two are sent, two are
+    // handed over and wait for a slot, two wait in the queue.
+    let mut server = Command::new(env!("CARGO_BIN_EXE_posthorn"))
+        .arg("serve")
+        .env("DATABASE_URL", &app.db_url)
+        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+        .env("POSTHORN_ALLOW_PRIVATE_TARGETS", "true")
+        .env("POSTHORN_LEASE", "2s")
+        .env("POSTHORN_DISPATCH_CONCURRENCY", "2")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start posthorn serve");
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http.get(format!("{base}/healthz")).send().await.is_err() {
+        assert!(Instant::now() < deadline, "server did not start");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let n = 6;
+    for i in 0..n {
+        let r = http
+            .post(format!("{base}/public/v1/events"))
+            .bearer_auth(&key)
+            .json(&serde_json::json!({ "event": "order.created", "data": { "i": i } }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 202);
+    }
+    rx.wait_for(2, Duration::from_secs(10)).await;
+    server.kill().unwrap(); // SIGKILL: nothing is handed back
+    server.wait().unwrap();
+    let seen: HashSet<String> = rx
+        .seen()
+        .iter()
+        .map(|r| header(r, "x-request-id").to_string())
+        .collect();
+    let leased: Vec<String> = sqlx::query_scalar(
+        "SELECT request_id FROM deliveries WHERE status = 'in_flight' ORDER BY id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let unsent: Vec<&String> = leased.iter().filter(|r| !seen.contains(*r)).collect();
+    assert!(
+        !unsent.is_empty(),
+        "some attempts were handed over and not yet sent when the server died: {leased:?} leased, {seen:?} seen"
+    );
+
+    let mut second = dispatcher(&app.db_url, &[]);
+    all_delivered(&app.pool, n, Duration::from_secs(60)).await;
+    second.kill().unwrap();
+    second.wait().unwrap();
+    let delivered: HashSet<String> = rx
+        .seen()
+        .iter()
+        .map(|r| header(r, "x-request-id").to_string())
+        .collect();
+    for r in &unsent {
+        assert!(
+            delivered.contains(*r),
+            "{r} was sent after the lease ran out"
+        );
+    }
+    let events: HashSet<String> = rx
+        .seen()
+        .iter()
+        .map(|r| header(r, "x-event-id").to_string())
+        .collect();
+    assert_eq!(events.len() as i64, n, "every event reached the receiver");
+    app.stop().await;
+}

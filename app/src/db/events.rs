@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
+use super::handoff::{Claimed, Handoff, Reserved};
 use crate::{
     core::{
         cursor::Cursor,
@@ -31,17 +32,45 @@ pub async fn ingest(
     data_json: &str,
     client_id: Option<&str>,
 ) -> AppResult<Ingested> {
+    ingest_handing(pool, project_id, event_type, data_json, client_id, None).await
+}
+
+/// An endpoint an event fans out to, with what a handed-off attempt needs to be sent.
+#[derive(sqlx::FromRow)]
+struct Target {
+    id: i64,
+    url: String,
+    throttled: bool,
+    secret: String,
+    previous_secret: Option<String>,
+    custom_headers: sqlx::types::Json<Vec<(String, String)>>,
+}
+
+/// A fresh attempt as inserted: id, created_at, endpoint, request id, lease end, handed.
+type InsertedRow = (i64, DateTime<Utc>, i64, String, DateTime<Utc>, bool);
+
+/// [`ingest`], handing the first attempts to unthrottled endpoints to `handoff` (the
+/// dispatcher in this process) as far as it has room; the rest wait for a claim.
+pub async fn ingest_handing(
+    pool: &PgPool,
+    project_id: i64,
+    event_type: &EventType,
+    data_json: &str,
+    client_id: Option<&str>,
+    handoff: Option<&dyn Handoff>,
+) -> AppResult<Ingested> {
     let mut tx = pool.begin().await?;
     // The dispatchers are woken after the commit, not by the insert trigger (see the
-    // `notify_after_commit` migration for why).
-    sqlx::query("SET LOCAL posthorn.defer_notify = on")
-        .execute(&mut *tx)
-        .await?;
-    let targets: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT id, url FROM endpoints
-         WHERE project_id = $1 AND enabled AND deleted_at IS NULL
-           AND (event_types @> ARRAY['*'] OR event_types @> ARRAY[$2])
-         ORDER BY id",
+    // `notify_after_commit` migration for why); setting it in the first query saves a
+    // round trip.
+    let targets: Vec<Target> = sqlx::query_as(
+        "SELECT e.id, e.url, e.rate_limit IS NOT NULL AS throttled, e.secret,
+                CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
+                e.custom_headers
+         FROM endpoints e, set_config('posthorn.defer_notify', 'on', true)
+         WHERE e.project_id = $1 AND e.enabled AND e.deleted_at IS NULL
+           AND (e.event_types @> ARRAY['*'] OR e.event_types @> ARRAY[$2])
+         ORDER BY e.id",
     )
     .bind(project_id)
     .bind(event_type.as_str())
@@ -79,14 +108,49 @@ pub async fn ingest(
             repeated: true,
         });
     };
+    // Reserved only now, so a repeated event never holds room; given back on any error.
+    let reserved = handoff.map(|h| {
+        let plain: Vec<i64> = targets
+            .iter()
+            .filter(|t| !t.throttled)
+            .map(|t| t.id)
+            .collect();
+        Reserved {
+            handoff: h,
+            endpoints: if plain.is_empty() {
+                Vec::new()
+            } else {
+                h.reserve(project_id, &plain)
+            },
+        }
+    });
+    let handed_to = reserved.as_ref().filter(|r| !r.endpoints.is_empty());
+    let mut handed: Vec<Claimed> = Vec::new();
     if !targets.is_empty() {
-        let (ids, urls): (Vec<i64>, Vec<String>) = targets.into_iter().unzip();
+        let ids: Vec<i64> = targets.iter().map(|t| t.id).collect();
+        let urls: Vec<&str> = targets.iter().map(|t| t.url.as_str()).collect();
         let request_ids: Vec<String> = ids.iter().map(|_| new_request_id()).collect();
-        sqlx::query(
+        let taken: Vec<bool> = ids
+            .iter()
+            .map(|id| handed_to.is_some_and(|r| r.endpoints.contains(id)))
+            .collect();
+        let lease = handed_to
+            .map(|r| r.handoff.lease())
+            .and_then(|l| chrono::Duration::from_std(l).ok())
+            .unwrap_or_default();
+        let rows: Vec<InsertedRow> = sqlx::query_as(
             "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url,
-                                     attempt, trigger, status, request_id)
-             SELECT $1, $2, $3, t.endpoint_id, t.url, 1, 'auto', 'pending', t.request_id
-             FROM unnest($4::bigint[], $5::text[], $6::text[]) AS t(endpoint_id, url, request_id)",
+                                     attempt, trigger, status, request_id,
+                                     started_at, claimed_by, lease_expires_at)
+             SELECT $1, $2, $3, t.endpoint_id, t.url, 1, 'auto',
+                    CASE WHEN t.taken THEN 'in_flight' ELSE 'pending' END, t.request_id,
+                    CASE WHEN t.taken THEN now() END,
+                    CASE WHEN t.taken THEN $8 END,
+                    CASE WHEN t.taken THEN now() + $9 END
+             FROM unnest($4::bigint[], $5::text[], $6::text[], $7::bool[])
+                  AS t(endpoint_id, url, request_id, taken)
+             RETURNING id, created_at, endpoint_id, request_id,
+                       coalesce(lease_expires_at, now()), status = 'in_flight'",
         )
         .bind(project_id)
         .bind(&event_id)
@@ -94,11 +158,47 @@ pub async fn ingest(
         .bind(&ids)
         .bind(&urls)
         .bind(&request_ids)
-        .execute(&mut *tx)
+        .bind(&taken)
+        .bind(handed_to.map(|r| r.handoff.worker()))
+        .bind(lease)
+        .fetch_all(&mut *tx)
         .await?;
+        for (id, row_created_at, endpoint_id, request_id, lease_expires_at, in_flight) in rows {
+            let Some(t) = in_flight
+                .then(|| targets.iter().find(|t| t.id == endpoint_id))
+                .flatten()
+            else {
+                continue;
+            };
+            handed.push(Claimed {
+                id,
+                created_at: row_created_at,
+                project_id,
+                event_id: event_id.clone(),
+                event_type: event_type.as_str().to_string(),
+                endpoint_id,
+                target_url: t.url.clone(),
+                attempt: 1,
+                trigger: "auto".into(),
+                request_id,
+                chain_started_at: None,
+                lease_expires_at,
+                event_created_at: created_at,
+                data: data_json.to_string(),
+                endpoint_url: t.url.clone(),
+                secret: t.secret.clone(),
+                previous_secret: t.previous_secret.clone(),
+                custom_headers: t.custom_headers.clone(),
+                start_at: None,
+            });
+        }
     }
     tx.commit().await?;
-    if deliveries > 0 {
+    let waiting = deliveries as usize > handed.len();
+    if let Some(r) = reserved {
+        r.deliver(handed);
+    }
+    if waiting {
         super::wakeup::wake_dispatchers(pool).await;
     }
     Ok(Ingested {

@@ -7,6 +7,7 @@ pub mod bins;
 pub mod deliveries;
 pub mod endpoints;
 pub mod events;
+pub mod handoff;
 pub mod horizon;
 pub mod maintenance;
 pub mod projects;

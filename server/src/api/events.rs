@@ -21,6 +21,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use sqlx::PgPool;
 
+/// The dispatcher of this process, if it takes attempts straight from ingest.
+type Handoff = Option<std::sync::Arc<dyn app::db::handoff::Handoff>>;
+
 use super::{
     error::ApiErrorBody,
     page_limit,
@@ -106,6 +109,7 @@ impl From<StoredEvent> for Event {
 )]
 pub async fn create_batch(
     State(pool): State<PgPool>,
+    State(handoff): State<Handoff>,
     Extension(caller): Extension<Caller>,
     Extension(rate): Extension<super::RateWindow>,
     ApiJson(body): ApiJson<CreateEventBatch>,
@@ -155,12 +159,13 @@ pub async fn create_batch(
     }
     let mut data = Vec::with_capacity(n);
     for (event_type, payload, key) in items {
-        let ingested = events::ingest(
+        let ingested = events::ingest_handing(
             &pool,
             caller.project_id,
             &event_type,
             payload.get(),
             key.as_deref(),
+            handoff.as_deref(),
         )
         .await?;
         data.push(EventAccepted {
@@ -189,6 +194,7 @@ pub struct EventPage {
 )]
 pub async fn create(
     State(pool): State<PgPool>,
+    State(handoff): State<Handoff>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateEvent>,
@@ -204,12 +210,13 @@ pub async fn create(
             "id (idempotency key) must be at most 255 characters",
         ));
     }
-    let ingested = events::ingest(
+    let ingested = events::ingest_handing(
         &pool,
         caller.project_id,
         &event_type,
         body.data.get(),
         client_id.as_deref(),
+        handoff.as_deref(),
     )
     .await?;
     Ok((

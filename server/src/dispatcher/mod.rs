@@ -3,22 +3,18 @@
 //! any two live dispatchers from sending the same attempt.
 
 pub mod guard;
+mod handoff;
+mod launch;
 pub mod queue;
 pub mod sender;
 
 use std::{
     collections::HashMap,
-    panic::AssertUnwindSafe,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
-use app::{
-    cfg::Config,
-    core::throttle::{check_slot, SlotCheck},
-};
-use futures::FutureExt;
-use rand::Rng;
+use app::cfg::Config;
 use sqlx::{postgres::PgListener, PgPool};
 use tokio::{
     sync::{mpsc, watch, Notify, Semaphore},
@@ -26,7 +22,9 @@ use tokio::{
 };
 
 use crate::metrics::Metrics;
-use queue::Outcome;
+use handoff::LocalHandoff;
+use launch::Launch;
+use queue::{Claimed, Outcome};
 use sender::Sender;
 
 /// A claimed row not yet recorded or handed back.
@@ -87,6 +85,8 @@ pub struct Dispatcher {
     metrics: Arc<Metrics>,
     worker: String,
     probe: Option<Probe>,
+    held: Held,
+    handoff: Option<(Arc<LocalHandoff>, mpsc::UnboundedReceiver<Vec<Claimed>>)>,
 }
 
 impl Dispatcher {
@@ -98,7 +98,25 @@ impl Dispatcher {
             metrics,
             worker,
             probe: None,
+            held: Held::default(),
+            handoff: None,
         }
+    }
+
+    /// Lets ingest in this process hand fresh attempts straight to this dispatcher (see
+    /// [`app::db::handoff`]); it takes them while it runs.
+    pub fn handoff(&mut self) -> Arc<dyn app::db::handoff::Handoff> {
+        let (handoff, _) = self.handoff.get_or_insert_with(|| {
+            LocalHandoff::new(
+                self.worker.clone(),
+                self.cfg.lease,
+                self.held.clone(),
+                self.cfg.concurrency.max(1) * 2,
+                self.cfg.per_endpoint_concurrency.max(1),
+                self.cfg.project_concurrency.max(1),
+            )
+        });
+        handoff.clone()
     }
 
     /// Runs `probe` in every attempt's task before the send (fault injection in tests).
@@ -109,7 +127,7 @@ impl Dispatcher {
 
     /// Runs until `shutdown` turns true, then stops claiming, lets in-flight attempts
     /// finish (bounded), records them, and hands back anything left.
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
         let sender = match Sender::new(self.cfg.clone()) {
             Ok(s) => Arc::new(s),
             Err(e) => {
@@ -118,11 +136,27 @@ impl Dispatcher {
             }
         };
         let wake = Arc::new(Notify::new());
-        let held: Held = Arc::default();
-        let global = Arc::new(Semaphore::new(self.cfg.concurrency.max(1)));
-        let mut per_endpoint: HashMap<i64, Arc<Semaphore>> = HashMap::new();
+        let held = self.held.clone();
         let max_held = self.cfg.concurrency.max(1) * 2;
         let (results_tx, results_rx) = mpsc::unbounded_channel::<Report>();
+        let (handoff, mut handed) = match self.handoff.take() {
+            Some((h, rx)) => (Some(h), rx),
+            None => (None, mpsc::unbounded_channel().1),
+        };
+        if let Some(h) = &handoff {
+            h.open.store(true, std::sync::atomic::Ordering::Release);
+        }
+        let mut launch = Launch {
+            global: Arc::new(Semaphore::new(self.cfg.concurrency.max(1))),
+            per_endpoint: HashMap::new(),
+            per_endpoint_concurrency: self.cfg.per_endpoint_concurrency.max(1),
+            sender,
+            metrics: self.metrics.clone(),
+            shutdown: shutdown.clone(),
+            probe: self.probe.clone(),
+            reports: results_tx.clone(),
+            tasks: JoinSet::new(),
+        };
         let progress = Arc::new(Notify::new());
 
         let listener = tokio::spawn(listen(self.pool.clone(), wake.clone()));
@@ -139,7 +173,6 @@ impl Dispatcher {
             held.clone(),
             self.cfg.lease,
         ));
-        let mut tasks = JoinSet::new();
         let mut last_recovery = std::time::Instant::now() - Duration::from_secs(60);
         tracing::info!(worker = %self.worker, "dispatcher started");
 
@@ -147,7 +180,10 @@ impl Dispatcher {
             if *shutdown.borrow() {
                 break;
             }
-            while tasks.try_join_next().is_some() {}
+            while launch.tasks.try_join_next().is_some() {}
+            while let Ok(rows) = handed.try_recv() {
+                launch.all(rows);
+            }
             if last_recovery.elapsed() > Duration::from_secs(2) {
                 last_recovery = std::time::Instant::now();
                 let recovered = queue::recover_expired(&self.pool).await;
@@ -164,9 +200,11 @@ impl Dispatcher {
                 let h = held.lock().unwrap_or_else(|e| e.into_inner());
                 (h.len(), Shares::of(h.values()))
             };
-            let room = max_held.saturating_sub(held_now) as i64;
+            let reserved = handoff.as_ref().map_or(0, |h| h.reserved());
+            let room = max_held.saturating_sub(held_now + reserved) as i64;
             if room == 0 {
                 tokio::select! {
+                    Some(rows) = handed.recv() => launch.all(rows),
                     _ = progress.notified() => {}
                     _ = tokio::time::sleep(Duration::from_millis(100)) => {}
                     _ = shutdown.changed() => {}
@@ -219,78 +257,8 @@ impl Dispatcher {
                     );
                 }
             }
-            for row in claimed {
-                let ep_sem = per_endpoint
-                    .entry(row.endpoint_id)
-                    .or_insert_with(|| {
-                        Arc::new(Semaphore::new(self.cfg.per_endpoint_concurrency.max(1)))
-                    })
-                    .clone();
-                let global = global.clone();
-                let sender = sender.clone();
-                let metrics = self.metrics.clone();
-                let mut stopping = shutdown.clone();
-                let probe = self.probe.clone();
-                let hand_back = HandBackOnDrop {
-                    id: row.id,
-                    created_at: row.created_at,
-                    reports: results_tx.clone(),
-                    done: false,
-                };
-                tasks.spawn(async move {
-                    // A throttled endpoint's attempt waits for its start slot holding no
-                    // concurrency slot; one that misses its slot goes back to the queue.
-                    if let Some(start_at) = row.start_at {
-                        if let SlotCheck::Wait(wait) = check_slot(ms_until(start_at)) {
-                            tokio::select! {
-                                _ = tokio::time::sleep(wait) => {}
-                                _ = stopping.changed() => return,
-                            }
-                        }
-                    }
-                    // The endpoint's slot first: waiting for a slow endpoint holds no global slot.
-                    let _ep = ep_sem.acquire_owned().await;
-                    let _slot = global.acquire_owned().await;
-                    if *stopping.borrow() {
-                        return; // not sent: handed back to the queue by `hand_back`
-                    }
-                    if let Some(start_at) = row.start_at {
-                        match check_slot(ms_until(start_at)) {
-                            SlotCheck::Go => {}
-                            SlotCheck::Wait(wait) => tokio::time::sleep(wait).await,
-                            SlotCheck::Missed => {
-                                tracing::debug!(
-                                    delivery = row.id,
-                                    "start slot missed; back to the queue"
-                                );
-                                return;
-                            }
-                        }
-                    }
-                    let jitter: f64 = rand::thread_rng().gen();
-                    let attempt = async {
-                        if let Some(probe) = &probe {
-                            probe(&row);
-                        }
-                        sender.attempt(&row, jitter).await
-                    };
-                    // A bug in one attempt must not leave its row held (and its slot
-                    // taken) for ever: it is recorded as an internal failure and retried.
-                    let outcome = match AssertUnwindSafe(attempt).catch_unwind().await {
-                        Ok(outcome) => outcome,
-                        Err(panic) => {
-                            let message = panic_message(panic.as_ref());
-                            tracing::error!(delivery = row.id, %message, "attempt panicked");
-                            sender.internal_failure(&row, &message, jitter)
-                        }
-                    };
-                    metrics.observe(&outcome);
-                    hand_back.report(outcome);
-                });
-            }
-            if per_endpoint.len() > 10_000 {
-                per_endpoint.retain(|_, s| Arc::strong_count(s) > 1);
-            }
+            launch.all(claimed);
+            launch.forget_idle_endpoints();
             if got < limit && !booked {
                 let sleep = match queue::next_due(&self.pool).await {
                     Ok(Some(at)) => (at - chrono::Utc::now())
@@ -300,6 +268,7 @@ impl Dispatcher {
                     _ => Duration::from_secs(1),
                 };
                 tokio::select! {
+                    Some(rows) = handed.recv() => launch.all(rows),
                     _ = wake.notified() => {}
                     _ = tokio::time::sleep(sleep) => {}
                     _ = shutdown.changed() => {}
@@ -307,6 +276,10 @@ impl Dispatcher {
             }
         }
 
+        if let Some(h) = &handoff {
+            h.open.store(false, std::sync::atomic::Ordering::Release);
+        }
+        let mut tasks = launch.tasks;
         tracing::info!(
             in_flight = tasks.len(),
             "dispatcher stopping: finishing in-flight attempts"
@@ -321,6 +294,15 @@ impl Dispatcher {
             // Aborted tasks hand their rows back as they are dropped.
             while tasks.join_next().await.is_some() {}
         }
+        // Rows handed over after the loop ended are released below with the rest.
+        handed.close();
+        while let Ok(rows) = handed.try_recv() {
+            let mut h = held.lock().unwrap_or_else(|e| e.into_inner());
+            for row in rows {
+                h.remove(&row.id);
+            }
+        }
+        drop(launch.reports);
         drop(results_tx);
         let _ = writer.await;
         listener.abort();

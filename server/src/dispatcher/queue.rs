@@ -5,30 +5,7 @@ use app::core::throttle::{BOOKING_HORIZON, SLOT_LEAD};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-/// A claimed attempt with everything needed to send it.
-#[derive(Clone, Debug, sqlx::FromRow)]
-pub struct Claimed {
-    pub id: i64,
-    pub created_at: DateTime<Utc>,
-    pub project_id: i64,
-    pub event_id: String,
-    pub event_type: String,
-    pub endpoint_id: i64,
-    pub target_url: String,
-    pub attempt: i32,
-    pub trigger: String,
-    pub request_id: String,
-    pub chain_started_at: Option<DateTime<Utc>>,
-    pub lease_expires_at: DateTime<Utc>,
-    pub event_created_at: DateTime<Utc>,
-    pub data: String,
-    pub endpoint_url: String,
-    pub secret: String,
-    pub previous_secret: Option<String>,
-    pub custom_headers: sqlx::types::Json<Vec<(String, String)>>,
-    /// The start slot booked for it when the endpoint is throttled.
-    pub start_at: Option<DateTime<Utc>>,
-}
+pub use app::db::handoff::Claimed;
 
 /// The fair shares a claim respects: how many rows one endpoint and one project may hold
 /// in this worker at once, and how many they already hold.

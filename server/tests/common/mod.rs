@@ -122,10 +122,11 @@ impl TestApp {
         let metrics = Arc::new(Metrics::default());
         let (stop, rx) = watch::channel(false);
         let mut handles = Vec::new();
+        let mut handoff = None;
         if with_dispatcher {
-            handles.push(tokio::spawn(
-                Dispatcher::new(db.pool.clone(), cfg.clone(), metrics.clone()).run(rx.clone()),
-            ));
+            let mut dispatcher = Dispatcher::new(db.pool.clone(), cfg.clone(), metrics.clone());
+            handoff = cfg.handoff.then(|| dispatcher.handoff());
+            handles.push(tokio::spawn(dispatcher.run(rx.clone())));
             handles.push(tokio::spawn(server::replayer::run(
                 db.pool.clone(),
                 rx.clone(),
@@ -136,6 +137,7 @@ impl TestApp {
             pool: db.pool.clone(),
             cfg,
             metrics,
+            handoff,
         };
         let mut stop_rx = rx.clone();
         handles.push(tokio::spawn(async move {

@@ -1,0 +1,71 @@
+//! Attempts handed from ingest straight to the dispatcher of the same process.
+//!
+//! A fresh event's first attempts are inserted already leased to that dispatcher (status
+//! `in_flight`, `claimed_by`, `lease_expires_at`) in the ingest transaction and passed to
+//! it after the commit, so no notification, wake-up or claim sits between the commit and
+//! the send. Crash safety is the claim's: if the process dies after the commit, the lease
+//! runs out and any dispatcher's lease recovery queues the rows again.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+/// An attempt leased to one dispatcher, with everything needed to send it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Claimed {
+    pub id: i64,
+    pub created_at: DateTime<Utc>,
+    pub project_id: i64,
+    pub event_id: String,
+    pub event_type: String,
+    pub endpoint_id: i64,
+    pub target_url: String,
+    pub attempt: i32,
+    pub trigger: String,
+    pub request_id: String,
+    pub chain_started_at: Option<DateTime<Utc>>,
+    pub lease_expires_at: DateTime<Utc>,
+    pub event_created_at: DateTime<Utc>,
+    pub data: String,
+    pub endpoint_url: String,
+    pub secret: String,
+    pub previous_secret: Option<String>,
+    pub custom_headers: sqlx::types::Json<Vec<(String, String)>>,
+    /// The start slot booked for it when the endpoint is throttled.
+    pub start_at: Option<DateTime<Utc>>,
+}
+
+/// A dispatcher that takes attempts directly from ingest in its process.
+pub trait Handoff: Send + Sync {
+    /// The worker name the rows are leased to, and for how long.
+    fn worker(&self) -> &str;
+    fn lease(&self) -> Duration;
+    /// Which of these endpoints (of one project, none throttled) it has room for now;
+    /// the room stays reserved until [`Handoff::deliver`] or [`Handoff::cancel`].
+    fn reserve(&self, project_id: i64, endpoints: &[i64]) -> Vec<i64>;
+    /// The committed rows of a reservation of `reserved` endpoints.
+    fn deliver(&self, rows: Vec<Claimed>, reserved: usize);
+    /// A reservation that was not used (the transaction failed or was a repeat).
+    fn cancel(&self, reserved: usize);
+}
+
+/// Gives a reservation back unless it was delivered, whatever way ingest ends.
+pub(crate) struct Reserved<'a> {
+    pub handoff: &'a dyn Handoff,
+    pub endpoints: Vec<i64>,
+}
+
+impl Reserved<'_> {
+    pub fn deliver(mut self, rows: Vec<Claimed>) {
+        let n = std::mem::take(&mut self.endpoints).len();
+        self.handoff.deliver(rows, n);
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if !self.endpoints.is_empty() {
+            self.handoff.cancel(self.endpoints.len());
+        }
+    }
+}

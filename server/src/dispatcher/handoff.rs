@@ -1,0 +1,130 @@
+//! The dispatcher's side of [`app::db::handoff`]: room for attempts straight from ingest
+//! in this process, counted against the same shares as claimed rows.
+
+use std::{
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+
+use app::db::handoff::{Claimed, Handoff};
+use tokio::sync::mpsc;
+
+use super::{Held, HeldRow};
+
+pub(crate) struct LocalHandoff {
+    pub(crate) worker: String,
+    pub(crate) lease: Duration,
+    pub(crate) held: Held,
+    /// Room promised to ingest transactions not yet committed.
+    pub(crate) reserved: AtomicUsize,
+    pub(crate) max_held: usize,
+    pub(crate) per_endpoint: usize,
+    pub(crate) per_project: usize,
+    /// Off once the dispatcher stops taking work.
+    pub(crate) open: AtomicBool,
+    pub(crate) rows: mpsc::UnboundedSender<Vec<Claimed>>,
+}
+
+impl LocalHandoff {
+    pub(crate) fn new(
+        worker: String,
+        lease: Duration,
+        held: Held,
+        max_held: usize,
+        per_endpoint: usize,
+        per_project: usize,
+    ) -> (Arc<LocalHandoff>, mpsc::UnboundedReceiver<Vec<Claimed>>) {
+        let (rows, rx) = mpsc::unbounded_channel();
+        let handoff = LocalHandoff {
+            worker,
+            lease,
+            held,
+            reserved: AtomicUsize::new(0),
+            max_held,
+            per_endpoint,
+            per_project,
+            open: AtomicBool::new(false),
+            rows,
+        };
+        (Arc::new(handoff), rx)
+    }
+
+    pub(crate) fn reserved(&self) -> usize {
+        self.reserved.load(Ordering::Acquire)
+    }
+}
+
+impl Handoff for LocalHandoff {
+    fn worker(&self) -> &str {
+        &self.worker
+    }
+
+    fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    fn reserve(&self, project_id: i64, endpoints: &[i64]) -> Vec<i64> {
+        if !self.open.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        // Under the held lock, so two reservations never both take the last room.
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let reserved = self.reserved.load(Ordering::Acquire);
+        let free = self.max_held.saturating_sub(held.len() + reserved);
+        let mut project_held = 0;
+        let mut endpoint_held = vec![0usize; endpoints.len()];
+        for row in held.values() {
+            if row.project_id == project_id {
+                project_held += 1;
+                if let Some(i) = endpoints.iter().position(|e| *e == row.endpoint_id) {
+                    endpoint_held[i] += 1;
+                }
+            }
+        }
+        let room = free.min(self.per_project.saturating_sub(project_held));
+        let taken: Vec<i64> = endpoints
+            .iter()
+            .zip(&endpoint_held)
+            .filter(|(_, n)| **n < self.per_endpoint)
+            .map(|(e, _)| *e)
+            .take(room)
+            .collect();
+        self.reserved.fetch_add(taken.len(), Ordering::AcqRel);
+        taken
+    }
+
+    fn deliver(&self, rows: Vec<Claimed>, reserved: usize) {
+        {
+            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            for row in &rows {
+                held.insert(
+                    row.id,
+                    HeldRow {
+                        endpoint_id: row.endpoint_id,
+                        project_id: row.project_id,
+                    },
+                );
+            }
+            self.reserved.fetch_sub(reserved, Ordering::AcqRel);
+        }
+        if let Err(mpsc::error::SendError(rows)) = self.rows.send(rows) {
+            // The dispatcher has stopped: the rows' leases run out and any dispatcher
+            // queues them again.
+            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            for row in &rows {
+                held.remove(&row.id);
+            }
+            tracing::warn!(
+                rows = rows.len(),
+                "dispatcher stopped; handed-off attempts wait for their lease"
+            );
+        }
+    }
+
+    fn cancel(&self, reserved: usize) {
+        self.reserved.fetch_sub(reserved, Ordering::AcqRel);
+    }
+}

@@ -1,0 +1,112 @@
+//! Starting an attempt's task: the shares it waits for, its start slot, and the report
+//! it always leaves (an outcome, or its row handed back).
+
+use std::{collections::HashMap, panic::AssertUnwindSafe, sync::Arc};
+
+use app::core::throttle::{check_slot, SlotCheck};
+use futures::FutureExt;
+use rand::Rng;
+use tokio::{
+    sync::{mpsc, watch, Semaphore},
+    task::JoinSet,
+};
+
+use super::{
+    ms_until, panic_message, queue::Claimed, sender::Sender, HandBackOnDrop, Probe, Report,
+};
+use crate::metrics::Metrics;
+
+pub(super) struct Launch {
+    pub global: Arc<Semaphore>,
+    pub per_endpoint: HashMap<i64, Arc<Semaphore>>,
+    pub per_endpoint_concurrency: usize,
+    pub sender: Arc<Sender>,
+    pub metrics: Arc<Metrics>,
+    pub shutdown: watch::Receiver<bool>,
+    pub probe: Option<Probe>,
+    pub reports: mpsc::UnboundedSender<Report>,
+    pub tasks: JoinSet<()>,
+}
+
+impl Launch {
+    /// Starts one task per row; each row must already be in the held map.
+    pub fn all(&mut self, rows: Vec<Claimed>) {
+        for row in rows {
+            self.one(row);
+        }
+    }
+
+    fn one(&mut self, row: Claimed) {
+        let cap = self.per_endpoint_concurrency;
+        let ep_sem = self
+            .per_endpoint
+            .entry(row.endpoint_id)
+            .or_insert_with(|| Arc::new(Semaphore::new(cap)))
+            .clone();
+        let global = self.global.clone();
+        let sender = self.sender.clone();
+        let metrics = self.metrics.clone();
+        let mut stopping = self.shutdown.clone();
+        let probe = self.probe.clone();
+        let hand_back = HandBackOnDrop {
+            id: row.id,
+            created_at: row.created_at,
+            reports: self.reports.clone(),
+            done: false,
+        };
+        self.tasks.spawn(async move {
+            // A throttled endpoint's attempt waits for its start slot holding no
+            // concurrency slot; one that misses its slot goes back to the queue.
+            if let Some(start_at) = row.start_at {
+                if let SlotCheck::Wait(wait) = check_slot(ms_until(start_at)) {
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = stopping.changed() => return,
+                    }
+                }
+            }
+            // The endpoint's slot first: waiting for a slow endpoint holds no global slot.
+            let _ep = ep_sem.acquire_owned().await;
+            let _slot = global.acquire_owned().await;
+            if *stopping.borrow() {
+                return; // not sent: handed back to the queue by `hand_back`
+            }
+            if let Some(start_at) = row.start_at {
+                match check_slot(ms_until(start_at)) {
+                    SlotCheck::Go => {}
+                    SlotCheck::Wait(wait) => tokio::time::sleep(wait).await,
+                    SlotCheck::Missed => {
+                        tracing::debug!(delivery = row.id, "start slot missed; back to the queue");
+                        return;
+                    }
+                }
+            }
+            let jitter: f64 = rand::thread_rng().gen();
+            let attempt = async {
+                if let Some(probe) = &probe {
+                    probe(&row);
+                }
+                sender.attempt(&row, jitter).await
+            };
+            // A bug in one attempt must not leave its row held (and its slot
+            // taken) for ever: it is recorded as an internal failure and retried.
+            let outcome = match AssertUnwindSafe(attempt).catch_unwind().await {
+                Ok(outcome) => outcome,
+                Err(panic) => {
+                    let message = panic_message(panic.as_ref());
+                    tracing::error!(delivery = row.id, %message, "attempt panicked");
+                    sender.internal_failure(&row, &message, jitter)
+                }
+            };
+            metrics.observe(&outcome);
+            hand_back.report(outcome);
+        });
+    }
+
+    /// Endpoints come and go; their semaphores need not stay once idle.
+    pub fn forget_idle_endpoints(&mut self) {
+        if self.per_endpoint.len() > 10_000 {
+            self.per_endpoint.retain(|_, s| Arc::strong_count(s) > 1);
+        }
+    }
+}
