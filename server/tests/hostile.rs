@@ -3,6 +3,10 @@
 
 mod common;
 
+/// These tests measure latencies and claim times; run side by side, each one's load
+/// (300,000-row inserts, hostile receivers) would be the other's noise.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 use std::{
     collections::HashMap,
     sync::{
@@ -172,6 +176,7 @@ fn hostile_config(cfg: &mut app::cfg::Config) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_receivers_neither_stop_nor_slow_another_project() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let app = TestApp::spawn_with(hostile_config).await;
     let (healthy, _) = app.project("business").await;
     let receiver = Receiver::start().await;
@@ -307,6 +312,7 @@ async fn hostile_receivers_neither_stop_nor_slow_another_project() {
 /// the dispatcher it never claimed again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_absurd_retry_after_does_not_stop_delivery_for_everyone() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let app = TestApp::spawn_with(|cfg| {
         cfg.concurrency = 4; // at most 8 held rows: a handful of leaks would stop it
         cfg.project_concurrency = 8;
@@ -345,6 +351,7 @@ async fn an_absurd_retry_after_does_not_stop_delivery_for_everyone() {
 /// internal failure and retried; its slot and row are freed and the next attempts flow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_inside_an_attempt_leaks_no_slot_and_no_row() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let db = TestDb::new().await;
     let mut cfg = test_config(&db.url);
     cfg.concurrency = 2;
@@ -405,16 +412,19 @@ async fn a_panic_inside_an_attempt_leaks_no_slot_and_no_row() {
     app.stop().await;
 }
 
-/// Median milliseconds of a claim that finds `project`'s one due row, released after each.
-async fn claim_median_ms(pool: &sqlx::PgPool) -> f64 {
+/// Median milliseconds of a claim that finds another project's one due row, released
+/// after each, by a worker in which the `busy` endpoints are at their share.
+async fn claim_median_ms(pool: &sqlx::PgPool, busy: &[i64]) -> f64 {
     use server::dispatcher::queue;
+    let held = vec![16; busy.len()];
     let caps = queue::Caps {
         per_endpoint: 16,
         per_project: 128,
-        endpoints: &[],
-        endpoint_held: &[],
+        endpoints: busy,
+        endpoint_held: &held,
         projects: &[],
         project_held: &[],
+        throttled_held: false,
     };
     let mut times = Vec::new();
     for _ in 0..21 {
@@ -436,6 +446,7 @@ async fn claim_median_ms(pool: &sqlx::PgPool) -> f64 {
 /// the claim that finds another project's attempt, and enabling the endpoint resumes them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_disabled_endpoints_backlog_costs_the_claim_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let db = TestDb::new().await;
     let app = TestApp::spawn_on(db, |_| {}, false).await;
     let (held_project, _) = app.project("business").await;
@@ -458,7 +469,7 @@ async fn a_disabled_endpoints_backlog_costs_the_claim_nothing() {
     app::db::endpoints::update(&app.pool, &access, held_endpoint, disable(false))
         .await
         .unwrap();
-    let without = claim_median_ms(&app.pool).await;
+    let without = claim_median_ms(&app.pool, &[]).await;
 
     // 300,000 attempts of the held endpoint, all due, then the endpoint disabled again.
     app::db::endpoints::update(&app.pool, &access, held_endpoint, disable(true))
@@ -485,12 +496,12 @@ async fn a_disabled_endpoints_backlog_costs_the_claim_nothing() {
     // Until vacuum removes them, the parked rows' old versions leave dead entries in the
     // due index that a claim steps over; autovacuum clears them within a minute of such
     // a change (300,000 dead rows are far past its threshold). Measured as it then stands.
-    let before_vacuum = claim_median_ms(&app.pool).await;
+    let before_vacuum = claim_median_ms(&app.pool, &[]).await;
     sqlx::query("VACUUM ANALYZE deliveries")
         .execute(&app.pool)
         .await
         .unwrap();
-    let with = claim_median_ms(&app.pool).await;
+    let with = claim_median_ms(&app.pool, &[]).await;
     let parked: i64 =
         sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE parked AND status = 'pending'")
             .fetch_one(&app.pool)
@@ -519,5 +530,51 @@ async fn a_disabled_endpoints_backlog_costs_the_claim_nothing() {
     .await
     .unwrap();
     assert_eq!((parked, due), (0, 300_001));
+    app.stop().await;
+}
+
+/// 100,000 due attempts queued behind an endpoint at its share (one that answers in a
+/// second stays there) are passed over whole: the claim that finds another project's
+/// attempt costs what it costs without them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deep_backlog_behind_a_busy_endpoint_costs_the_claim_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let db = TestDb::new().await;
+    let app = TestApp::spawn_on(db, |_| {}, false).await;
+    let (busy_project, _) = app.project("business").await;
+    let (busy, _) = app.endpoint(busy_project, "http://127.0.0.1:9/busy").await;
+    let busy_event = app
+        .ingest(busy_project, "order.paid", serde_json::json!({}))
+        .await;
+    let (other, _) = app.project("business").await;
+    app.endpoint(other, "http://127.0.0.1:9/other").await;
+    app.ingest(other, "order.paid", serde_json::json!({})).await;
+    let without = claim_median_ms(&app.pool, &[busy]).await;
+
+    sqlx::query(
+        "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                                 trigger, status, scheduled_at, request_id)
+         SELECT $1, $2, 'order.paid', $3, 'http://127.0.0.1:9/busy', 1, 'auto', 'pending',
+                now() - interval '1 hour' + g * interval '1 ms', 'req_deep_' || g
+         FROM generate_series(1, 100000) g",
+    )
+    .bind(busy_project)
+    .bind(&busy_event)
+    .bind(busy)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE deliveries")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let with = claim_median_ms(&app.pool, &[busy]).await;
+    println!(
+        "claim median: {without:.2} ms without the backlog, {with:.2} ms beside 100,000 due attempts of a busy endpoint"
+    );
+    assert!(
+        with < (without * 3.0).max(without + 5.0),
+        "{with:.2} ms vs {without:.2} ms"
+    );
     app.stop().await;
 }

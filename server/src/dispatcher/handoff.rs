@@ -105,6 +105,7 @@ impl Handoff for LocalHandoff {
                     HeldRow {
                         endpoint_id: row.endpoint_id,
                         project_id: row.project_id,
+                        throttled: false,
                     },
                 );
             }

@@ -32,6 +32,8 @@ use sender::Sender;
 struct HeldRow {
     endpoint_id: i64,
     project_id: i64,
+    /// Waiting for or holding a throttled endpoint's start slot.
+    throttled: bool,
 }
 
 /// Rows claimed and not yet recorded, by id.
@@ -220,6 +222,7 @@ impl Dispatcher {
                 endpoint_held: &shares.endpoint_held,
                 projects: &shares.projects,
                 project_held: &shares.project_held,
+                throttled_held: shares.throttled_held,
             };
             let claimed = match queue::claim_due(
                 &self.pool,
@@ -253,6 +256,7 @@ impl Dispatcher {
                         HeldRow {
                             endpoint_id: row.endpoint_id,
                             project_id: row.project_id,
+                            throttled: row.start_at.is_some(),
                         },
                     );
                 }
@@ -418,13 +422,16 @@ struct Shares {
     endpoint_held: Vec<i64>,
     projects: Vec<i64>,
     project_held: Vec<i64>,
+    throttled_held: bool,
 }
 
 impl Shares {
     fn of<'a>(rows: impl Iterator<Item = &'a HeldRow>) -> Shares {
         let mut per_endpoint: HashMap<i64, i64> = HashMap::new();
         let mut per_project: HashMap<i64, i64> = HashMap::new();
+        let mut throttled_held = false;
         for r in rows {
+            throttled_held |= r.throttled;
             *per_endpoint.entry(r.endpoint_id).or_default() += 1;
             *per_project.entry(r.project_id).or_default() += 1;
         }
@@ -435,6 +442,7 @@ impl Shares {
             endpoint_held,
             projects,
             project_held,
+            throttled_held,
         }
     }
 }

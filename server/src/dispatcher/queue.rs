@@ -16,9 +16,20 @@ pub struct Caps<'a> {
     pub endpoint_held: &'a [i64],
     pub projects: &'a [i64],
     pub project_held: &'a [i64],
+    /// This worker holds rows of a throttled endpoint (its later rows wait for slots).
+    pub throttled_held: bool,
 }
 
 impl Caps<'_> {
+    /// Whether due rows this claim cannot take may lie ahead of the ones it can: an
+    /// endpoint or project at its share here, or a throttled endpoint booked ahead.
+    /// Then walking the due rows oldest first could pass any number of them.
+    fn blocked_somewhere(&self) -> bool {
+        self.throttled_held
+            || self.endpoint_held.iter().any(|n| *n >= self.per_endpoint)
+            || self.project_held.iter().any(|n| *n >= self.per_project)
+    }
+
     fn saturated(ids: &[i64], held: &[i64], cap: i64) -> Vec<i64> {
         ids.iter()
             .zip(held)
@@ -27,6 +38,74 @@ impl Caps<'_> {
             .collect()
     }
 }
+
+/// What a row must satisfy to be claimed, whichever way the candidates are found.
+macro_rules! claimable {
+    () => {
+        "d.status = 'pending' AND NOT d.parked AND d.scheduled_at <= now()
+         AND (d.trigger IN ('redirect', 'test') OR (e.enabled AND e.deleted_at IS NULL))
+         -- an endpoint booked far enough ahead is left alone until its slots run low
+         AND (d.trigger = 'redirect' OR e.rate_limit IS NULL OR e.next_start_at IS NULL
+              OR e.next_start_at <= now() + $12 / 2)"
+    };
+}
+
+/// Candidates oldest first through the due index: the cheapest walk while nothing due is
+/// refused (no endpoint or project at its share, no throttled endpoint booked ahead).
+const OLDEST_FIRST: &str = concat!(
+    "WITH candidates AS (
+        SELECT d.id, d.created_at, d.scheduled_at, d.endpoint_id, d.project_id,
+               (d.trigger <> 'redirect' AND e.rate_limit IS NOT NULL) AS throttled
+        FROM deliveries d
+        JOIN endpoints e ON e.id = d.endpoint_id
+        WHERE ",
+    claimable!(),
+    "
+          AND NOT (d.endpoint_id = ANY($4)) AND NOT (d.project_id = ANY($5))
+        ORDER BY d.scheduled_at
+        LIMIT $2 * 4
+        FOR UPDATE OF d SKIP LOCKED
+     )"
+);
+
+/// Candidates endpoint by endpoint: a skip scan finds each endpoint with waiting rows
+/// (one index descent each), endpoints and projects at their share are passed over whole,
+/// and each other endpoint gives its oldest due rows. Its cost grows with the number of
+/// endpoints that have work, never with the rows queued behind one of them, so an
+/// endpoint with 100,000 due rows that answers in a second slows no one else's claim.
+const BY_ENDPOINT: &str = concat!(
+    "WITH RECURSIVE ready(endpoint_id) AS (
+        (SELECT endpoint_id FROM deliveries
+          WHERE status = 'pending' AND NOT parked ORDER BY endpoint_id LIMIT 1)
+        UNION ALL
+        SELECT (SELECT d.endpoint_id FROM deliveries d
+                 WHERE d.status = 'pending' AND NOT d.parked AND d.endpoint_id > r.endpoint_id
+                 ORDER BY d.endpoint_id LIMIT 1)
+        FROM ready r WHERE r.endpoint_id IS NOT NULL
+     ), candidates AS (
+        SELECT c.id, c.created_at, c.scheduled_at, c.endpoint_id, c.project_id, c.throttled
+        FROM ready r
+        JOIN endpoints e ON e.id = r.endpoint_id
+        CROSS JOIN LATERAL (
+            SELECT d.id, d.created_at, d.scheduled_at, d.endpoint_id, d.project_id,
+                   (d.trigger <> 'redirect' AND e.rate_limit IS NOT NULL) AS throttled
+            FROM deliveries d
+            -- As a range of the by-endpoint index (a row comparison only it can
+            -- serve): given `endpoint_id = …`, the planner may walk the due index in
+            -- time order instead, past every row of the endpoints ahead of this one.
+            WHERE (d.endpoint_id, d.scheduled_at) > (r.endpoint_id, '-infinity'::timestamptz)
+              AND (d.endpoint_id, d.scheduled_at) <= (r.endpoint_id, now()) AND ",
+    claimable!(),
+    "
+            ORDER BY d.endpoint_id, d.scheduled_at
+            LIMIT $10
+            FOR UPDATE OF d SKIP LOCKED
+        ) c
+        WHERE NOT (r.endpoint_id = ANY($4)) AND NOT (e.project_id = ANY($5))
+        ORDER BY c.scheduled_at
+        LIMIT $2 * 4
+     )"
+);
 
 /// Claims up to `limit` due rows, skipping rows other workers hold, and taking no more
 /// for one endpoint or one project than its share allows: a customer whose endpoints
@@ -47,22 +126,13 @@ pub async fn claim_due(
 ) -> Result<Vec<Claimed>, sqlx::Error> {
     let full_endpoints = Caps::saturated(caps.endpoints, caps.endpoint_held, caps.per_endpoint);
     let full_projects = Caps::saturated(caps.projects, caps.project_held, caps.per_project);
-    sqlx::query_as::<_, Claimed>(
-        "WITH candidates AS (
-            SELECT d.id, d.created_at, d.scheduled_at, d.endpoint_id, d.project_id,
-                   (d.trigger <> 'redirect' AND e.rate_limit IS NOT NULL) AS throttled
-            FROM deliveries d
-            JOIN endpoints e ON e.id = d.endpoint_id
-            WHERE d.status = 'pending' AND NOT d.parked AND d.scheduled_at <= now()
-              AND (d.trigger IN ('redirect', 'test') OR (e.enabled AND e.deleted_at IS NULL))
-              -- an endpoint booked far enough ahead is left alone until its slots run low
-              AND (d.trigger = 'redirect' OR e.rate_limit IS NULL OR e.next_start_at IS NULL
-                   OR e.next_start_at <= now() + $12 / 2)
-              AND NOT (d.endpoint_id = ANY($4)) AND NOT (d.project_id = ANY($5))
-            ORDER BY d.scheduled_at
-            LIMIT $2 * 4
-            FOR UPDATE OF d SKIP LOCKED
-         ), ranked AS (
+    let candidates = if caps.blocked_somewhere() {
+        BY_ENDPOINT
+    } else {
+        OLDEST_FIRST
+    };
+    sqlx::query_as::<_, Claimed>(&format!(
+        "{candidates}, ranked AS (
             SELECT c.id, c.created_at, c.scheduled_at, c.endpoint_id, c.throttled,
                    coalesce(he.n, 0) + row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.scheduled_at, c.id) AS endpoint_rank,
                    coalesce(hp.n, 0) + row_number() OVER (PARTITION BY c.project_id ORDER BY c.scheduled_at, c.id) AS project_rank,
@@ -112,8 +182,8 @@ pub async fn claim_due(
                    e.url AS endpoint_url, e.secret,
                    CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
                    e.custom_headers,
-                   t.first_slot + (s.k - 1) * interval '1 second' / t.rate_limit AS start_at",
-    )
+                   t.first_slot + (s.k - 1) * interval '1 second' / t.rate_limit AS start_at"
+    ))
     .bind(worker)
     .bind(limit)
     .bind(chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60)))
