@@ -4,3 +4,5 @@
 //! the public API's handlers only parse, call one of these, and shape the answer.
 
 pub mod endpoints;
+pub mod keys;
+pub mod team;
