@@ -1,7 +1,7 @@
 //! Bulk replay: snapshot the (event, endpoint) pairs a filtered view shows, then enqueue
 //! one attempt per pair, throttled per endpoint, until done or cancelled.
 
-use sqlx::{PgPool, Postgres, QueryBuilder};
+use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
 use crate::{
     auth::Access,
@@ -43,14 +43,15 @@ pub async fn preview(
     Ok(q.build_query_scalar::<i64>().fetch_one(pool).await?)
 }
 
+/// Snapshots the view's pairs into a new running replay; returns its id and how many
+/// pairs it holds. Pass the action's transaction.
 pub async fn start(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     access: &Access,
     filter: &DeliveryFilter,
     retention_days: u32,
     per_second: i32,
-) -> AppResult<i64> {
-    let mut tx = pool.begin().await?;
+) -> AppResult<(i64, i64)> {
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO replays (project_id, created_by, filter, per_second) VALUES ($1, $2, $3, $4) RETURNING id",
     )
@@ -58,14 +59,14 @@ pub async fn start(
     .bind(&access.email)
     .bind(sqlx::types::Json(filter))
     .bind(per_second)
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut *conn)
     .await?;
     let mut q =
         QueryBuilder::new("INSERT INTO replay_items (replay_id, event_id, endpoint_id) SELECT ");
     q.push_bind(id).push(", p.event_id, p.endpoint_id FROM (");
     push_pairs(&mut q, access, filter, retention_days)?;
     q.push(") p LIMIT ").push_bind(MAX_REPLAY);
-    let total = q.build().execute(&mut *tx).await?.rows_affected();
+    let total = q.build().execute(&mut *conn).await?.rows_affected();
     if total == 0 {
         return Err(AppError::Invalid(
             "Nothing matches this view: no replay started.".into(),
@@ -74,19 +75,22 @@ pub async fn start(
     sqlx::query("UPDATE replays SET total = $2 WHERE id = $1")
         .bind(id)
         .bind(total as i32)
-        .execute(&mut *tx)
+        .execute(&mut *conn)
         .await?;
-    tx.commit().await?;
-    Ok(id)
+    Ok((id, total as i64))
 }
 
-pub async fn progress(pool: &PgPool, access: &Access, id: i64) -> AppResult<ReplayProgress> {
+pub async fn progress(
+    conn: &mut PgConnection,
+    access: &Access,
+    id: i64,
+) -> AppResult<ReplayProgress> {
     let row: Option<(i64, i32, i32, String, i32)> = sqlx::query_as(
         "SELECT id, total, queued, status, per_second FROM replays WHERE id = $1 AND project_id = $2",
     )
     .bind(id)
     .bind(access.project_id)
-    .fetch_optional(pool)
+    .fetch_optional(&mut *conn)
     .await?;
     let (id, total, queued, status, per_second) = row.ok_or(AppError::NotFound)?;
     let delivered: i64 = sqlx::query_scalar(
@@ -94,7 +98,7 @@ pub async fn progress(pool: &PgPool, access: &Access, id: i64) -> AppResult<Repl
          WHERE ri.replay_id = $1 AND d.status IN ('succeeded', 'failed', 'dead_letter')",
     )
     .bind(id)
-    .fetch_one(pool)
+    .fetch_one(&mut *conn)
     .await?;
     Ok(ReplayProgress {
         id,
@@ -106,18 +110,20 @@ pub async fn progress(pool: &PgPool, access: &Access, id: i64) -> AppResult<Repl
     })
 }
 
-pub async fn cancel(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
+/// Stops a running replay (a finished one stays as it is); unknown or another project's:
+/// not found.
+pub async fn cancel(conn: &mut PgConnection, access: &Access, id: i64) -> AppResult<()> {
     let n = sqlx::query(
         "UPDATE replays SET status = 'cancelled', finished_at = now()
          WHERE id = $1 AND project_id = $2 AND status = 'running'",
     )
     .bind(id)
     .bind(access.project_id)
-    .execute(pool)
+    .execute(&mut *conn)
     .await?
     .rows_affected();
     if n == 0 {
-        progress(pool, access, id).await?; // 404 if it is not the caller's
+        progress(conn, access, id).await?; // 404 if it is not the caller's
     }
     Ok(())
 }
