@@ -4,9 +4,10 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
+use super::attempts::{insert_one, NewAttempt};
 use crate::{
     auth::Access,
-    core::{cursor::Cursor, ids::new_request_id},
+    core::{cursor::Cursor, ids::new_request_id, status::Trigger},
     delivery_filter::DeliveryFilter,
     error::{AppError, AppResult},
     model::DeliveryRow,
@@ -218,21 +219,32 @@ pub async fn retry(conn: &mut PgConnection, row: &DeliveryRow, by: &str) -> AppR
     .fetch_optional(&mut *conn)
     .await?;
     let url = url.ok_or_else(|| AppError::Conflict("The endpoint has been deleted.".into()))?;
-    Ok(sqlx::query_scalar(
-        "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
-                                 trigger, triggered_by, status, request_id)
-         VALUES ($1, $2, $3, $4, $5, $6, 'manual_retry', $7, 'pending', $8) RETURNING id",
+    Ok(insert_one(
+        conn,
+        NewAttempt {
+            target_url: url,
+            attempt: max_attempt + 1,
+            ..manual(row, Trigger::ManualRetry, by)
+        },
     )
-    .bind(row.project_id)
-    .bind(&row.event_id)
-    .bind(&row.event_type)
-    .bind(row.endpoint_id)
-    .bind(&url)
-    .bind(max_attempt + 1)
-    .bind(by)
-    .bind(new_request_id())
-    .fetch_one(&mut *conn)
     .await?)
+}
+
+/// A manual attempt of `row`'s event to its endpoint (its URL and number to be set).
+fn manual(row: &DeliveryRow, trigger: Trigger, by: &str) -> NewAttempt {
+    NewAttempt {
+        project_id: row.project_id,
+        event_id: row.event_id.clone(),
+        event_type: row.event_type.clone(),
+        endpoint_id: row.endpoint_id,
+        target_url: row.target_url.clone(),
+        attempt: 1,
+        trigger,
+        triggered_by: Some(by.to_string()),
+        scheduled_at: None,
+        chain_started_at: None,
+        request_id: new_request_id(),
+    }
 }
 
 /// `row`'s event, signed the same way, to an inspector bin; one attempt, never retried.
@@ -243,19 +255,13 @@ pub async fn redirect(
     bin_url: &str,
     by: &str,
 ) -> AppResult<i64> {
-    Ok(sqlx::query_scalar(
-        "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
-                                 trigger, triggered_by, status, request_id)
-         VALUES ($1, $2, $3, $4, $5, 1, 'redirect', $6, 'pending', $7) RETURNING id",
+    Ok(insert_one(
+        conn,
+        NewAttempt {
+            target_url: bin_url.to_string(),
+            ..manual(row, Trigger::Redirect, by)
+        },
     )
-    .bind(row.project_id)
-    .bind(&row.event_id)
-    .bind(&row.event_type)
-    .bind(row.endpoint_id)
-    .bind(bin_url)
-    .bind(by)
-    .bind(new_request_id())
-    .fetch_one(&mut *conn)
     .await?)
 }
 
@@ -316,19 +322,21 @@ pub async fn send_single(
     .bind(data_json)
     .execute(&mut *conn)
     .await?;
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
-                                 trigger, triggered_by, status, request_id)
-         VALUES ($1, $2, $3, $4, $5, 1, 'test', $6, 'pending', $7) RETURNING id",
+    Ok(insert_one(
+        conn,
+        NewAttempt {
+            project_id,
+            event_id,
+            event_type: event_type.to_string(),
+            endpoint_id,
+            target_url: url.to_string(),
+            attempt: 1,
+            trigger: Trigger::Test,
+            triggered_by: Some(by.to_string()),
+            scheduled_at: None,
+            chain_started_at: None,
+            request_id: new_request_id(),
+        },
     )
-    .bind(project_id)
-    .bind(&event_id)
-    .bind(event_type)
-    .bind(endpoint_id)
-    .bind(url)
-    .bind(by)
-    .bind(new_request_id())
-    .fetch_one(&mut *conn)
-    .await?;
-    Ok(id)
+    .await?)
 }

@@ -4,11 +4,13 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
+use super::attempts::NewAttempt;
 use crate::{
     core::{
         cursor::Cursor,
         event_type::EventType,
         ids::{new_event_id, new_request_id},
+        status::Trigger,
     },
     error::{AppError, AppResult},
 };
@@ -79,24 +81,23 @@ pub async fn ingest(
             repeated: true,
         });
     };
-    if !targets.is_empty() {
-        let (ids, urls): (Vec<i64>, Vec<String>) = targets.into_iter().unzip();
-        let request_ids: Vec<String> = ids.iter().map(|_| new_request_id()).collect();
-        sqlx::query(
-            "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url,
-                                     attempt, trigger, status, request_id)
-             SELECT $1, $2, $3, t.endpoint_id, t.url, 1, 'auto', 'pending', t.request_id
-             FROM unnest($4::bigint[], $5::text[], $6::text[]) AS t(endpoint_id, url, request_id)",
-        )
-        .bind(project_id)
-        .bind(&event_id)
-        .bind(event_type.as_str())
-        .bind(&ids)
-        .bind(&urls)
-        .bind(&request_ids)
-        .execute(&mut *tx)
-        .await?;
-    }
+    let attempts: Vec<NewAttempt> = targets
+        .into_iter()
+        .map(|(endpoint_id, target_url)| NewAttempt {
+            project_id,
+            event_id: event_id.clone(),
+            event_type: event_type.as_str().to_string(),
+            endpoint_id,
+            target_url,
+            attempt: 1,
+            trigger: Trigger::Auto,
+            triggered_by: None,
+            scheduled_at: None,
+            chain_started_at: None,
+            request_id: new_request_id(),
+        })
+        .collect();
+    super::attempts::insert(&mut tx, &attempts).await?;
     tx.commit().await?;
     if deliveries > 0 {
         super::wakeup::wake_dispatchers(pool).await;

@@ -2,6 +2,7 @@
 //! project's data takes an [`crate::auth::Access`], which only the authorization layer makes.
 
 pub mod api_keys;
+pub mod attempts;
 pub mod audit;
 pub mod bins;
 pub mod deliveries;

@@ -3,9 +3,10 @@
 
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
+use super::attempts::NewAttempt;
 use crate::{
     auth::Access,
-    core::ids::new_request_id,
+    core::{ids::new_request_id, status::Trigger},
     delivery_filter::DeliveryFilter,
     error::{AppError, AppResult},
     model::ReplayProgress,
@@ -167,25 +168,50 @@ pub async fn tick(pool: &PgPool) -> AppResult<u64> {
             continue;
         }
         let (events, endpoints): (Vec<String>, Vec<i64>) = picked.into_iter().unzip();
-        let request_ids: Vec<String> = events.iter().map(|_| new_request_id()).collect();
-        let made: Vec<(i64, String, i64)> = sqlx::query_as(
-            "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt, trigger,
-                                     triggered_by, status, request_id)
-             SELECT $1, p.event_id, ev.event_type, p.endpoint_id, e.url,
-                    (SELECT coalesce(max(attempt), 0) + 1 FROM deliveries x WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id),
-                    'manual_retry', $2, 'pending', p.request_id
-             FROM unnest($3::text[], $4::bigint[], $5::text[]) AS p(event_id, endpoint_id, request_id)
+        // Pairs whose event or endpoint is gone are left out here.
+        let queueable: Vec<(String, String, i64, String, i32)> = sqlx::query_as(
+            "SELECT p.event_id, ev.event_type, p.endpoint_id, e.url,
+                    (SELECT coalesce(max(attempt), 0) + 1 FROM deliveries x
+                     WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id)
+             FROM unnest($1::text[], $2::bigint[]) AS p(event_id, endpoint_id)
              JOIN events ev ON ev.event_id = p.event_id
-             JOIN endpoints e ON e.id = p.endpoint_id AND e.deleted_at IS NULL
-             RETURNING id, event_id, endpoint_id",
+             JOIN endpoints e ON e.id = p.endpoint_id AND e.deleted_at IS NULL",
         )
-        .bind(project_id)
-        .bind(format!("{by} (bulk replay #{id})"))
         .bind(&events)
         .bind(&endpoints)
-        .bind(&request_ids)
         .fetch_all(&mut *tx)
         .await?;
+        let by = format!("{by} (bulk replay #{id})");
+        let attempts: Vec<NewAttempt> = queueable
+            .into_iter()
+            .map(
+                |(event_id, event_type, endpoint_id, target_url, attempt)| NewAttempt {
+                    project_id,
+                    event_id,
+                    event_type,
+                    endpoint_id,
+                    target_url,
+                    attempt,
+                    trigger: Trigger::ManualRetry,
+                    triggered_by: Some(by.clone()),
+                    scheduled_at: None,
+                    chain_started_at: None,
+                    request_id: new_request_id(),
+                },
+            )
+            .collect();
+        let pair_of: std::collections::HashMap<&str, &NewAttempt> = attempts
+            .iter()
+            .map(|a| (a.request_id.as_str(), a))
+            .collect();
+        let made: Vec<(i64, String, i64)> = super::attempts::insert(&mut tx, &attempts)
+            .await?
+            .into_iter()
+            .filter_map(|(delivery_id, request_id)| {
+                let a = pair_of.get(request_id.as_str())?;
+                Some((delivery_id, a.event_id.clone(), a.endpoint_id))
+            })
+            .collect();
         // Pairs that could not be queued (event or endpoint gone) are marked done with 0.
         sqlx::query(
             "UPDATE replay_items ri SET delivery_id = coalesce(m.id, 0)
