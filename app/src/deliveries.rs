@@ -126,12 +126,9 @@ pub async fn delivery_filter_options() -> Result<FilterOptions, ServerFnError> {
     .bind(access.project_id)
     .fetch_all(&ctx.pool)
     .await?;
-    let event_types: Vec<String> = sqlx::query_scalar(
-        "SELECT DISTINCT event_type FROM events WHERE project_id = $1 AND created_at > now() - interval '14 days' ORDER BY 1 LIMIT 200",
-    )
-    .bind(access.project_id)
-    .fetch_all(&ctx.pool)
-    .await?;
+    let event_types =
+        crate::db::events::recent_types(&ctx.pool, access.project_id, ctx.cfg.retention_days)
+            .await?;
     Ok(FilterOptions {
         project_id: access.project_id,
         endpoints,

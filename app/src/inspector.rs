@@ -13,8 +13,8 @@ pub struct BinInfo {
     pub expires_at: DateTime<Utc>,
 }
 
-/// Bin creations allowed per source address per minute.
-pub const BIN_CREATIONS_PER_MINUTE: u32 = 30;
+/// Bin creations allowed per source address per minute, by default.
+pub use crate::core::ratelimit::BIN_CREATIONS_PER_MINUTE;
 
 #[server(endpoint = "create_bin")]
 pub async fn create_bin() -> Result<BinInfo, ServerFnError> {

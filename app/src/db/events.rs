@@ -168,3 +168,41 @@ pub async fn page(
     .fetch_all(&mut *conn)
     .await?)
 }
+
+/// The event types a project has sent within the retention window, for the filter bar.
+pub async fn recent_types(
+    pool: &PgPool,
+    project_id: i64,
+    retention_days: u32,
+) -> AppResult<Vec<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT DISTINCT event_type FROM events
+         WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)
+         ORDER BY 1 LIMIT 200",
+    )
+    .bind(project_id)
+    .bind(retention_days as i32)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// One event type as the catalogue shows it: how many within the retention window, when
+/// last, and the newest payload as an example.
+pub type TypeSeen = (String, i64, Option<DateTime<Utc>>, Option<String>);
+
+pub async fn types_seen(
+    pool: &PgPool,
+    project_id: i64,
+    retention_days: u32,
+) -> AppResult<Vec<TypeSeen>> {
+    Ok(sqlx::query_as(
+        "SELECT event_type, count(*), max(created_at),
+                (SELECT data::text FROM events e2 WHERE e2.project_id = $1 AND e2.event_type = e.event_type ORDER BY created_at DESC LIMIT 1)
+         FROM events e WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)
+         GROUP BY event_type ORDER BY 2 DESC",
+    )
+    .bind(project_id)
+    .bind(retention_days as i32)
+    .fetch_all(pool)
+    .await?)
+}

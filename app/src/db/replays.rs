@@ -29,9 +29,6 @@ fn push_pairs(
     super::deliveries::push_filters(q, access, &unpaged, retention_days, false)
 }
 
-/// Replays are capped so one click cannot queue millions of requests.
-pub const MAX_REPLAY: i64 = 100_000;
-
 pub async fn preview(
     pool: &PgPool,
     access: &Access,
@@ -44,14 +41,14 @@ pub async fn preview(
     Ok(q.build_query_scalar::<i64>().fetch_one(pool).await?)
 }
 
-/// Snapshots the view's pairs into a new running replay; returns its id and how many
-/// pairs it holds. Pass the action's transaction.
+/// Snapshots the view's pairs (`max` at most) into a new running replay; returns its id
+/// and how many pairs it holds. Pass the action's transaction.
 pub async fn start(
     conn: &mut PgConnection,
     access: &Access,
     filter: &DeliveryFilter,
     retention_days: u32,
-    per_second: i32,
+    (per_second, max): (i32, u32),
 ) -> AppResult<(i64, i64)> {
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO replays (project_id, created_by, filter, per_second) VALUES ($1, $2, $3, $4) RETURNING id",
@@ -66,7 +63,7 @@ pub async fn start(
         QueryBuilder::new("INSERT INTO replay_items (replay_id, event_id, endpoint_id) SELECT ");
     q.push_bind(id).push(", p.event_id, p.endpoint_id FROM (");
     push_pairs(&mut q, access, filter, retention_days)?;
-    q.push(") p LIMIT ").push_bind(MAX_REPLAY);
+    q.push(") p LIMIT ").push_bind(max as i64);
     let total = q.build().execute(&mut *conn).await?.rows_affected();
     if total == 0 {
         return Err(AppError::Invalid(

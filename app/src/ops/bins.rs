@@ -25,7 +25,7 @@ pub async fn create(
         from.map(address_bucket).unwrap_or_default()
     );
     let made = rate_counters::hit(pool, &bucket, window_start(Utc::now().timestamp())).await?;
-    if made > crate::inspector::BIN_CREATIONS_PER_MINUTE {
+    if made > cfg.bin_creations_per_minute {
         return Err(AppError::TooMany(
             "Too many new bins from this address; wait a minute.".into(),
         ));

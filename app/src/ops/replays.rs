@@ -37,7 +37,7 @@ pub async fn start(
         access,
         filter,
         cfg.retention_days,
-        cfg.replay_per_second as i32,
+        (cfg.replay_per_second as i32, cfg.replay_max),
     )
     .await?;
     audit::record(
