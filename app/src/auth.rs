@@ -21,7 +21,7 @@ mod server_side {
             ratelimit::{address_bucket, sign_in_gate, SignInGate, SIGN_IN_WINDOW_SECS},
         },
         ctx::server_ctx,
-        db::{projects, rate_counters, users, users::User},
+        db::{memberships, projects, rate_counters, users, users::User},
         error::{AppError, AppResult},
     };
 
@@ -71,7 +71,7 @@ mod server_side {
                 .await?
                 .map(|_| Role::Support)
         } else {
-            projects::member_role(pool, project_id, user.id)
+            memberships::role(pool, project_id, user.id)
                 .await?
                 .map(|r| {
                     if r == "owner" {

@@ -37,6 +37,11 @@ pub struct Config {
     pub replay_per_second: u32,
     /// Ingest hands fresh attempts straight to the dispatcher in the same process.
     pub handoff: bool,
+    /// Bulk replay: (event, endpoint) pairs one replay may send at most, so one click
+    /// cannot queue millions of requests.
+    pub replay_max: u32,
+    /// Inspector bins one source address may make per minute.
+    pub bin_creations_per_minute: u32,
 }
 
 impl Config {
@@ -117,6 +122,16 @@ impl Config {
             )
             .map_err(|e| format!("POSTHORN_PLAN_LIMITS: {e}"))?,
             replay_per_second: number("POSTHORN_REPLAY_RATE", var("POSTHORN_REPLAY_RATE"), 10u32)?,
+            replay_max: number(
+                "POSTHORN_REPLAY_MAX",
+                var("POSTHORN_REPLAY_MAX"),
+                100_000u32,
+            )?,
+            bin_creations_per_minute: number(
+                "POSTHORN_BIN_CREATE_RATE_LIMIT",
+                var("POSTHORN_BIN_CREATE_RATE_LIMIT"),
+                crate::core::ratelimit::BIN_CREATIONS_PER_MINUTE,
+            )?,
             bin_quota_bytes: number("POSTHORN_BIN_QUOTA_MB", var("POSTHORN_BIN_QUOTA_MB"), 64i64)?
                 .max(2)
                 * MIB,

@@ -13,40 +13,18 @@ pub struct BinInfo {
     pub expires_at: DateTime<Utc>,
 }
 
-/// Bin creations allowed per source address per minute.
-pub const BIN_CREATIONS_PER_MINUTE: u32 = 30;
+/// Bin creations allowed per source address per minute, by default.
+pub use crate::core::ratelimit::BIN_CREATIONS_PER_MINUTE;
 
 #[server(endpoint = "create_bin")]
 pub async fn create_bin() -> Result<BinInfo, ServerFnError> {
-    use crate::{
-        core::ratelimit::window_start,
-        ctx::server_ctx,
-        db::{bins, rate_counters},
-        error::AppError,
-    };
+    use crate::{ctx::server_ctx, ops};
     let ctx = server_ctx()?;
-    let ip = leptos_axum::extract::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+    let from = leptos_axum::extract::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .await
         .map(|c| c.0.ip())
         .ok();
-    let n = rate_counters::hit(
-        &ctx.pool,
-        &format!(
-            "bin-create:{}",
-            ip.map(crate::core::ratelimit::address_bucket)
-                .unwrap_or_default()
-        ),
-        window_start(Utc::now().timestamp()),
-    )
-    .await?;
-    if n > BIN_CREATIONS_PER_MINUTE {
-        return Err(AppError::TooMany(
-            "Too many new bins from this address; wait a minute.".into(),
-        )
-        .into());
-    }
-    let ip = ip.map(|ip| ip.to_string());
-    let (id, expires_at) = bins::create(&ctx.pool, ctx.cfg.bin_ttl, ip.as_deref()).await?;
+    let (id, expires_at) = ops::bins::create(&ctx.pool, &ctx.cfg, from).await?;
     Ok(BinInfo {
         url: ctx.cfg.bin_url(&id),
         id,

@@ -125,6 +125,15 @@ pub struct AuditEntry {
     pub created_at: DateTime<Utc>,
 }
 
+/// A member of a project's team.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
+pub struct Member {
+    pub email: String,
+    pub role: String,
+    pub since: DateTime<Utc>,
+}
+
 /// A bulk replay's state, polled by the page while it runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReplayProgress {

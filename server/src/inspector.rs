@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use app::{
     core::ratelimit::{address_bucket, window_start},
     db::{bins, rate_counters},
+    error::AppError,
     model::BinRequest,
 };
 use axum::{
@@ -39,26 +40,18 @@ async fn create(
     State(state): State<AppState>,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
 ) -> Result<Response, ApiError> {
-    let now = chrono::Utc::now().timestamp();
-    let n = rate_counters::hit(
-        &state.pool,
-        &format!("bin-create:{}", address_bucket(addr.ip())),
-        window_start(now),
-    )
-    .await?;
-    if n > app::inspector::BIN_CREATIONS_PER_MINUTE {
-        let mut r = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
-            "too many new bins from this address",
-        )
-        .into_response();
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, (60 - now.rem_euclid(60)).into());
-        return Ok(r);
-    }
     let (id, expires_at) =
-        bins::create(&state.pool, state.cfg.bin_ttl, Some(&addr.ip().to_string())).await?;
+        match app::ops::bins::create(&state.pool, &state.cfg, Some(addr.ip())).await {
+            Err(AppError::TooMany(message)) => {
+                let mut r = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message)
+                    .into_response();
+                let now = chrono::Utc::now().timestamp();
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, (60 - now.rem_euclid(60)).into());
+                return Ok(r);
+            }
+            made => made?,
+        };
     let body =
         serde_json::json!({ "id": id, "url": state.cfg.bin_url(&id), "expires_at": expires_at });
     Ok((StatusCode::CREATED, Json(body)).into_response())

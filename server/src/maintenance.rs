@@ -55,8 +55,9 @@ pub async fn disable_failing_endpoints(
         .await?;
         if let Some((ops_id, ops_url)) = ops {
             let data = serde_json::json!({ "endpoint_id": id, "url": url, "reason": "every attempt failed", "after_seconds": after.as_secs() });
+            let mut tx = pool.begin().await?;
             app::db::deliveries::send_single(
-                pool,
+                &mut tx,
                 *project_id,
                 (ops_id, &ops_url),
                 "endpoint.disabled",
@@ -64,6 +65,7 @@ pub async fn disable_failing_endpoints(
                 "posthorn",
             )
             .await?;
+            tx.commit().await?;
         }
     }
     Ok(disabled.len())

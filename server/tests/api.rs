@@ -597,6 +597,30 @@ async fn query_parameters_of_the_wrong_type_get_a_json_422() {
     app.stop().await;
 }
 
+/// A filter value the OpenAPI document forbids is refused, not answered with an empty page.
+#[tokio::test]
+async fn list_filters_the_document_forbids_are_refused() {
+    let app = TestApp::spawn().await;
+    let (_, key) = app.project("business").await;
+    let api = Api::new(&app, &key);
+    for path in [
+        "/events?type=nodot",
+        "/events?type=Payment.Succeeded",
+        "/deliveries?status=done",
+    ] {
+        let (s, _, v) = api.send("GET", path, None).await;
+        assert_eq!(s, 422, "{path}: {v}");
+        assert_eq!(v["error"]["code"], "invalid", "{path}");
+    }
+    assert_eq!(
+        api.send("GET", "/events?type=payment.succeeded", None)
+            .await
+            .0,
+        200
+    );
+    app.stop().await;
+}
+
 /// Endpoint changes made through the API are audited like the cabinet's, in the same
 /// transaction as the change, and a change that fails leaves no entry.
 #[tokio::test]

@@ -49,15 +49,8 @@ pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::ReadCatalogue).await?;
-    type Seen = (String, i64, Option<DateTime<Utc>>, Option<String>);
-    let seen: Vec<Seen> = sqlx::query_as(
-        "SELECT event_type, count(*), max(created_at),
-                (SELECT data::text FROM events e2 WHERE e2.project_id = $1 AND e2.event_type = e.event_type ORDER BY created_at DESC LIMIT 1)
-         FROM events e WHERE project_id = $1 AND created_at > now() - interval '14 days' GROUP BY event_type ORDER BY 2 DESC",
-    )
-    .bind(access.project_id)
-    .fetch_all(&ctx.pool)
-    .await?;
+    let seen =
+        crate::db::events::types_seen(&ctx.pool, access.project_id, ctx.cfg.retention_days).await?;
     let mut out: Vec<EventTypeInfo> = seen
         .into_iter()
         .map(|(t, n, last, ex)| EventTypeInfo {

@@ -37,49 +37,16 @@ pub async fn list_keys() -> Result<KeysView, ServerFnError> {
 /// Returns the new key: the only time it is ever shown.
 #[server(endpoint = "create_key")]
 pub async fn create_key(name: String) -> Result<String, ServerFnError> {
-    use crate::{
-        auth::current_access,
-        core::permissions::Action,
-        ctx::server_ctx,
-        db::{api_keys, audit},
-    };
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, ops};
     let ctx = server_ctx()?;
     let access = current_access(Action::ManageKeys).await?;
-    let name = if name.trim().is_empty() {
-        "unnamed".to_string()
-    } else {
-        name.trim().chars().take(100).collect()
-    };
-    let (key, view) = api_keys::create(&ctx.pool, access.project_id, &name).await?;
-    audit::record(
-        &ctx.pool,
-        &access,
-        "api_key.create",
-        &format!("key {}", view.prefix),
-        serde_json::json!({"name": name}),
-    )
-    .await?;
-    Ok(key)
+    Ok(ops::keys::create(&ctx.pool, &access, &name).await?)
 }
 
 #[server(endpoint = "revoke_key")]
 pub async fn revoke_key(id: i64) -> Result<(), ServerFnError> {
-    use crate::{
-        auth::current_access,
-        core::permissions::Action,
-        ctx::server_ctx,
-        db::{api_keys, audit},
-    };
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, ops};
     let ctx = server_ctx()?;
     let access = current_access(Action::ManageKeys).await?;
-    api_keys::revoke(&ctx.pool, &access, id).await?;
-    audit::record(
-        &ctx.pool,
-        &access,
-        "api_key.revoke",
-        &format!("key #{id}"),
-        serde_json::json!({}),
-    )
-    .await?;
-    Ok(())
+    Ok(ops::keys::revoke(&ctx.pool, &access, id).await?)
 }

@@ -289,23 +289,8 @@ pub async fn rotate_secret(id: i64) -> Result<String, ServerFnError> {
 /// Sends a `test.ping` event to one endpoint; returns the queued attempt.
 #[server(endpoint = "test_send")]
 pub async fn test_send(id: i64) -> Result<DeliveryRow, ServerFnError> {
-    use crate::{
-        auth::current_access,
-        core::permissions::Action,
-        ctx::server_ctx,
-        db::{audit, deliveries, endpoints},
-    };
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::TestSend).await?;
-    let ep = endpoints::get(&ctx.pool, &access, id).await?;
-    let delivery_id = deliveries::test_send(&ctx.pool, &access, &ep).await?;
-    audit::record(
-        &ctx.pool,
-        &access,
-        "test_send",
-        &format!("endpoint #{id}"),
-        serde_json::json!({"delivery": delivery_id}),
-    )
-    .await?;
-    Ok(deliveries::get_row(&ctx.pool, &access, delivery_id).await?)
+    Ok(crate::ops::deliveries::test_send(&ctx.pool, &access, id).await?)
 }

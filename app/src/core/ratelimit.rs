@@ -164,6 +164,10 @@ pub enum SignInGate {
     Refuse,
 }
 
+/// Inspector bins one address may make per minute, unless `POSTHORN_BIN_CREATE_RATE_LIMIT`
+/// says otherwise.
+pub const BIN_CREATIONS_PER_MINUTE: u32 = 30;
+
 /// Guesses one address may make for one account, and for all accounts, per window.
 pub const SIGN_IN_PER_ADDRESS_AND_ACCOUNT: u32 = 10;
 pub const SIGN_IN_PER_ADDRESS: u32 = 30;

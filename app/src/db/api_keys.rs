@@ -15,7 +15,11 @@ pub fn hash_key(key: &str) -> Vec<u8> {
 }
 
 /// Creates a key for the project; returns the key (shown once) and its row.
-pub async fn create(pool: &PgPool, project_id: i64, name: &str) -> AppResult<(String, ApiKeyView)> {
+pub async fn create(
+    db: impl sqlx::PgExecutor<'_>,
+    project_id: i64,
+    name: &str,
+) -> AppResult<(String, ApiKeyView)> {
     let (key, prefix) = new_api_key();
     let view = sqlx::query_as::<_, ApiKeyView>(
         "INSERT INTO api_keys (project_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4)
@@ -25,7 +29,7 @@ pub async fn create(pool: &PgPool, project_id: i64, name: &str) -> AppResult<(St
     .bind(name)
     .bind(prefix)
     .bind(hash_key(&key))
-    .fetch_one(pool)
+    .fetch_one(db)
     .await?;
     Ok((key, view))
 }
@@ -70,14 +74,14 @@ pub async fn list(pool: &PgPool, access: &Access) -> AppResult<Vec<ApiKeyView>> 
     .await?)
 }
 
-pub async fn revoke(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
+pub async fn revoke(db: impl sqlx::PgExecutor<'_>, access: &Access, id: i64) -> AppResult<()> {
     super::found(
         sqlx::query(
             "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 AND project_id = $2",
         )
         .bind(id)
         .bind(access.project_id)
-        .execute(pool)
+        .execute(db)
         .await?
         .rows_affected(),
     )

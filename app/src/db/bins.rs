@@ -9,7 +9,7 @@ use crate::{core::ids::new_bin_id, error::AppResult, model::BinRequest};
 pub const MAX_REQUESTS_PER_BIN: i64 = 500;
 
 pub async fn create(
-    pool: &PgPool,
+    db: impl sqlx::PgExecutor<'_>,
     ttl: std::time::Duration,
     remote_addr: Option<&str>,
 ) -> AppResult<(String, DateTime<Utc>)> {
@@ -20,7 +20,7 @@ pub async fn create(
     .bind(&id)
     .bind(chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::days(7)))
     .bind(remote_addr)
-    .fetch_one(pool)
+    .fetch_one(db)
     .await?;
     Ok((id, expires_at))
 }

@@ -2,11 +2,12 @@
 //! (retry, redirect, test) that enqueue new attempts into it.
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgPool, Postgres, QueryBuilder};
+use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
+use super::attempts::{insert_one, NewAttempt};
 use crate::{
     auth::Access,
-    core::{cursor::Cursor, ids::new_request_id},
+    core::{cursor::Cursor, ids::new_request_id, status::Trigger},
     delivery_filter::DeliveryFilter,
     error::{AppError, AppResult},
     model::DeliveryRow,
@@ -116,14 +117,18 @@ pub async fn list(
 }
 
 /// Finds one attempt the viewer may see: in the access's project, or anywhere for support.
-pub async fn get_row(pool: &PgPool, access: &Access, id: i64) -> AppResult<DeliveryRow> {
+pub async fn get_row(
+    db: impl sqlx::PgExecutor<'_>,
+    access: &Access,
+    id: i64,
+) -> AppResult<DeliveryRow> {
     sqlx::query_as::<_, DeliveryRow>(&format!(
         "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
          WHERE d.id = $1 AND d.project_id = $2"
     ))
     .bind(id)
     .bind(access.project_id)
-    .fetch_optional(pool)
+    .fetch_optional(db)
     .await?
     .ok_or(AppError::NotFound)
 }
@@ -182,16 +187,15 @@ pub async fn attempts_of(
     .await?)
 }
 
-/// A new attempt to the endpoint's current URL. Refused while one of the same event and
-/// endpoint is queued or in flight. The advisory lock makes the check-then-insert atomic
-/// between two people pressing Retry at once.
-pub async fn retry(pool: &PgPool, access: &Access, id: i64) -> AppResult<DeliveryRow> {
-    let row = get_row(pool, access, id).await?;
-    let mut tx = pool.begin().await?;
+/// A new attempt of `row`'s event to its endpoint's current URL; returns its id. Refused
+/// while one of the same event and endpoint is queued or in flight. The advisory lock
+/// makes the check-then-insert atomic between two people pressing Retry at once; pass the
+/// action's transaction, which holds the lock until it ends.
+pub async fn retry(conn: &mut PgConnection, row: &DeliveryRow, by: &str) -> AppResult<i64> {
     sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1), $2::int)")
         .bind(&row.event_id)
         .bind(row.endpoint_id as i32)
-        .execute(&mut *tx)
+        .execute(&mut *conn)
         .await?;
     let (busy, max_attempt): (bool, i32) = sqlx::query_as(
         "SELECT coalesce(bool_or(status IN ('pending', 'in_flight') AND trigger <> 'redirect'), false),
@@ -200,7 +204,7 @@ pub async fn retry(pool: &PgPool, access: &Access, id: i64) -> AppResult<Deliver
     )
     .bind(&row.event_id)
     .bind(row.endpoint_id)
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut *conn)
     .await?;
     if busy {
         return Err(AppError::Conflict(
@@ -212,51 +216,53 @@ pub async fn retry(pool: &PgPool, access: &Access, id: i64) -> AppResult<Deliver
     )
     .bind(row.endpoint_id)
     .bind(row.project_id)
-    .fetch_optional(&mut *tx)
+    .fetch_optional(&mut *conn)
     .await?;
     let url = url.ok_or_else(|| AppError::Conflict("The endpoint has been deleted.".into()))?;
-    let new_id: i64 = sqlx::query_scalar(
-        "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
-                                 trigger, triggered_by, status, request_id)
-         VALUES ($1, $2, $3, $4, $5, $6, 'manual_retry', $7, 'pending', $8) RETURNING id",
+    Ok(insert_one(
+        conn,
+        NewAttempt {
+            target_url: url,
+            attempt: max_attempt + 1,
+            ..manual(row, Trigger::ManualRetry, by)
+        },
     )
-    .bind(row.project_id)
-    .bind(&row.event_id)
-    .bind(&row.event_type)
-    .bind(row.endpoint_id)
-    .bind(&url)
-    .bind(max_attempt + 1)
-    .bind(&access.email)
-    .bind(new_request_id())
-    .fetch_one(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    get_row(pool, access, new_id).await
+    .await?)
 }
 
-/// The same event, signed the same way, to an inspector bin; one attempt, never retried.
+/// A manual attempt of `row`'s event to its endpoint (its URL and number to be set).
+fn manual(row: &DeliveryRow, trigger: Trigger, by: &str) -> NewAttempt {
+    NewAttempt {
+        project_id: row.project_id,
+        event_id: row.event_id.clone(),
+        event_type: row.event_type.clone(),
+        endpoint_id: row.endpoint_id,
+        target_url: row.target_url.clone(),
+        attempt: 1,
+        trigger,
+        triggered_by: Some(by.to_string()),
+        scheduled_at: None,
+        chain_started_at: None,
+        request_id: new_request_id(),
+    }
+}
+
+/// `row`'s event, signed the same way, to an inspector bin; one attempt, never retried.
+/// Returns its id.
 pub async fn redirect(
-    pool: &PgPool,
-    access: &Access,
-    id: i64,
+    conn: &mut PgConnection,
+    row: &DeliveryRow,
     bin_url: &str,
-) -> AppResult<DeliveryRow> {
-    let row = get_row(pool, access, id).await?;
-    let new_id: i64 = sqlx::query_scalar(
-        "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
-                                 trigger, triggered_by, status, request_id)
-         VALUES ($1, $2, $3, $4, $5, 1, 'redirect', $6, 'pending', $7) RETURNING id",
+    by: &str,
+) -> AppResult<i64> {
+    Ok(insert_one(
+        conn,
+        NewAttempt {
+            target_url: bin_url.to_string(),
+            ..manual(row, Trigger::Redirect, by)
+        },
     )
-    .bind(row.project_id)
-    .bind(&row.event_id)
-    .bind(&row.event_type)
-    .bind(row.endpoint_id)
-    .bind(bin_url)
-    .bind(&access.email)
-    .bind(new_request_id())
-    .fetch_one(pool)
-    .await?;
-    get_row(pool, access, new_id).await
+    .await?)
 }
 
 /// The public API's list: ascending by (created_at, id) up to the commit horizon.
@@ -294,28 +300,12 @@ pub async fn page(
     .await?)
 }
 
-/// A `test.ping` event to one endpoint.
-pub async fn test_send(
-    pool: &PgPool,
-    access: &Access,
-    endpoint: &crate::model::EndpointView,
-) -> AppResult<i64> {
-    send_single(
-        pool,
-        access.project_id,
-        (endpoint.id, &endpoint.url),
-        "test.ping",
-        r#"{"message":"Test webhook from Posthorn"}"#,
-        &access.email,
-    )
-    .await
-}
-
 /// An event of Posthorn's own (test ping, endpoint alert) to exactly one endpoint: stored
 /// as an event (so its payload can be shown and rebuilt) with a single attempt, trigger
-/// `test`, that is never retried and goes out even to a disabled endpoint.
+/// `test`, that is never retried and goes out even to a disabled endpoint. Pass a
+/// transaction: the event and its attempt are written together.
 pub async fn send_single(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     project_id: i64,
     (endpoint_id, url): (i64, &str),
     event_type: &str,
@@ -323,7 +313,6 @@ pub async fn send_single(
     by: &str,
 ) -> AppResult<i64> {
     let event_id = crate::core::ids::new_event_id();
-    let mut tx = pool.begin().await?;
     sqlx::query(
         "INSERT INTO events (event_id, project_id, event_type, data, deliveries) VALUES ($1, $2, $3, $4::json, 1)",
     )
@@ -331,22 +320,23 @@ pub async fn send_single(
     .bind(project_id)
     .bind(event_type)
     .bind(data_json)
-    .execute(&mut *tx)
+    .execute(&mut *conn)
     .await?;
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
-                                 trigger, triggered_by, status, request_id)
-         VALUES ($1, $2, $3, $4, $5, 1, 'test', $6, 'pending', $7) RETURNING id",
+    Ok(insert_one(
+        conn,
+        NewAttempt {
+            project_id,
+            event_id,
+            event_type: event_type.to_string(),
+            endpoint_id,
+            target_url: url.to_string(),
+            attempt: 1,
+            trigger: Trigger::Test,
+            triggered_by: Some(by.to_string()),
+            scheduled_at: None,
+            chain_started_at: None,
+            request_id: new_request_id(),
+        },
     )
-    .bind(project_id)
-    .bind(&event_id)
-    .bind(event_type)
-    .bind(endpoint_id)
-    .bind(url)
-    .bind(by)
-    .bind(new_request_id())
-    .fetch_one(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok(id)
+    .await?)
 }

@@ -4,12 +4,16 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use super::handoff::{Claimed, Handoff, Reserved};
+use super::{
+    attempts::{LeaseTo, NewAttempt},
+    handoff::{Claimed, Handoff, Reserved},
+};
 use crate::{
     core::{
         cursor::Cursor,
         event_type::EventType,
         ids::{new_event_id, new_request_id},
+        status::Trigger,
     },
     error::{AppError, AppResult},
 };
@@ -45,9 +49,6 @@ struct Target {
     previous_secret: Option<String>,
     custom_headers: sqlx::types::Json<Vec<(String, String)>>,
 }
-
-/// A fresh attempt as inserted: id, created_at, endpoint, request id, lease end, handed.
-type InsertedRow = (i64, DateTime<Utc>, i64, String, DateTime<Utc>, bool);
 
 /// [`ingest`], handing the first attempts to unthrottled endpoints to `handoff` (the
 /// dispatcher in this process) as far as it has room; the rest wait for a claim.
@@ -125,73 +126,65 @@ pub async fn ingest_handing(
         }
     });
     let handed_to = reserved.as_ref().filter(|r| !r.endpoints.is_empty());
+    let attempts: Vec<NewAttempt> = targets
+        .iter()
+        .map(|t| NewAttempt {
+            project_id,
+            event_id: event_id.clone(),
+            event_type: event_type.as_str().to_string(),
+            endpoint_id: t.id,
+            target_url: t.url.clone(),
+            attempt: 1,
+            trigger: Trigger::Auto,
+            triggered_by: None,
+            scheduled_at: None,
+            chain_started_at: None,
+            request_id: new_request_id(),
+        })
+        .collect();
+    let taken: Vec<bool> = targets
+        .iter()
+        .map(|t| handed_to.is_some_and(|r| r.endpoints.contains(&t.id)))
+        .collect();
+    let lease_to = handed_to.map(|r| LeaseTo {
+        worker: r.handoff.worker(),
+        lease: chrono::Duration::from_std(r.handoff.lease()).unwrap_or_default(),
+        taken: &taken,
+    });
+    let rows = super::attempts::insert_leased(&mut tx, &attempts, lease_to).await?;
     let mut handed: Vec<Claimed> = Vec::new();
-    if !targets.is_empty() {
-        let ids: Vec<i64> = targets.iter().map(|t| t.id).collect();
-        let urls: Vec<&str> = targets.iter().map(|t| t.url.as_str()).collect();
-        let request_ids: Vec<String> = ids.iter().map(|_| new_request_id()).collect();
-        let taken: Vec<bool> = ids
+    for row in rows {
+        let Some(lease_expires_at) = row.lease_expires_at else {
+            continue;
+        };
+        let Some((a, t)) = attempts
             .iter()
-            .map(|id| handed_to.is_some_and(|r| r.endpoints.contains(id)))
-            .collect();
-        let lease = handed_to
-            .map(|r| r.handoff.lease())
-            .and_then(|l| chrono::Duration::from_std(l).ok())
-            .unwrap_or_default();
-        let rows: Vec<InsertedRow> = sqlx::query_as(
-            "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url,
-                                     attempt, trigger, status, request_id,
-                                     started_at, claimed_by, lease_expires_at)
-             SELECT $1, $2, $3, t.endpoint_id, t.url, 1, 'auto',
-                    CASE WHEN t.taken THEN 'in_flight' ELSE 'pending' END, t.request_id,
-                    CASE WHEN t.taken THEN now() END,
-                    CASE WHEN t.taken THEN $8 END,
-                    CASE WHEN t.taken THEN now() + $9 END
-             FROM unnest($4::bigint[], $5::text[], $6::text[], $7::bool[])
-                  AS t(endpoint_id, url, request_id, taken)
-             RETURNING id, created_at, endpoint_id, request_id,
-                       coalesce(lease_expires_at, now()), status = 'in_flight'",
-        )
-        .bind(project_id)
-        .bind(&event_id)
-        .bind(event_type.as_str())
-        .bind(&ids)
-        .bind(&urls)
-        .bind(&request_ids)
-        .bind(&taken)
-        .bind(handed_to.map(|r| r.handoff.worker()))
-        .bind(lease)
-        .fetch_all(&mut *tx)
-        .await?;
-        for (id, row_created_at, endpoint_id, request_id, lease_expires_at, in_flight) in rows {
-            let Some(t) = in_flight
-                .then(|| targets.iter().find(|t| t.id == endpoint_id))
-                .flatten()
-            else {
-                continue;
-            };
-            handed.push(Claimed {
-                id,
-                created_at: row_created_at,
-                project_id,
-                event_id: event_id.clone(),
-                event_type: event_type.as_str().to_string(),
-                endpoint_id,
-                target_url: t.url.clone(),
-                attempt: 1,
-                trigger: "auto".into(),
-                request_id,
-                chain_started_at: None,
-                lease_expires_at,
-                event_created_at: created_at,
-                data: data_json.to_string(),
-                endpoint_url: t.url.clone(),
-                secret: t.secret.clone(),
-                previous_secret: t.previous_secret.clone(),
-                custom_headers: t.custom_headers.clone(),
-                start_at: None,
-            });
-        }
+            .zip(&targets)
+            .find(|(a, _)| a.request_id == row.request_id)
+        else {
+            continue;
+        };
+        handed.push(Claimed {
+            id: row.id,
+            created_at: row.created_at,
+            project_id,
+            event_id: event_id.clone(),
+            event_type: a.event_type.clone(),
+            endpoint_id: a.endpoint_id,
+            target_url: a.target_url.clone(),
+            attempt: 1,
+            trigger: Trigger::Auto.as_str().into(),
+            request_id: row.request_id,
+            chain_started_at: None,
+            lease_expires_at,
+            event_created_at: created_at,
+            data: data_json.to_string(),
+            endpoint_url: t.url.clone(),
+            secret: t.secret.clone(),
+            previous_secret: t.previous_secret.clone(),
+            custom_headers: t.custom_headers.clone(),
+            start_at: None,
+        });
     }
     tx.commit().await?;
     let waiting = deliveries as usize > handed.len();
@@ -265,5 +258,43 @@ pub async fn page(
     .bind(event_type)
     .bind(limit)
     .fetch_all(&mut *conn)
+    .await?)
+}
+
+/// The event types a project has sent within the retention window, for the filter bar.
+pub async fn recent_types(
+    pool: &PgPool,
+    project_id: i64,
+    retention_days: u32,
+) -> AppResult<Vec<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT DISTINCT event_type FROM events
+         WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)
+         ORDER BY 1 LIMIT 200",
+    )
+    .bind(project_id)
+    .bind(retention_days as i32)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// One event type as the catalogue shows it: how many within the retention window, when
+/// last, and the newest payload as an example.
+pub type TypeSeen = (String, i64, Option<DateTime<Utc>>, Option<String>);
+
+pub async fn types_seen(
+    pool: &PgPool,
+    project_id: i64,
+    retention_days: u32,
+) -> AppResult<Vec<TypeSeen>> {
+    Ok(sqlx::query_as(
+        "SELECT event_type, count(*), max(created_at),
+                (SELECT data::text FROM events e2 WHERE e2.project_id = $1 AND e2.event_type = e.event_type ORDER BY created_at DESC LIMIT 1)
+         FROM events e WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)
+         GROUP BY event_type ORDER BY 2 DESC",
+    )
+    .bind(project_id)
+    .bind(retention_days as i32)
+    .fetch_all(pool)
     .await?)
 }

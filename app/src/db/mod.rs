@@ -2,6 +2,7 @@
 //! project's data takes an [`crate::auth::Access`], which only the authorization layer makes.
 
 pub mod api_keys;
+pub mod attempts;
 pub mod audit;
 pub mod bins;
 pub mod deliveries;
@@ -9,7 +10,9 @@ pub mod endpoints;
 pub mod events;
 pub mod handoff;
 pub mod horizon;
+pub mod invitations;
 pub mod maintenance;
+pub mod memberships;
 pub mod projects;
 pub mod rate_counters;
 pub mod replays;

@@ -1,4 +1,4 @@
-//! Projects and who belongs to them.
+//! Projects: made with their first owner, listed for the people who may see them.
 
 use sqlx::PgPool;
 
@@ -13,27 +13,9 @@ pub async fn create(pool: &PgPool, name: &str, plan: &str, owner_id: i64) -> App
     .bind(plan)
     .fetch_one(&mut *tx)
     .await?;
-    add_member(&mut tx, project.id, owner_id, "owner").await?;
+    super::memberships::add(&mut tx, project.id, owner_id, "owner").await?;
     tx.commit().await?;
     Ok(project)
-}
-
-pub async fn add_member(
-    tx: &mut sqlx::PgConnection,
-    project_id: i64,
-    user_id: i64,
-    role: &str,
-) -> AppResult<()> {
-    sqlx::query(
-        "INSERT INTO memberships (project_id, user_id, role) VALUES ($1, $2, $3)
-         ON CONFLICT (project_id, user_id) DO NOTHING",
-    )
-    .bind(project_id)
-    .bind(user_id)
-    .bind(role)
-    .execute(tx)
-    .await?;
-    Ok(())
 }
 
 /// The projects a user sees: their memberships, or every project for support staff.
@@ -82,19 +64,4 @@ pub async fn get(pool: &PgPool, id: i64) -> AppResult<Option<ProjectRef>> {
             .fetch_optional(pool)
             .await?,
     )
-}
-
-/// The user's role in the project (`owner`, `member`), or None for a non-member.
-pub async fn member_role(
-    pool: &PgPool,
-    project_id: i64,
-    user_id: i64,
-) -> AppResult<Option<String>> {
-    Ok(sqlx::query_scalar::<_, String>(
-        "SELECT role FROM memberships WHERE project_id = $1 AND user_id = $2",
-    )
-    .bind(project_id)
-    .bind(user_id)
-    .fetch_optional(pool)
-    .await?)
 }

@@ -1,11 +1,12 @@
 //! Bulk replay: snapshot the (event, endpoint) pairs a filtered view shows, then enqueue
 //! one attempt per pair, throttled per endpoint, until done or cancelled.
 
-use sqlx::{PgPool, Postgres, QueryBuilder};
+use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
+use super::attempts::NewAttempt;
 use crate::{
     auth::Access,
-    core::ids::new_request_id,
+    core::{ids::new_request_id, status::Trigger},
     delivery_filter::DeliveryFilter,
     error::{AppError, AppResult},
     model::ReplayProgress,
@@ -28,9 +29,6 @@ fn push_pairs(
     super::deliveries::push_filters(q, access, &unpaged, retention_days, false)
 }
 
-/// Replays are capped so one click cannot queue millions of requests.
-pub const MAX_REPLAY: i64 = 100_000;
-
 pub async fn preview(
     pool: &PgPool,
     access: &Access,
@@ -43,14 +41,15 @@ pub async fn preview(
     Ok(q.build_query_scalar::<i64>().fetch_one(pool).await?)
 }
 
+/// Snapshots the view's pairs (`max` at most) into a new running replay; returns its id
+/// and how many pairs it holds. Pass the action's transaction.
 pub async fn start(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     access: &Access,
     filter: &DeliveryFilter,
     retention_days: u32,
-    per_second: i32,
-) -> AppResult<i64> {
-    let mut tx = pool.begin().await?;
+    (per_second, max): (i32, u32),
+) -> AppResult<(i64, i64)> {
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO replays (project_id, created_by, filter, per_second) VALUES ($1, $2, $3, $4) RETURNING id",
     )
@@ -58,14 +57,14 @@ pub async fn start(
     .bind(&access.email)
     .bind(sqlx::types::Json(filter))
     .bind(per_second)
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut *conn)
     .await?;
     let mut q =
         QueryBuilder::new("INSERT INTO replay_items (replay_id, event_id, endpoint_id) SELECT ");
     q.push_bind(id).push(", p.event_id, p.endpoint_id FROM (");
     push_pairs(&mut q, access, filter, retention_days)?;
-    q.push(") p LIMIT ").push_bind(MAX_REPLAY);
-    let total = q.build().execute(&mut *tx).await?.rows_affected();
+    q.push(") p LIMIT ").push_bind(max as i64);
+    let total = q.build().execute(&mut *conn).await?.rows_affected();
     if total == 0 {
         return Err(AppError::Invalid(
             "Nothing matches this view: no replay started.".into(),
@@ -74,19 +73,22 @@ pub async fn start(
     sqlx::query("UPDATE replays SET total = $2 WHERE id = $1")
         .bind(id)
         .bind(total as i32)
-        .execute(&mut *tx)
+        .execute(&mut *conn)
         .await?;
-    tx.commit().await?;
-    Ok(id)
+    Ok((id, total as i64))
 }
 
-pub async fn progress(pool: &PgPool, access: &Access, id: i64) -> AppResult<ReplayProgress> {
+pub async fn progress(
+    conn: &mut PgConnection,
+    access: &Access,
+    id: i64,
+) -> AppResult<ReplayProgress> {
     let row: Option<(i64, i32, i32, String, i32)> = sqlx::query_as(
         "SELECT id, total, queued, status, per_second FROM replays WHERE id = $1 AND project_id = $2",
     )
     .bind(id)
     .bind(access.project_id)
-    .fetch_optional(pool)
+    .fetch_optional(&mut *conn)
     .await?;
     let (id, total, queued, status, per_second) = row.ok_or(AppError::NotFound)?;
     let delivered: i64 = sqlx::query_scalar(
@@ -94,7 +96,7 @@ pub async fn progress(pool: &PgPool, access: &Access, id: i64) -> AppResult<Repl
          WHERE ri.replay_id = $1 AND d.status IN ('succeeded', 'failed', 'dead_letter')",
     )
     .bind(id)
-    .fetch_one(pool)
+    .fetch_one(&mut *conn)
     .await?;
     Ok(ReplayProgress {
         id,
@@ -106,18 +108,20 @@ pub async fn progress(pool: &PgPool, access: &Access, id: i64) -> AppResult<Repl
     })
 }
 
-pub async fn cancel(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
+/// Stops a running replay (a finished one stays as it is); unknown or another project's:
+/// not found.
+pub async fn cancel(conn: &mut PgConnection, access: &Access, id: i64) -> AppResult<()> {
     let n = sqlx::query(
         "UPDATE replays SET status = 'cancelled', finished_at = now()
          WHERE id = $1 AND project_id = $2 AND status = 'running'",
     )
     .bind(id)
     .bind(access.project_id)
-    .execute(pool)
+    .execute(&mut *conn)
     .await?
     .rows_affected();
     if n == 0 {
-        progress(pool, access, id).await?; // 404 if it is not the caller's
+        progress(conn, access, id).await?; // 404 if it is not the caller's
     }
     Ok(())
 }
@@ -161,25 +165,50 @@ pub async fn tick(pool: &PgPool) -> AppResult<u64> {
             continue;
         }
         let (events, endpoints): (Vec<String>, Vec<i64>) = picked.into_iter().unzip();
-        let request_ids: Vec<String> = events.iter().map(|_| new_request_id()).collect();
-        let made: Vec<(i64, String, i64)> = sqlx::query_as(
-            "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt, trigger,
-                                     triggered_by, status, request_id)
-             SELECT $1, p.event_id, ev.event_type, p.endpoint_id, e.url,
-                    (SELECT coalesce(max(attempt), 0) + 1 FROM deliveries x WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id),
-                    'manual_retry', $2, 'pending', p.request_id
-             FROM unnest($3::text[], $4::bigint[], $5::text[]) AS p(event_id, endpoint_id, request_id)
+        // Pairs whose event or endpoint is gone are left out here.
+        let queueable: Vec<(String, String, i64, String, i32)> = sqlx::query_as(
+            "SELECT p.event_id, ev.event_type, p.endpoint_id, e.url,
+                    (SELECT coalesce(max(attempt), 0) + 1 FROM deliveries x
+                     WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id)
+             FROM unnest($1::text[], $2::bigint[]) AS p(event_id, endpoint_id)
              JOIN events ev ON ev.event_id = p.event_id
-             JOIN endpoints e ON e.id = p.endpoint_id AND e.deleted_at IS NULL
-             RETURNING id, event_id, endpoint_id",
+             JOIN endpoints e ON e.id = p.endpoint_id AND e.deleted_at IS NULL",
         )
-        .bind(project_id)
-        .bind(format!("{by} (bulk replay #{id})"))
         .bind(&events)
         .bind(&endpoints)
-        .bind(&request_ids)
         .fetch_all(&mut *tx)
         .await?;
+        let by = format!("{by} (bulk replay #{id})");
+        let attempts: Vec<NewAttempt> = queueable
+            .into_iter()
+            .map(
+                |(event_id, event_type, endpoint_id, target_url, attempt)| NewAttempt {
+                    project_id,
+                    event_id,
+                    event_type,
+                    endpoint_id,
+                    target_url,
+                    attempt,
+                    trigger: Trigger::ManualRetry,
+                    triggered_by: Some(by.clone()),
+                    scheduled_at: None,
+                    chain_started_at: None,
+                    request_id: new_request_id(),
+                },
+            )
+            .collect();
+        let pair_of: std::collections::HashMap<&str, &NewAttempt> = attempts
+            .iter()
+            .map(|a| (a.request_id.as_str(), a))
+            .collect();
+        let made: Vec<(i64, String, i64)> = super::attempts::insert(&mut tx, &attempts)
+            .await?
+            .into_iter()
+            .filter_map(|(delivery_id, request_id)| {
+                let a = pair_of.get(request_id.as_str())?;
+                Some((delivery_id, a.event_id.clone(), a.endpoint_id))
+            })
+            .collect();
         // Pairs that could not be queued (event or endpoint gone) are marked done with 0.
         sqlx::query(
             "UPDATE replay_items ri SET delivery_id = coalesce(m.id, 0)

@@ -3,4 +3,9 @@
 //! transaction and writes its audit entry inside it. The cabinet's server functions and
 //! the public API's handlers only parse, call one of these, and shape the answer.
 
+pub mod bins;
+pub mod deliveries;
 pub mod endpoints;
+pub mod keys;
+pub mod replays;
+pub mod team;

@@ -1,6 +1,8 @@
 //! `/deliveries`: attempts, polled by cursor; manual retry.
 
-use app::{core::cursor::Cursor, core::permissions::Action, db::deliveries, model::DeliveryRow};
+use app::{
+    core::cursor::Cursor, core::permissions::Action, db::deliveries, model::DeliveryRow, ops,
+};
 use axum::{
     extract::{Path, State},
     http::StatusCode,
@@ -190,24 +192,13 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> Result<Json<DeliveryDetail>, ApiError> {
     let access = caller.access(Action::ReadDeliveries)?;
-    let row = deliveries::get_row(&pool, &access, parse_id(&id)?).await?;
-    let extras = deliveries::extras(&pool, &row).await?;
-    let payload = match (&extras.data, extras.event_created_at) {
-        (Some(d), Some(at)) => String::from_utf8_lossy(&app::core::payload::build_body(
-            &row.event_id,
-            &row.event_type,
-            at,
-            d,
-        ))
-        .into_owned(),
-        _ => String::new(),
-    };
+    let d = ops::deliveries::detail(&pool, &access, parse_id(&id)?).await?;
     Ok(Json(DeliveryDetail {
-        delivery: row.into(),
-        payload,
-        request_headers: extras.request_headers.map(|j| j.0),
-        response_headers: extras.response_headers.map(|j| j.0),
-        response_body: extras.response_body,
+        delivery: d.row.into(),
+        payload: d.payload,
+        request_headers: d.request_headers,
+        response_headers: d.response_headers,
+        response_body: d.response_body,
     }))
 }
 
@@ -227,14 +218,6 @@ pub async fn retry(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Delivery>), ApiError> {
     let access = caller.access(Action::Retry)?;
-    let row = deliveries::retry(&pool, &access, parse_id(&id)?).await?;
-    app::db::audit::record(
-        &pool,
-        &access,
-        "retry",
-        &row.event_id,
-        serde_json::json!({"delivery": id, "new_delivery": row.id, "via": "api"}),
-    )
-    .await?;
+    let row = ops::deliveries::retry(&pool, &access, parse_id(&id)?).await?;
     Ok((StatusCode::ACCEPTED, Json(row.into())))
 }

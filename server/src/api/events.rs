@@ -268,6 +268,11 @@ pub async fn list(
     let limit = page_limit(q.limit)?;
     let after = parse_cursor(q.cursor.as_deref())?;
     let since = parse_since(q.since.as_deref())?;
+    // The document gives `type` the event-type pattern: a type no event can have is a
+    // mistake to report, not an empty page.
+    if let Some(t) = q.event_type.as_deref() {
+        EventType::parse(t).map_err(|e| ApiError::invalid(format!("type: {e}")))?;
+    }
     let mut rows = events::page(
         &pool,
         caller.project_id,

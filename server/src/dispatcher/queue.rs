@@ -354,29 +354,24 @@ pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u6
         .filter(|o| updated.contains(&o.id))
         .filter_map(|o| o.next.as_ref().map(|n| (n, o.chain_started_at)))
         .collect();
-    if !next.is_empty() {
-        sqlx::query(
-            "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
-                                     trigger, status, scheduled_at, request_id, chain_started_at)
-             SELECT n.project_id, n.event_id, n.event_type, n.endpoint_id, n.target_url, n.attempt,
-                    'auto', 'pending', n.scheduled_at, n.request_id, n.chain_started_at
-             FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::int[],
-                         $7::timestamptz[], $8::text[], $9::timestamptz[])
-                  AS n(project_id, event_id, event_type, endpoint_id, target_url, attempt, scheduled_at,
-                       request_id, chain_started_at)",
-        )
-        .bind(next.iter().map(|(n, _)| n.project_id).collect::<Vec<_>>())
-        .bind(next.iter().map(|(n, _)| n.event_id.clone()).collect::<Vec<_>>())
-        .bind(next.iter().map(|(n, _)| n.event_type.clone()).collect::<Vec<_>>())
-        .bind(next.iter().map(|(n, _)| n.endpoint_id).collect::<Vec<_>>())
-        .bind(next.iter().map(|(n, _)| n.target_url.clone()).collect::<Vec<_>>())
-        .bind(next.iter().map(|(n, _)| n.attempt).collect::<Vec<_>>())
-        .bind(next.iter().map(|(n, _)| n.scheduled_at).collect::<Vec<_>>())
-        .bind(next.iter().map(|(n, _)| n.request_id.clone()).collect::<Vec<_>>())
-        .bind(next.iter().map(|(_, c)| *c).collect::<Vec<_>>())
-        .execute(&mut *tx)
-        .await?;
-    }
+    use app::{core::status::Trigger, db::attempts};
+    let next: Vec<attempts::NewAttempt> = next
+        .into_iter()
+        .map(|(n, chain_started_at)| attempts::NewAttempt {
+            project_id: n.project_id,
+            event_id: n.event_id.clone(),
+            event_type: n.event_type.clone(),
+            endpoint_id: n.endpoint_id,
+            target_url: n.target_url.clone(),
+            attempt: n.attempt,
+            trigger: Trigger::Auto,
+            triggered_by: None,
+            scheduled_at: Some(n.scheduled_at),
+            chain_started_at: Some(chain_started_at),
+            request_id: n.request_id.clone(),
+        })
+        .collect();
+    attempts::insert(&mut tx, &next).await?;
     tx.commit().await?;
     Ok(updated.len() as u64)
 }

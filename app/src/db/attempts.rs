@@ -1,0 +1,122 @@
+//! The one way attempts enter the deliveries table: event fan-out, the dispatcher's
+//! follow-ups, Retry, Redirect, test sends and bulk replay all queue through [`insert`].
+//! A new column is one field of [`NewAttempt`], one array and one name below.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+
+use crate::core::status::Trigger;
+
+/// A `pending` attempt to queue.
+#[derive(Clone, Debug)]
+pub struct NewAttempt {
+    pub project_id: i64,
+    pub event_id: String,
+    pub event_type: String,
+    pub endpoint_id: i64,
+    pub target_url: String,
+    /// 1 for the first attempt of a chain; manual retries continue the count.
+    pub attempt: i32,
+    pub trigger: Trigger,
+    /// Who asked for a manual attempt.
+    pub triggered_by: Option<String>,
+    /// None: due at once.
+    pub scheduled_at: Option<DateTime<Utc>>,
+    /// When the automatic chain this attempt continues began (None for a first attempt).
+    pub chain_started_at: Option<DateTime<Utc>>,
+    pub request_id: String,
+}
+
+/// Queues the attempts in one statement however many they are; returns each new row's
+/// id with its `request_id` (the order of the rows is not promised).
+pub async fn insert(
+    conn: &mut PgConnection,
+    attempts: &[NewAttempt],
+) -> Result<Vec<(i64, String)>, sqlx::Error> {
+    Ok(insert_leased(conn, attempts, None)
+        .await?
+        .into_iter()
+        .map(|r| (r.id, r.request_id))
+        .collect())
+}
+
+/// A dispatcher the attempts marked `true` go to already leased (see
+/// [`super::handoff`]): inserted `in_flight`, claimed by `worker` for `lease`.
+pub struct LeaseTo<'a> {
+    pub worker: &'a str,
+    pub lease: chrono::Duration,
+    pub taken: &'a [bool],
+}
+
+/// A row as inserted.
+#[derive(Debug, sqlx::FromRow)]
+pub struct Inserted {
+    pub id: i64,
+    pub request_id: String,
+    pub created_at: DateTime<Utc>,
+    /// Set for a row inserted already leased.
+    pub lease_expires_at: Option<DateTime<Utc>>,
+}
+
+/// [`insert`], with some attempts inserted already leased to a dispatcher.
+pub async fn insert_leased(
+    conn: &mut PgConnection,
+    attempts: &[NewAttempt],
+    lease_to: Option<LeaseTo<'_>>,
+) -> Result<Vec<Inserted>, sqlx::Error> {
+    if attempts.is_empty() {
+        return Ok(Vec::new());
+    }
+    fn column<T>(attempts: &[NewAttempt], f: impl Fn(&NewAttempt) -> T) -> Vec<T> {
+        attempts.iter().map(f).collect()
+    }
+    let taken: Vec<bool> = (0..attempts.len())
+        .map(|i| {
+            lease_to
+                .as_ref()
+                .is_some_and(|l| l.taken.get(i).copied().unwrap_or(false))
+        })
+        .collect();
+    sqlx::query_as(
+        "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                                 trigger, triggered_by, status, scheduled_at, chain_started_at,
+                                 request_id, started_at, claimed_by, lease_expires_at)
+         SELECT n.project_id, n.event_id, n.event_type, n.endpoint_id, n.target_url, n.attempt,
+                n.trigger, n.triggered_by,
+                CASE WHEN n.taken THEN 'in_flight' ELSE 'pending' END,
+                coalesce(n.scheduled_at, now()), n.chain_started_at, n.request_id,
+                CASE WHEN n.taken THEN now() END,
+                CASE WHEN n.taken THEN $13 END,
+                CASE WHEN n.taken THEN now() + $14 END
+         FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::int[],
+                     $7::text[], $8::text[], $9::timestamptz[], $10::timestamptz[], $11::text[],
+                     $12::bool[])
+              AS n(project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                   trigger, triggered_by, scheduled_at, chain_started_at, request_id, taken)
+         RETURNING id, request_id, created_at, lease_expires_at",
+    )
+    .bind(column(attempts, |a| a.project_id))
+    .bind(column(attempts, |a| a.event_id.clone()))
+    .bind(column(attempts, |a| a.event_type.clone()))
+    .bind(column(attempts, |a| a.endpoint_id))
+    .bind(column(attempts, |a| a.target_url.clone()))
+    .bind(column(attempts, |a| a.attempt))
+    .bind(column(attempts, |a| a.trigger.as_str()))
+    .bind(column(attempts, |a| a.triggered_by.clone()))
+    .bind(column(attempts, |a| a.scheduled_at))
+    .bind(column(attempts, |a| a.chain_started_at))
+    .bind(column(attempts, |a| a.request_id.clone()))
+    .bind(&taken)
+    .bind(lease_to.as_ref().map(|l| l.worker))
+    .bind(lease_to.as_ref().map_or(chrono::Duration::zero(), |l| l.lease))
+    .fetch_all(conn)
+    .await
+}
+
+/// Queues one attempt; returns its id.
+pub async fn insert_one(conn: &mut PgConnection, attempt: NewAttempt) -> Result<i64, sqlx::Error> {
+    let made = insert(conn, std::slice::from_ref(&attempt)).await?;
+    made.first()
+        .map(|(id, _)| *id)
+        .ok_or(sqlx::Error::RowNotFound)
+}

@@ -1,0 +1,154 @@
+//! Deliveries: the expanded view, Retry, Redirect and the test send; the same path from
+//! the dashboard and from the API, audited either way.
+
+use sqlx::PgPool;
+
+use crate::{
+    auth::Access,
+    cfg::Config,
+    core::{payload::build_body, permissions::Action},
+    db::{audit, bins, deliveries, endpoints},
+    error::{AppError, AppResult},
+    model::DeliveryRow,
+};
+
+/// One attempt with what was sent and what came back.
+pub struct Detail {
+    pub row: DeliveryRow,
+    /// The exact body sent (empty once the event has been swept away).
+    pub payload: String,
+    /// `[name, value]` pairs as sent; none before the first send.
+    pub request_headers: Option<Vec<(String, String)>>,
+    pub response_headers: Option<Vec<(String, String)>>,
+    /// The first 64 KiB of the response body.
+    pub response_body: Option<String>,
+}
+
+pub async fn detail(pool: &PgPool, access: &Access, id: i64) -> AppResult<Detail> {
+    access.require(Action::ReadDeliveries)?;
+    let row = deliveries::get_row(pool, access, id).await?;
+    let extras = deliveries::extras(pool, &row).await?;
+    // The body is rebuilt from the stored event exactly as the dispatcher builds it.
+    let payload = match (&extras.data, extras.event_created_at) {
+        (Some(data), Some(at)) => {
+            String::from_utf8_lossy(&build_body(&row.event_id, &row.event_type, at, data))
+                .into_owned()
+        }
+        _ => String::new(),
+    };
+    Ok(Detail {
+        row,
+        payload,
+        request_headers: extras.request_headers.map(|j| j.0),
+        response_headers: extras.response_headers.map(|j| j.0),
+        response_body: extras.response_body,
+    })
+}
+
+/// A new attempt of the same event to the endpoint's current URL; returns it, queued.
+pub async fn retry(pool: &PgPool, access: &Access, id: i64) -> AppResult<DeliveryRow> {
+    access.require(Action::Retry)?;
+    let mut tx = pool.begin().await?;
+    let row = deliveries::get_row(&mut *tx, access, id).await?;
+    let new_id = deliveries::retry(&mut tx, &row, &access.email).await?;
+    let new = deliveries::get_row(&mut *tx, access, new_id).await?;
+    audit::record(
+        &mut *tx,
+        access,
+        "retry",
+        &row.event_id,
+        serde_json::json!({"delivery": id, "new_delivery": new.id, "request_id": new.request_id}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(new)
+}
+
+/// Sends the same event to the given inspector bin (its id or URL), or to a new one;
+/// returns the queued attempt and the bin's id.
+pub async fn redirect(
+    pool: &PgPool,
+    cfg: &Config,
+    access: &Access,
+    id: i64,
+    bin: Option<&str>,
+) -> AppResult<(DeliveryRow, String)> {
+    access.require(Action::Redirect)?;
+    let mut tx = pool.begin().await?;
+    let row = deliveries::get_row(&mut *tx, access, id).await?;
+    let bin_id = match bin.map(str::trim).filter(|b| !b.is_empty()) {
+        Some(given) => {
+            let id = bin_id_of(given).to_string();
+            if bins::live(pool, &id).await?.is_none() {
+                return Err(AppError::Invalid(
+                    "That inspector bin does not exist or has expired.".into(),
+                ));
+            }
+            id
+        }
+        None => bins::create(&mut *tx, cfg.bin_ttl, None).await?.0,
+    };
+    let new_id = deliveries::redirect(&mut tx, &row, &cfg.bin_url(&bin_id), &access.email).await?;
+    audit::record(
+        &mut *tx,
+        access,
+        "redirect",
+        &row.event_id,
+        serde_json::json!({"delivery": id, "bin": bin_id}),
+    )
+    .await?;
+    let new = deliveries::get_row(&mut *tx, access, new_id).await?;
+    tx.commit().await?;
+    Ok((new, bin_id))
+}
+
+/// A bin's id from what a user pasted: the id itself or the bin's URL.
+fn bin_id_of(given: &str) -> &str {
+    given
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(given)
+}
+
+/// What a test send carries (the specification fixes the words).
+pub const TEST_DATA: &str = r#"{"message":"Test webhook from Posthorn"}"#;
+
+/// A `test.ping` event to one endpoint; returns the queued attempt.
+pub async fn test_send(pool: &PgPool, access: &Access, endpoint_id: i64) -> AppResult<DeliveryRow> {
+    access.require(Action::TestSend)?;
+    let ep = endpoints::get(pool, access, endpoint_id).await?;
+    let mut tx = pool.begin().await?;
+    let delivery_id = deliveries::send_single(
+        &mut tx,
+        access.project_id,
+        (ep.id, &ep.url),
+        "test.ping",
+        TEST_DATA,
+        &access.email,
+    )
+    .await?;
+    audit::record(
+        &mut *tx,
+        access,
+        "test_send",
+        &format!("endpoint #{endpoint_id}"),
+        serde_json::json!({"delivery": delivery_id}),
+    )
+    .await?;
+    let row = deliveries::get_row(&mut *tx, access, delivery_id).await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bin_id_of;
+
+    #[test]
+    fn a_bin_is_named_by_its_id_or_its_url() {
+        assert_eq!(bin_id_of("bin_abc"), "bin_abc");
+        assert_eq!(bin_id_of("http://127.0.0.1:3000/r/bin_abc"), "bin_abc");
+        assert_eq!(bin_id_of("http://127.0.0.1:3000/r/bin_abc/"), "bin_abc");
+    }
+}

@@ -1,0 +1,48 @@
+//! API keys: created (shown once) and revoked, audited in the same transaction.
+
+use sqlx::PgPool;
+
+use crate::{
+    auth::Access,
+    core::permissions::Action,
+    db::{api_keys, audit},
+    error::AppResult,
+};
+
+/// Returns the new key: the only time it is ever shown.
+pub async fn create(pool: &PgPool, access: &Access, name: &str) -> AppResult<String> {
+    access.require(Action::ManageKeys)?;
+    let name: String = if name.trim().is_empty() {
+        "unnamed".to_string()
+    } else {
+        name.trim().chars().take(100).collect()
+    };
+    let mut tx = pool.begin().await?;
+    let (key, view) = api_keys::create(&mut *tx, access.project_id, &name).await?;
+    audit::record(
+        &mut *tx,
+        access,
+        "api_key.create",
+        &format!("key {}", view.prefix),
+        serde_json::json!({"name": name}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(key)
+}
+
+pub async fn revoke(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
+    access.require(Action::ManageKeys)?;
+    let mut tx = pool.begin().await?;
+    api_keys::revoke(&mut *tx, access, id).await?;
+    audit::record(
+        &mut *tx,
+        access,
+        "api_key.revoke",
+        &format!("key #{id}"),
+        serde_json::json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}

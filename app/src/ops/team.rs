@@ -1,0 +1,108 @@
+//! The team: members, invitations by one-time link, removal. Changes are audited in
+//! the transaction that makes them.
+
+use sqlx::PgPool;
+
+use crate::{
+    auth::Access,
+    core::{ids::new_token, permissions::Action},
+    db::{audit, invitations, invitations::OpenInvitation, memberships, users, users::User},
+    error::{AppError, AppResult},
+    model::Member,
+};
+
+pub async fn members(pool: &PgPool, access: &Access) -> AppResult<Vec<Member>> {
+    access.require(Action::ReadTeam)?;
+    memberships::list(pool, access.project_id).await
+}
+
+/// Invites `email` as a member; returns the one-time token of the invitation's link.
+pub async fn invite(pool: &PgPool, access: &Access, email: &str) -> AppResult<String> {
+    access.require(Action::ManageTeam)?;
+    let email = email.trim().to_lowercase();
+    if !email.contains('@') || email.len() > 200 {
+        return Err(AppError::Invalid("Enter an email address.".into()));
+    }
+    let token = new_token();
+    let mut tx = pool.begin().await?;
+    invitations::create(&mut *tx, access, &token, &email).await?;
+    audit::record(
+        &mut *tx,
+        access,
+        "member.invite",
+        &email,
+        serde_json::json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(token)
+}
+
+/// Removes a member; the last owner of a project cannot be removed.
+pub async fn remove_member(pool: &PgPool, access: &Access, email: &str) -> AppResult<()> {
+    access.require(Action::ManageTeam)?;
+    let mut tx = pool.begin().await?;
+    let members = memberships::lock_all(&mut tx, access.project_id).await?;
+    let target = members
+        .iter()
+        .find(|m| m.email == email.trim().to_lowercase())
+        .ok_or(AppError::NotFound)?;
+    if target.role == "owner" && members.iter().filter(|m| m.role == "owner").count() == 1 {
+        return Err(AppError::Conflict(
+            "The last owner of a project cannot be removed.".into(),
+        ));
+    }
+    memberships::remove(&mut tx, access.project_id, target.user_id).await?;
+    audit::record(
+        &mut *tx,
+        access,
+        "member.remove",
+        email,
+        serde_json::json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+fn unknown_invitation() -> AppError {
+    AppError::Invalid("This invitation is unknown, used or expired.".into())
+}
+
+/// What an invitation link offers, while it is open.
+pub async fn invitation(pool: &PgPool, token: &str) -> AppResult<OpenInvitation> {
+    invitations::find_open(pool, token)
+        .await?
+        .ok_or_else(unknown_invitation)
+}
+
+/// Accepts an invitation once; returns the user who joined and the project. A new
+/// account is made with the password given; an existing account joins only when
+/// `signed_in` is that account: the invitation path never checks an existing account's
+/// password, so it cannot be used to guess one.
+pub async fn accept(
+    pool: &PgPool,
+    token: &str,
+    signed_in: Option<&User>,
+    password: Option<String>,
+) -> AppResult<(User, i64)> {
+    let email = invitation(pool, token).await?.email;
+    let user = match users::find_by_email(pool, &email).await? {
+        Some(existing) => {
+            if signed_in.map(|u| u.id) != Some(existing.id) {
+                return Err(AppError::Unauthorized(format!(
+                    "{email} already has an account: sign in as {email}, then open this link again."
+                )));
+            }
+            existing
+        }
+        None => users::create(pool, &email, &password.unwrap_or_default(), "user").await?,
+    };
+    let mut tx = pool.begin().await?;
+    let (project_id, role) = invitations::take(&mut tx, token)
+        .await?
+        .ok_or_else(unknown_invitation)?;
+    memberships::add(&mut tx, project_id, user.id, &role).await?;
+    tx.commit().await?;
+    Ok((user, project_id))
+}
