@@ -675,9 +675,11 @@ pub async fn ingest(concurrency: usize, seconds: u64, env: Vec<(String, String)>
         accepted += n.unwrap();
     }
     let after = rig.cpu();
-    let Rig { receiver, server, .. } = rig;
+    let Rig {
+        receiver, server, ..
+    } = rig;
     drop(server);
-    let (_, received) = receiver.finish_times();
+    let (received, _) = receiver.finish_times();
     println!(
         "{concurrency} clients for {seconds} s: {accepted} events accepted ({:.0}/s), {received} delivered",
         accepted as f64 / seconds as f64
