@@ -67,8 +67,12 @@ async fn sixty_events_at_five_per_second_are_spaced_evenly_across_two_dispatcher
         closest * 1000.0
     );
     assert!(span >= Duration::from_secs(11), "arrived over {span:?}");
+    // Receipt times carry the machine's scheduling noise as well as the throttle's
+    // spacing: one late send shortens the gap after it (up to ~12 ms seen on a loaded
+    // 2-core VM). A broken throttle shows as a burst: gaps near zero, or all 60 in less
+    // than the 11.8 s the limit allows (the span above).
     assert!(
-        closest >= 0.2 - 0.005,
+        closest >= 0.2 - 0.015,
         "two starts {:.1} ms apart",
         closest * 1000.0
     );
