@@ -1,27 +1,60 @@
 import { test, expect } from "@playwright/test";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import * as path from "node:path";
-import { createProject } from "./helpers";
-import { BASE_URL } from "./env";
+import { e2eDatabaseUrl, PORT } from "./env";
 
-test("schemathesis finds no 5xx and no response that breaks the OpenAPI document", async () => {
-  test.setTimeout(240_000);
-  const p = createProject("Schemathesis", "business");
-  const python = process.env.POSTHORN_PYTHON || "python3";
-  const bin = path.join(path.dirname(python), "schemathesis");
-  let out = "";
+// Schemathesis with every check, over several seeds, against a server of its own: its
+// own database, and plan limits high enough that the thousands of requests it sends
+// (many on purpose without a key, which SPEC.md counts per address) never meet a 429.
+// The suite's server keeps the real limits the other tests rely on.
+const SEEDS = (process.env.POSTHORN_SCHEMATHESIS_SEEDS || "20261130,1,2").split(",");
+
+test("schemathesis with all checks finds nothing, over several seeds", async () => {
+  test.setTimeout(600_000);
+  const bin = process.env.POSTHORN_BIN!;
+  const psql = process.env.POSTHORN_PSQL || "psql";
+  const url = new URL(e2eDatabaseUrl());
+  const db = `${url.pathname.slice(1)}_schema`;
+  const admin = new URL(url.toString());
+  admin.pathname = "/postgres";
+  execFileSync(psql, [admin.toString(), "-qc", `DROP DATABASE IF EXISTS ${db} WITH (FORCE)`]);
+  execFileSync(psql, [admin.toString(), "-qc", `CREATE DATABASE ${db}`]);
+  url.pathname = `/${db}`;
+  const port = PORT + 7;
+  const env = {
+    ...process.env,
+    DATABASE_URL: url.toString(),
+    LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
+    POSTHORN_PUBLIC_URL: `http://127.0.0.1:${port}`,
+    POSTHORN_PLAN_LIMITS: "trial=1000000,business=1000000",
+    POSTHORN_ALLOW_PRIVATE_TARGETS: "true",
+  };
+  execFileSync(bin, ["migrate"], { env, stdio: "ignore" });
+  const created = execFileSync(bin, [
+    "create-project", "--name", "Schemathesis", "--owner-email", "schema@example.com",
+    "--owner-password", "password-123", "--plan", "business",
+  ], { env, encoding: "utf8" });
+  const { api_key } = JSON.parse(created.trim());
+  const server = spawn(bin, ["serve"], { env, stdio: "ignore" });
   try {
-    out = execFileSync(bin, [
-      "run", `${BASE_URL}/public/v1/openapi.json`,
-      "-H", `Authorization: Bearer ${p.apiKey}`,
-      "--checks", "not_a_server_error,response_schema_conformance",
-      "-n", "25", "--no-color",
-      // A fixed seed keeps CI reproducible; other seeds are explored with POSTHORN_SCHEMATHESIS_SEED.
-      "--seed", process.env.POSTHORN_SCHEMATHESIS_SEED || "20261130",
-    ], { encoding: "utf8", timeout: 230_000 });
-  } catch (e: any) {
-    throw new Error(`schemathesis failed:\n${e.stdout}\n${e.stderr}`);
+    const documentUrl = `http://127.0.0.1:${port}/public/v1/openapi.json`;
+    await expect.poll(async () => (await fetch(documentUrl).catch(() => null))?.status, { timeout: 30_000 }).toBe(200);
+    const python = process.env.POSTHORN_PYTHON || "python3";
+    const st = path.join(path.dirname(python), "schemathesis");
+    for (const seed of SEEDS) {
+      let out = "";
+      try {
+        out = execFileSync(st, [
+          "run", documentUrl, "-H", `Authorization: Bearer ${api_key}`,
+          "--checks", "all", "-n", "25", "--no-color", "--seed", seed,
+        ], { encoding: "utf8", timeout: 170_000 });
+      } catch (e: any) {
+        throw new Error(`schemathesis (seed ${seed}) failed:\n${e.stdout}\n${e.stderr}`);
+      }
+      expect(out).toMatch(/\d+ generated, \d+ passed/);
+      expect(out, `seed ${seed}`).not.toMatch(/failure/);
+    }
+  } finally {
+    server.kill();
   }
-  expect(out).toMatch(/\d+ generated, \d+ passed/);
-  expect(out).not.toContain("failure");
 });

@@ -214,3 +214,63 @@ async fn the_cabinet_edit_form_sets_and_clears_the_rate_limit() {
     );
     app.stop().await;
 }
+
+/// Disabling, enabling or deleting a throttled endpoint parks or ends its waiting rows
+/// while the dispatcher may hold some of them and want the endpoint's row for its slots:
+/// neither waits for the other, so no change answers 500 (a deadlock, before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_a_throttled_endpoint_while_it_is_claimed_never_deadlocks() {
+    let app = TestApp::spawn().await;
+    let receiver = Receiver::start().await;
+    let (project, key) = app.project("business").await;
+    let mut ids = Vec::new();
+    for _ in 0..4 {
+        let (status, body) = api(
+            &app,
+            &key,
+            reqwest::Method::POST,
+            "/webhooks",
+            json!({"url": receiver.url, "events": ["order.created"], "rate_limit": 1000}),
+        )
+        .await;
+        assert_eq!(status, 201);
+        ids.push(body["id"].as_i64().unwrap());
+    }
+    for i in 0..1500 {
+        app.ingest(project, "order.created", json!({ "i": i }))
+            .await;
+    }
+    let mut statuses = Vec::new();
+    for round in 0..40 {
+        for id in &ids {
+            let enabled = round % 2 == 1;
+            let (status, _) = api(
+                &app,
+                &key,
+                reqwest::Method::PATCH,
+                &format!("/webhooks/{id}"),
+                json!({ "enabled": enabled }),
+            )
+            .await;
+            statuses.push(status);
+        }
+    }
+    for id in &ids {
+        let (status, _) = api(
+            &app,
+            &key,
+            reqwest::Method::DELETE,
+            &format!("/webhooks/{id}"),
+            json!({}),
+        )
+        .await;
+        statuses.push(status);
+    }
+    let failed: Vec<_> = statuses.iter().filter(|s| **s >= 300).collect();
+    assert!(failed.is_empty(), "changes that failed: {failed:?}");
+    assert!(
+        !receiver.seen().is_empty(),
+        "the dispatcher was claiming meanwhile"
+    );
+    app.stop().await;
+}

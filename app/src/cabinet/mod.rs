@@ -122,7 +122,7 @@ pub async fn create_endpoint(
     };
     let ctx = server_ctx()?;
     let access = current_access(Action::CreateEndpoint).await?;
-    let url = parse_endpoint_url(&url).map_err(AppError::Invalid)?;
+    let url = parse_endpoint_url(url.trim()).map_err(AppError::Invalid)?;
     let types = parse_types(&event_types).map_err(AppError::Invalid)?;
     let (_, secret) = crate::ops::endpoints::create(
         &ctx.pool,
@@ -161,7 +161,7 @@ pub async fn update_endpoint(
         .map_err(AppError::Invalid)?;
     let url = url
         .filter(|u| !u.trim().is_empty())
-        .map(|u| parse_endpoint_url(&u).map(|u| u.to_string()))
+        .map(|u| parse_endpoint_url(u.trim()).map(|u| u.to_string()))
         .transpose()
         .map_err(AppError::Invalid)?;
     let types = event_types

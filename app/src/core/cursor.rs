@@ -1,4 +1,5 @@
-//! Keyset cursors: an opaque token for the position (created_at, id) in a list.
+//! Keyset cursors: a token for the position (created_at, id) in a list, written
+//! `{micros}_{id}` so that the API document can state its exact shape ([`PATTERN`]).
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
 use chrono::{DateTime, Utc};
@@ -9,20 +10,30 @@ pub struct Cursor {
     pub id: i64,
 }
 
+/// Every string of this shape is a cursor (16 digits of microseconds reach the year 2286,
+/// 18 of id stay inside `i64`), so a client checked against the document is never refused.
+pub const PATTERN: &str = "^[0-9]{1,16}_[0-9]{1,18}$";
+
 impl Cursor {
     pub fn encode(&self) -> String {
-        URL_SAFE_NO_PAD.encode(format!(
-            "{}:{}",
-            self.created_at.timestamp_micros(),
-            self.id
-        ))
+        format!("{}_{}", self.created_at.timestamp_micros().max(0), self.id)
     }
 
+    /// Also reads the base64 form earlier versions issued, so stored cursors keep working.
     pub fn decode(token: &str) -> Result<Cursor, String> {
         let bad = || "cursor is not one this API returned".to_string();
-        let raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
-        let raw = String::from_utf8(raw).map_err(|_| bad())?;
+        let raw = match token.split_once('_') {
+            Some(_) => token.replacen('_', ":", 1),
+            None => {
+                let raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+                String::from_utf8(raw).map_err(|_| bad())?
+            }
+        };
         let (micros, id) = raw.split_once(':').ok_or_else(bad)?;
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(micros) || !digits(id) || micros.len() > 16 || id.len() > 18 {
+            return Err(bad());
+        }
         let micros: i64 = micros.parse().map_err(|_| bad())?;
         let id: i64 = id.parse().map_err(|_| bad())?;
         let created_at = DateTime::from_timestamp_micros(micros).ok_or_else(bad)?;
@@ -41,6 +52,31 @@ mod tests {
             id: 42,
         };
         assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
+    }
+
+    #[test]
+    fn the_earlier_base64_form_still_reads() {
+        let old = URL_SAFE_NO_PAD.encode("1764000000123456:42");
+        assert_eq!(Cursor::decode(&old).unwrap().id, 42);
+    }
+
+    #[test]
+    fn every_string_of_the_documented_shape_decodes() {
+        for s in ["0_0", "9999999999999999_999999999999999999", "1_2"] {
+            assert!(Cursor::decode(s).is_ok(), "{s}");
+        }
+        for s in [
+            "_1",
+            "1_",
+            "1_-2",
+            "-1_2",
+            "1_2_3",
+            "a_b",
+            "",
+            "99999999999999999_1",
+        ] {
+            assert!(Cursor::decode(s).is_err(), "{s}");
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! here, sent with every attempt, and recorded redacted.
 
 /// Headers Posthorn sets itself; an endpoint cannot override them.
-const RESERVED: [&str; 6] = [
+pub const RESERVED: [&str; 6] = [
     "content-type",
     "content-length",
     "host",
@@ -10,10 +10,13 @@ const RESERVED: [&str; 6] = [
     "connection",
     "x-request-id",
 ];
-const RESERVED_PREFIXES: [&str; 4] = ["x-botix-", "webhook-", "x-event-", "x-delivery-"];
+pub const RESERVED_PREFIXES: [&str; 4] = ["x-botix-", "webhook-", "x-event-", "x-delivery-"];
 
 pub const REDACTED: &str = "[redacted]";
 pub const MAX_HEADERS: usize = 20;
+/// Longest name (bytes; names are ASCII tokens) and value (characters).
+pub const MAX_NAME: usize = 64;
+pub const MAX_VALUE: usize = 1024;
 
 pub fn parse_custom_headers(pairs: &[(String, String)]) -> Result<Vec<(String, String)>, String> {
     if pairs.len() > MAX_HEADERS {
@@ -24,14 +27,14 @@ pub fn parse_custom_headers(pairs: &[(String, String)]) -> Result<Vec<(String, S
         .map(|(name, value)| {
             let lower = name.to_ascii_lowercase();
             let token = !name.is_empty()
-                && name.len() <= 64
+                && name.len() <= MAX_NAME
                 && name
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
             if !token {
                 return Err(format!(
                     "`{}` is not a valid header name",
-                    name.chars().take(64).collect::<String>()
+                    name.chars().take(MAX_NAME).collect::<String>()
                 ));
             }
             if RESERVED.contains(&lower.as_str())
@@ -41,9 +44,9 @@ pub fn parse_custom_headers(pairs: &[(String, String)]) -> Result<Vec<(String, S
                     "`{name}` is set by Posthorn and cannot be overridden"
                 ));
             }
-            if value.len() > 1024 || value.bytes().any(|b| b < 0x20 || b == 0x7f) {
+            if value.chars().count() > MAX_VALUE || value.bytes().any(|b| b < 0x20 || b == 0x7f) {
                 return Err(format!(
-                    "the value of `{name}` must be printable and at most 1024 bytes"
+                    "the value of `{name}` must be printable and at most {MAX_VALUE} characters"
                 ));
             }
             Ok((name.clone(), value.clone()))

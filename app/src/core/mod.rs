@@ -16,4 +16,5 @@ pub mod ratelimit;
 pub mod retry;
 pub mod signing;
 pub mod status;
+pub mod text;
 pub mod throttle;

@@ -5,9 +5,9 @@ use sqlx::PgPool;
 
 use crate::{
     auth::Access,
-    core::permissions::Action,
+    core::{permissions::Action, text::check_description},
     db::{audit, endpoints},
-    error::AppResult,
+    error::{AppError, AppResult},
     model::EndpointView,
 };
 
@@ -40,6 +40,7 @@ pub async fn create(
     new: NewEndpoint,
 ) -> AppResult<(EndpointView, String)> {
     access.require(Action::CreateEndpoint)?;
+    check_description(&new.description).map_err(AppError::Invalid)?;
     let mut tx = pool.begin().await?;
     let (mut ep, secret) = endpoints::create(
         &mut *tx,
@@ -75,6 +76,9 @@ pub async fn change(
     change: EndpointChange,
 ) -> AppResult<EndpointView> {
     access.require(Action::EditEndpoint)?;
+    if let Some(d) = &change.description {
+        check_description(d).map_err(AppError::Invalid)?;
+    }
     let action = match change.enabled {
         Some(true) => "endpoint.enable",
         Some(false) => "endpoint.disable",

@@ -130,8 +130,10 @@ pub struct DeliveryPage {
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListDeliveries {
     /// The `next_cursor` of the previous page.
+    #[param(pattern = r"^[0-9]{1,16}_[0-9]{1,18}$")]
     pub cursor: Option<String>,
     #[param(minimum = 1, maximum = 200, default = 50)]
     pub limit: Option<i64>,

@@ -5,6 +5,7 @@ use app::{
         cursor::Cursor,
         event_type::EventType,
         ratelimit::{quota, retry_after},
+        text::{no_nul, replace_nul_escapes},
     },
     db::{
         events::{self, StoredEvent},
@@ -44,7 +45,7 @@ pub struct CreateEvent {
     #[schema(value_type = Object)]
     pub data: Box<RawValue>,
     /// The client's idempotency key (so is an `Idempotency-Key` header).
-    #[schema(max_length = 255)]
+    #[schema(max_length = 255, pattern = r"^[^\u0000]*$")]
     pub id: Option<String>,
 }
 
@@ -73,6 +74,45 @@ pub struct EventBatchAccepted {
 
 /// Events in one batch at most.
 pub const MAX_BATCH: usize = 100;
+
+/// The longest idempotency key, in the body's `id` or the header.
+const MAX_KEY: usize = 255;
+
+/// What every event, alone or in a batch, must be before anything is stored: a known
+/// shape of type, an object as `data` (as the document says), a key of bounded length.
+/// `at` prefixes the field names in errors (`events[3].`).
+fn check_item(e: &CreateEvent, at: &str) -> Result<Item, ApiError> {
+    let event_type =
+        EventType::parse(&e.event).map_err(|m| ApiError::invalid(format!("{at}event: {m}")))?;
+    if !e.data.get().trim_start().starts_with('{') {
+        return Err(ApiError::invalid(format!(
+            "{at}data: must be a JSON object"
+        )));
+    }
+    let key = e.id.clone().filter(|k| !k.is_empty());
+    if let Some(k) = &key {
+        if k.len() > MAX_KEY {
+            return Err(ApiError::invalid(format!(
+                "{at}id (idempotency key) must be at most {MAX_KEY} characters"
+            )));
+        }
+        no_nul(&format!("{at}id"), k).map_err(ApiError::invalid)?;
+    }
+    // The one character PostgreSQL cannot keep in a payload becomes U+FFFD (README).
+    let data = replace_nul_escapes(e.data.get()).into_owned();
+    Ok(Item {
+        event_type,
+        key,
+        data,
+    })
+}
+
+/// One event, checked and ready to store.
+struct Item {
+    event_type: EventType,
+    key: Option<String>,
+    data: String,
+}
 
 /// One stored event, as `GET /events` and `GET /events/{id}` return it.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -123,15 +163,7 @@ pub async fn create_batch(
     // Every item is checked before any is stored: a batch is refused whole or taken whole.
     let mut items = Vec::with_capacity(n);
     for (i, e) in body.events.into_iter().enumerate() {
-        let event_type = EventType::parse(&e.event)
-            .map_err(|m| ApiError::invalid(format!("events[{i}].event: {m}")))?;
-        let key = e.id.filter(|k| !k.is_empty());
-        if key.as_ref().is_some_and(|k| k.len() > 255) {
-            return Err(ApiError::invalid(format!(
-                "events[{i}].id (idempotency key) must be at most 255 characters"
-            )));
-        }
-        items.push((event_type, e.data, key));
+        items.push(check_item(&e, &format!("events[{i}]."))?);
     }
     // The request itself was counted; the other events are counted now, and given back
     // if they do not fit in the minute.
@@ -158,13 +190,13 @@ pub async fn create_batch(
         }
     }
     let mut data = Vec::with_capacity(n);
-    for (event_type, payload, key) in items {
+    for item in items {
         let ingested = events::ingest_handing(
             &pool,
             caller.project_id,
-            &event_type,
-            payload.get(),
-            key.as_deref(),
+            &item.event_type,
+            &item.data,
+            item.key.as_deref(),
             handoff.as_deref(),
         )
         .await?;
@@ -199,22 +231,27 @@ pub async fn create(
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateEvent>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let event_type = EventType::parse(&body.event).map_err(ApiError::invalid)?;
-    let header_key = headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let client_id = body.id.or(header_key).filter(|k| !k.is_empty());
-    if client_id.as_ref().is_some_and(|k| k.len() > 255) {
-        return Err(ApiError::invalid(
-            "id (idempotency key) must be at most 255 characters",
-        ));
-    }
+    let header_key = match headers.get("idempotency-key") {
+        None => None,
+        Some(v) => {
+            let k = v
+                .to_str()
+                .map_err(|_| ApiError::invalid("Idempotency-Key: only visible ASCII characters"))?;
+            if k.len() > MAX_KEY {
+                return Err(ApiError::invalid(format!(
+                    "Idempotency-Key: at most {MAX_KEY} characters"
+                )));
+            }
+            Some(k.to_string())
+        }
+    };
+    let item = check_item(&body, "")?;
+    let client_id = item.key.or(header_key.filter(|k| !k.is_empty()));
     let ingested = events::ingest_handing(
         &pool,
         caller.project_id,
-        &event_type,
-        body.data.get(),
+        &item.event_type,
+        &item.data,
         client_id.as_deref(),
         handoff.as_deref(),
     )
@@ -245,8 +282,10 @@ pub async fn get(
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListEvents {
     /// The `next_cursor` of the previous page.
+    #[param(pattern = r"^[0-9]{1,16}_[0-9]{1,18}$")]
     pub cursor: Option<String>,
     #[param(minimum = 1, maximum = 200, default = 50)]
     pub limit: Option<i64>,

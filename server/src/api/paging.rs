@@ -10,6 +10,7 @@ use super::ApiError;
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct PageMeta {
     /// Comes with every page, the last one included, so a poller can resume from it later.
+    #[schema(pattern = r"^[0-9]{1,16}_[0-9]{1,18}$")]
     pub next_cursor: String,
     pub has_more: bool,
 }
@@ -58,19 +59,16 @@ pub fn page_limit(limit: Option<i64>) -> Result<i64, ApiError> {
 }
 
 pub fn parse_cursor(c: Option<&str>) -> Result<Option<app::core::cursor::Cursor>, ApiError> {
-    c.filter(|c| !c.is_empty())
-        .map(|c| app::core::cursor::Cursor::decode(c).map_err(ApiError::invalid))
+    c.map(|c| app::core::cursor::Cursor::decode(c).map_err(ApiError::invalid))
         .transpose()
 }
 
+/// An empty `since=` is a mistake (the document says date-time), not "no filter".
 pub fn parse_since(s: Option<&str>) -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
-    s.filter(|s| !s.is_empty())
-        .map(|s| {
-            chrono::DateTime::parse_from_rfc3339(s)
-                .map(|t| t.with_timezone(&chrono::Utc))
-                .map_err(|_| {
-                    ApiError::invalid(format!("since must be an RFC 3339 time, not `{s}`"))
-                })
-        })
-        .transpose()
+    s.map(|s| {
+        chrono::DateTime::parse_from_rfc3339(s)
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .map_err(|_| ApiError::invalid(format!("since must be an RFC 3339 time, not `{s}`")))
+    })
+    .transpose()
 }

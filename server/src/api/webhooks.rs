@@ -47,6 +47,87 @@ fn subscription_schema(nullable: bool) -> utoipa::openapi::Array {
         .build()
 }
 
+/// The custom-header rules of [`parse_custom_headers`], as a schema: a client checked
+/// against the document is refused nothing the document allows.
+fn custom_headers_schema() -> utoipa::openapi::Object {
+    use app::core::custom_headers::{
+        MAX_HEADERS, MAX_NAME, MAX_VALUE, RESERVED, RESERVED_PREFIXES,
+    };
+    use utoipa::openapi::{schema::Type, ObjectBuilder};
+    // ECMA patterns have no case-insensitive flag: `host` becomes `[hH][oO][sS][tT]`.
+    let any_case = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphabetic() {
+                    format!("[{}{}]", c.to_ascii_lowercase(), c.to_ascii_uppercase())
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect()
+    };
+    let names = RESERVED.iter().map(|n| format!("(?!{}$)", any_case(n)));
+    let prefixes = RESERVED_PREFIXES
+        .iter()
+        .map(|p| format!("(?!{})", any_case(p)));
+    let name_pattern = format!(
+        "^{}[A-Za-z0-9!#$%&'*+.^_`|~-]{{1,{MAX_NAME}}}$",
+        names.chain(prefixes).collect::<String>()
+    );
+    ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            Type::Object,
+            Type::Null,
+        ]))
+        .description(Some(
+            "Custom headers sent with every attempt (for example a token the receiver expects). \
+             Names Posthorn sets itself (`Content-Type`, `webhook-*`, …) are refused.",
+        ))
+        .max_properties(Some(MAX_HEADERS))
+        .property_names(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(name_pattern)),
+        ))
+        .additional_properties(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .max_length(Some(MAX_VALUE))
+                .pattern(Some(r"^[^\u0000-\u001F\u007F]*$")),
+        ))
+        .build()
+}
+
+fn endpoint_url_schema(nullable: bool) -> utoipa::openapi::Object {
+    use app::core::endpoint_url::{MAX_LEN, PATTERN};
+    use utoipa::openapi::{schema::Type, ObjectBuilder};
+    let types: &[Type] = if nullable {
+        &[Type::String, Type::Null]
+    } else {
+        &[Type::String]
+    };
+    ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::from_iter(
+            types.iter().cloned(),
+        ))
+        .description(Some(
+            "http(s) URL: a host name or IPv4 address, an optional port, path and query; \
+             no credentials, no fragment.",
+        ))
+        .pattern(Some(PATTERN))
+        .max_length(Some(MAX_LEN))
+        .examples([serde_json::json!("https://example.com/webhooks")])
+        .build()
+}
+
+fn endpoint_url() -> utoipa::openapi::Object {
+    endpoint_url_schema(false)
+}
+
+fn optional_endpoint_url() -> utoipa::openapi::Object {
+    endpoint_url_schema(true)
+}
+
 fn subscription() -> utoipa::openapi::Array {
     subscription_schema(false)
 }
@@ -58,19 +139,19 @@ fn optional_subscription() -> utoipa::openapi::Array {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWebhook {
-    /// http(s) URL without credentials.
-    #[schema(
-        pattern = r"^https?://[a-z0-9]+(\.[a-z0-9]+)*(/[a-z0-9]*)*$",
-        example = "https://example.com/webhooks"
-    )]
+    #[schema(schema_with = endpoint_url)]
     pub url: String,
     #[schema(schema_with = subscription)]
     pub events: Vec<String>,
+    /// Up to 500 characters.
+    #[schema(max_length = 500, pattern = r"^[^\u0000]*$")]
     pub description: Option<String>,
     /// Custom headers sent with every attempt (for example a token the receiver expects).
+    #[schema(schema_with = custom_headers_schema)]
     pub headers: Option<BTreeMap<String, String>>,
     /// At most this many attempts per second start to the endpoint, evenly spaced
     /// (no burst); null or absent: unlimited.
+    #[serde(default, deserialize_with = "whole")]
     #[schema(minimum = 1, maximum = 10000, example = 5)]
     pub rate_limit: Option<i64>,
 }
@@ -78,27 +159,41 @@ pub struct CreateWebhook {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateWebhook {
-    #[schema(pattern = r"^https?://[a-z0-9]+(\.[a-z0-9]+)*(/[a-z0-9]*)*$")]
+    #[schema(schema_with = optional_endpoint_url)]
     pub url: Option<String>,
     #[schema(schema_with = optional_subscription)]
     pub events: Option<Vec<String>>,
+    /// Up to 500 characters.
+    #[schema(max_length = 500, pattern = r"^[^\u0000]*$")]
     pub description: Option<String>,
     pub enabled: Option<bool>,
     /// Replaces all custom headers.
+    #[schema(schema_with = custom_headers_schema)]
     pub headers: Option<BTreeMap<String, String>>,
     /// Attempts per second; null lifts the limit, absent leaves it unchanged.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "present_whole")]
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 10000)]
     pub rate_limit: Option<Option<i64>>,
 }
 
-/// A field that may be absent (outer `None`) or null (`Some(None)`).
-fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
+/// JSON's integers include `5.0`, as JSON Schema's `integer` does; `5.5` is refused.
+fn whole<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    let n = Option::<serde_json::Number>::deserialize(d)?;
+    n.map(|n| {
+        n.as_i64()
+            .or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                    .map(|f| f as i64)
+            })
+            .ok_or_else(|| serde::de::Error::custom(format!("`{n}` is not a whole number")))
+    })
+    .transpose()
+}
+
+/// A whole number that may be absent (outer `None`) or null (`Some(None)`).
+fn present_whole<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<i64>>, D::Error> {
+    whole(d).map(Some)
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

@@ -141,12 +141,14 @@ pub async fn claim_due(
             LEFT JOIN unnest($6::bigint[], $7::bigint[]) AS he(endpoint_id, n) ON he.endpoint_id = c.endpoint_id
             LEFT JOIN unnest($8::bigint[], $9::bigint[]) AS hp(project_id, n) ON hp.project_id = c.project_id
          ), throttle AS (
-            -- locked in id order, so two claims never deadlock, and read as committed now
+            -- The claim already holds the rows it ranked; an endpoint being changed (its
+            -- trigger parks those very rows) is skipped, not waited for, or the two would
+            -- wait on each other. Its rows find no slot this time and stay pending.
             SELECT e.id, e.rate_limit, greatest(e.next_start_at, now() + $13) AS first_slot
             FROM endpoints e
             WHERE e.id IN (SELECT endpoint_id FROM ranked WHERE throttled) AND e.rate_limit IS NOT NULL
             ORDER BY e.id
-            FOR UPDATE OF e
+            FOR UPDATE OF e SKIP LOCKED
          ), room AS (
             SELECT id, rate_limit, first_slot,
                    greatest(0, ceil(extract(epoch FROM now() + $12 - first_slot) * rate_limit))::bigint AS slots

@@ -1,0 +1,78 @@
+//! Text from the wire that PostgreSQL must store: it refuses U+0000 in `text` and in
+//! `jsonb`, so such text is refused with a clear error, or, inside an event's `data`,
+//! replaced (the one character a payload cannot keep).
+
+/// Longest endpoint description, in characters.
+pub const MAX_DESCRIPTION: usize = 500;
+
+pub fn check_description(d: &str) -> Result<(), String> {
+    if d.chars().count() > MAX_DESCRIPTION {
+        return Err(format!("description: at most {MAX_DESCRIPTION} characters"));
+    }
+    no_nul("description", d)
+}
+
+/// Refuses U+0000, naming the field.
+pub fn no_nul(field: &str, s: &str) -> Result<(), String> {
+    if s.contains('\0') {
+        return Err(format!("{field}: U+0000 cannot be stored"));
+    }
+    Ok(())
+}
+
+/// Replaces every `\u0000` escape of a JSON text by `\ufffd`. Outside strings valid JSON
+/// has no backslash, and inside one an escape is a backslash and what follows it, so
+/// walking escapes pairwise finds exactly the NULs (`\\u0000` is a backslash and text).
+pub fn replace_nul_escapes(json: &str) -> std::borrow::Cow<'_, str> {
+    if !json.contains("u0000") {
+        return json.into();
+    }
+    let mut out = String::with_capacity(json.len());
+    let mut rest = json;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let escape = &rest[at..];
+        if let Some(after) = escape.strip_prefix("\\u0000") {
+            out.push_str("\\ufffd");
+            rest = after;
+        } else {
+            // a backslash and the character it escapes
+            let len = 1 + escape[1..].chars().next().map_or(0, char::len_utf8);
+            out.push_str(&escape[..len]);
+            rest = &escape[len..];
+        }
+    }
+    out.push_str(rest);
+    out.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_escapes_become_replacement_characters_and_nothing_else_changes() {
+        let cases = [
+            (r#"{"a":"x\u0000y"}"#, r#"{"a":"x\ufffdy"}"#),
+            (r#"{"\u0000":1}"#, r#"{"\ufffd":1}"#),
+            (r#"{"a":"\\u0000"}"#, r#"{"a":"\\u0000"}"#),
+            (r#"{"a":"\\\u0000"}"#, r#"{"a":"\\\ufffd"}"#),
+            (r#"{"a":"\u00001"}"#, r#"{"a":"\ufffd1"}"#),
+            (r#"{"a":"u0000"}"#, r#"{"a":"u0000"}"#),
+        ];
+        for (input, want) in cases {
+            let got = replace_nul_escapes(input);
+            assert_eq!(got, want, "{input}");
+            let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+            assert!(!v.to_string().contains('\0'));
+        }
+    }
+
+    #[test]
+    fn descriptions_are_bounded() {
+        assert!(check_description("Orders to the warehouse").is_ok());
+        assert!(check_description(&"é".repeat(MAX_DESCRIPTION)).is_ok());
+        assert!(check_description(&"é".repeat(MAX_DESCRIPTION + 1)).is_err());
+        assert!(check_description("a\0b").is_err());
+    }
+}
