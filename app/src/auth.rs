@@ -245,15 +245,7 @@ pub async fn get_viewer() -> Result<Option<Viewer>, ServerFnError> {
     };
     let is_support = user.is_support();
     let disabled_endpoints: Vec<(i64, String, String)> = match &current {
-        Some(p) => {
-            sqlx::query_as(
-                "SELECT id, url, disabled_reason FROM endpoints
-                 WHERE project_id = $1 AND NOT enabled AND deleted_at IS NULL AND disabled_reason LIKE 'auto:%'",
-            )
-            .bind(p.id)
-            .fetch_all(&ctx.pool)
-            .await?
-        }
+        Some(p) => crate::db::endpoint_activity::auto_disabled(&ctx.pool, p.id).await?,
         None => Vec::new(),
     };
     Ok(Some(Viewer {

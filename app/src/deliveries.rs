@@ -38,7 +38,11 @@ pub async fn list_deliveries(filter: DeliveryFilter) -> Result<DeliveryPage, Ser
     } else {
         None
     };
-    Ok(DeliveryPage { rows, next })
+    Ok(DeliveryPage {
+        rows,
+        next,
+        retention_days: ctx.cfg.retention_days,
+    })
 }
 
 #[server(endpoint = "get_delivery_detail")]
@@ -113,6 +117,8 @@ pub struct FilterOptions {
     pub project_id: i64,
     pub endpoints: Vec<(i64, String)>,
     pub event_types: Vec<String>,
+    /// How many days of history there are (`POSTHORN_RETENTION_DAYS`).
+    pub retention_days: u32,
 }
 
 #[server(endpoint = "delivery_filter_options")]
@@ -120,12 +126,7 @@ pub async fn delivery_filter_options() -> Result<FilterOptions, ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::ReadDeliveries).await?;
-    let endpoints: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT id, url FROM endpoints WHERE project_id = $1 ORDER BY deleted_at IS NOT NULL, id",
-    )
-    .bind(access.project_id)
-    .fetch_all(&ctx.pool)
-    .await?;
+    let endpoints = crate::db::endpoints::names(&ctx.pool, access.project_id).await?;
     let event_types =
         crate::db::events::recent_types(&ctx.pool, access.project_id, ctx.cfg.retention_days)
             .await?;
@@ -133,6 +134,7 @@ pub async fn delivery_filter_options() -> Result<FilterOptions, ServerFnError> {
         project_id: access.project_id,
         endpoints,
         event_types,
+        retention_days: ctx.cfg.retention_days,
     })
 }
 

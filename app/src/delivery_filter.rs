@@ -4,14 +4,16 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::core::status::{DeliveryStatus, ErrorKind};
+
 /// The list's filters, as they appear in the page's query string.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeliveryFilter {
-    pub status: Option<String>,
+    pub status: Option<DeliveryStatus>,
     pub event_type: Option<String>,
     pub endpoint: Option<i64>,
     pub code: Option<String>,
-    pub error_kind: Option<String>,
+    pub error_kind: Option<ErrorKind>,
     pub since: Option<DateTime<Utc>>,
     pub until: Option<DateTime<Utc>>,
     pub q: Option<String>,
@@ -30,14 +32,11 @@ impl DeliveryFilter {
         };
         for (k, v) in pairs {
             match k {
-                "status" => {
-                    f.status =
-                        text(v).filter(|s| crate::core::status::DeliveryStatus::parse(s).is_some())
-                }
+                "status" => f.status = DeliveryStatus::parse(v.trim()),
                 "event_type" => f.event_type = text(v),
                 "endpoint" => f.endpoint = v.trim().parse().ok(),
                 "code" => f.code = text(v),
-                "error_kind" => f.error_kind = text(v),
+                "error_kind" => f.error_kind = ErrorKind::parse(v.trim()),
                 "since" => f.since = time(v),
                 "until" => f.until = time(v),
                 "q" => f.q = text(v),
@@ -51,8 +50,8 @@ impl DeliveryFilter {
     /// The query string that reproduces this view (without the cursor unless asked).
     pub fn to_query(&self, with_cursor: bool) -> String {
         let mut parts: Vec<(&str, String)> = Vec::new();
-        if let Some(v) = &self.status {
-            parts.push(("status", v.clone()));
+        if let Some(v) = self.status {
+            parts.push(("status", v.as_str().to_string()));
         }
         if let Some(v) = &self.event_type {
             parts.push(("event_type", v.clone()));
@@ -63,8 +62,8 @@ impl DeliveryFilter {
         if let Some(v) = &self.code {
             parts.push(("code", v.clone()));
         }
-        if let Some(v) = &self.error_kind {
-            parts.push(("error_kind", v.clone()));
+        if let Some(v) = self.error_kind {
+            parts.push(("error_kind", v.as_str().to_string()));
         }
         if let Some(v) = self.since {
             parts.push((
@@ -117,7 +116,7 @@ mod tests {
             ("q", "evt_1"),
             ("endpoint", "7"),
         ]);
-        assert_eq!(f.status.as_deref(), Some("dead_letter"));
+        assert_eq!(f.status, Some(DeliveryStatus::DeadLetter));
         assert_eq!(f.endpoint, Some(7));
         assert_eq!(
             f.to_query(false),

@@ -3,6 +3,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::core::status::{DeliveryStatus, ErrorKind, Trigger};
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct ProjectRef {
@@ -37,15 +39,15 @@ pub struct DeliveryRow {
     pub endpoint_url: String,
     pub target_url: String,
     pub attempt: i32,
-    pub trigger: String,
+    pub trigger: Trigger,
     pub triggered_by: Option<String>,
-    pub status: String,
+    pub status: DeliveryStatus,
     pub scheduled_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
     pub duration_ms: Option<i32>,
     pub response_status: Option<i16>,
-    pub error_kind: Option<String>,
+    pub error_kind: Option<ErrorKind>,
     pub error: Option<String>,
 }
 
@@ -67,6 +69,8 @@ pub struct DeliveryPage {
     pub rows: Vec<DeliveryRow>,
     /// Cursor for the next (older) page, when there is one.
     pub next: Option<String>,
+    /// How many days of history there are (`POSTHORN_RETENTION_DAYS`).
+    pub retention_days: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

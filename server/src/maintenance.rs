@@ -45,14 +45,7 @@ pub async fn disable_failing_endpoints(
             project = project_id,
             "endpoint disabled after failing for too long"
         );
-        let ops: Option<(i64, String)> = sqlx::query_as(
-            "SELECT e.id, e.url FROM projects p JOIN endpoints e ON e.id = p.ops_endpoint_id
-             WHERE p.id = $1 AND e.deleted_at IS NULL AND e.id <> $2",
-        )
-        .bind(project_id)
-        .bind(id)
-        .fetch_optional(pool)
-        .await?;
+        let ops = app::db::projects::ops_target(pool, *project_id, *id).await?;
         if let Some((ops_id, ops_url)) = ops {
             let data = serde_json::json!({ "endpoint_id": id, "url": url, "reason": "every attempt failed", "after_seconds": after.as_secs() });
             let mut tx = pool.begin().await?;

@@ -2,6 +2,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use app::core::status::DeliveryStatus;
+
 use crate::dispatcher::queue::Outcome;
 
 const BUCKETS_MS: [u64; 12] = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000];
@@ -19,8 +21,8 @@ pub struct Metrics {
 impl Metrics {
     pub fn observe(&self, o: &Outcome) {
         match o.status {
-            "succeeded" => &self.succeeded,
-            "failed" => &self.failed,
+            DeliveryStatus::Succeeded => &self.succeeded,
+            DeliveryStatus::Failed => &self.failed,
             _ => &self.dead_letter,
         }
         .fetch_add(1, Ordering::Relaxed);

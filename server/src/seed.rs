@@ -3,6 +3,7 @@
 
 use app::{
     core::ids::{new_event_id, new_request_id},
+    core::status::{DeliveryStatus as Status, ErrorKind as Kind, Trigger},
     db::{projects, users},
     error::AppResult,
 };
@@ -92,28 +93,28 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
             }
             // Outcome plans: (status, code, error_kind) per attempt.
             let roll: u32 = rng.gen_range(0..100);
-            let plan: Vec<(&str, Option<i16>, Option<&str>)> = match roll {
-                0..=54 => vec![("succeeded", Some(200), None)],
+            let plan: Vec<(Status, Option<i16>, Option<Kind>)> = match roll {
+                0..=54 => vec![(Status::Succeeded, Some(200), None)],
                 55..=66 => vec![
-                    ("failed", Some(503), Some("http_status")),
-                    ("succeeded", Some(200), None),
+                    (Status::Failed, Some(503), Some(Kind::HttpStatus)),
+                    (Status::Succeeded, Some(200), None),
                 ],
                 67..=74 => vec![
-                    ("failed", None, Some("timeout")),
-                    ("failed", None, Some("connect")),
-                    ("succeeded", Some(204), None),
+                    (Status::Failed, None, Some(Kind::Timeout)),
+                    (Status::Failed, None, Some(Kind::Connect)),
+                    (Status::Succeeded, Some(204), None),
                 ],
-                75..=82 => vec![("dead_letter", Some(404), Some("http_status"))],
-                83..=88 => vec![("failed", Some(500), Some("http_status")); 5]
+                75..=82 => vec![(Status::DeadLetter, Some(404), Some(Kind::HttpStatus))],
+                83..=88 => vec![(Status::Failed, Some(500), Some(Kind::HttpStatus)); 5]
                     .into_iter()
-                    .chain([("dead_letter", Some(500), Some("http_status"))])
+                    .chain([(Status::DeadLetter, Some(500), Some(Kind::HttpStatus))])
                     .collect(),
-                89..=92 => vec![("dead_letter", None, Some("dns"))],
+                89..=92 => vec![(Status::DeadLetter, None, Some(Kind::Dns))],
                 93..=96 => vec![
-                    ("failed", Some(429), Some("http_status")),
-                    ("pending", None, None),
+                    (Status::Failed, Some(429), Some(Kind::HttpStatus)),
+                    (Status::Pending, None, None),
                 ],
-                _ => vec![("in_flight", None, None)],
+                _ => vec![(Status::InFlight, None, None)],
             };
             let mut at = created;
             for (n, (status, code, kind)) in plan.iter().enumerate() {
@@ -129,7 +130,7 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
                     endpoint_id: ep.id,
                     url: ep.url.clone(),
                     attempt: n as i32 + 1,
-                    status,
+                    status: *status,
                     code: *code,
                     kind: *kind,
                     duration: rng.gen_range(12..900),
@@ -158,8 +159,8 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
              request_headers, response_status, response_headers, response_body, error_kind, error, chain_started_at) ",
         );
         q.push_values(chunk, |mut b, r| {
-            let done = matches!(r.status, "succeeded" | "failed" | "dead_letter");
-            let scheduled = if r.status == "pending" { now + Duration::hours(3) } else { r.created_at };
+            let done = !r.status.is_live();
+            let scheduled = if r.status == Status::Pending { now + Duration::hours(3) } else { r.created_at };
             let request_id = new_request_id();
             let headers = serde_json::json!([
                 ["Content-Type", "application/json"], ["X-Event-Id", r.event_id], ["X-Event-Type", r.event_type],
@@ -172,11 +173,11 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
                 _ => "upstream unavailable".to_string(),
             });
             let error = r.kind.map(|k| match (k, r.code) {
-                ("http_status", Some(c)) => format!("endpoint answered {c}"),
-                ("timeout", _) => "no complete response within 30000 ms".into(),
-                ("connect", _) => "error sending request: connection refused".into(),
-                ("dns", _) => "dns error: failed to lookup address information".into(),
-                _ => k.to_string(),
+                (Kind::HttpStatus, Some(c)) => format!("endpoint answered {c}"),
+                (Kind::Timeout, _) => "no complete response within 30000 ms".into(),
+                (Kind::Connect, _) => "error sending request: connection refused".into(),
+                (Kind::Dns, _) => "dns error: failed to lookup address information".into(),
+                _ => k.as_str().to_string(),
             });
             b.push_bind(r.created_at)
                 .push_bind(project.id)
@@ -185,14 +186,14 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
                 .push_bind(r.endpoint_id)
                 .push_bind(&r.url)
                 .push_bind(r.attempt)
-                .push_bind("auto")
+                .push_bind(Trigger::Auto)
                 .push_bind(r.status)
                 .push_bind(scheduled)
-                .push_bind((r.status != "pending").then_some(r.created_at))
+                .push_bind((r.status != Status::Pending).then_some(r.created_at))
                 .push_bind(done.then(|| r.created_at + Duration::milliseconds(r.duration as i64)))
                 .push_bind(done.then_some(r.duration))
-                .push_bind((r.status == "in_flight").then(|| now + Duration::days(1)))
-                .push_bind((r.status == "in_flight").then_some("demo"))
+                .push_bind((r.status == Status::InFlight).then(|| now + Duration::days(1)))
+                .push_bind((r.status == Status::InFlight).then_some("demo"))
                 .push_bind(request_id_for(&headers))
                 .push_bind(done.then_some(headers.clone()))
                 .push_bind(r.code)
@@ -224,8 +225,8 @@ struct SeedRow {
     endpoint_id: i64,
     url: String,
     attempt: i32,
-    status: &'static str,
+    status: Status,
     code: Option<i16>,
-    kind: Option<&'static str>,
+    kind: Option<Kind>,
     duration: i32,
 }

@@ -32,41 +32,21 @@ pub struct EndpointStats {
 
 #[server(endpoint = "list_endpoints")]
 pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
-    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, db::endpoints};
+    use crate::{
+        auth::current_access,
+        core::permissions::Action,
+        ctx::server_ctx,
+        db::{endpoint_activity, endpoints, projects},
+    };
     let ctx = server_ctx()?;
     let access = current_access(Action::ReadEndpoints).await?;
     let list = endpoints::list(&ctx.pool, &access).await?;
-    let ops: Option<i64> = sqlx::query_scalar("SELECT ops_endpoint_id FROM projects WHERE id = $1")
-        .bind(access.project_id)
-        .fetch_one(&ctx.pool)
-        .await?;
-    let rows: Vec<(i64, i32, i64, i64)> = sqlx::query_as(
-        "SELECT endpoint_id, (extract(epoch FROM now() - created_at) / 3600)::int AS hour,
-                count(*) FILTER (WHERE status IN ('succeeded', 'failed', 'dead_letter')),
-                count(*) FILTER (WHERE status = 'succeeded')
-         FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours' AND trigger <> 'redirect'
-         GROUP BY 1, 2",
-    )
-    .bind(access.project_id)
-    .fetch_all(&ctx.pool)
-    .await?;
-    let p95: Vec<(i64, Option<f64>)> = sqlx::query_as(
-        "SELECT endpoint_id, percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms)
-         FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours'
-           AND trigger <> 'redirect' AND duration_ms IS NOT NULL GROUP BY 1",
-    )
-    .bind(access.project_id)
-    .fetch_all(&ctx.pool)
-    .await?;
-    let failures: Vec<(i64, String, i64)> = sqlx::query_as(
-        "SELECT endpoint_id, coalesce(response_status::text, error_kind, 'unknown'), count(*)
-         FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours'
-           AND trigger <> 'redirect' AND status IN ('failed', 'dead_letter')
-         GROUP BY 1, 2 ORDER BY 3 DESC",
-    )
-    .bind(access.project_id)
-    .fetch_all(&ctx.pool)
-    .await?;
+    let ops = projects::ops_endpoint(&ctx.pool, access.project_id).await?;
+    let endpoint_activity::Activity {
+        hourly: rows,
+        p95,
+        failures,
+    } = endpoint_activity::last_day(&ctx.pool, access.project_id).await?;
     Ok(list
         .into_iter()
         .map(|endpoint| {
@@ -220,28 +200,10 @@ pub async fn edit_endpoint_header(
 /// Chooses the endpoint that receives `endpoint.disabled` notices for this project.
 #[server(endpoint = "set_ops_endpoint")]
 pub async fn set_ops_endpoint(id: i64) -> Result<(), ServerFnError> {
-    use crate::{
-        auth::current_access,
-        core::permissions::Action,
-        ctx::server_ctx,
-        db::{audit, endpoints},
-    };
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::SetOpsEndpoint).await?;
-    endpoints::get(&ctx.pool, &access, id).await?;
-    sqlx::query("UPDATE projects SET ops_endpoint_id = $2 WHERE id = $1")
-        .bind(access.project_id)
-        .bind(id)
-        .execute(&ctx.pool)
-        .await?;
-    audit::record(
-        &ctx.pool,
-        &access,
-        "ops_endpoint.set",
-        &format!("endpoint #{id}"),
-        serde_json::json!({}),
-    )
-    .await?;
+    crate::ops::endpoints::set_ops_endpoint(&ctx.pool, &access, id).await?;
     Ok(())
 }
 

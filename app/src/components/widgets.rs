@@ -6,11 +6,8 @@ use leptos::prelude::*;
 use crate::core::status::DeliveryStatus;
 
 #[component]
-pub fn StatusBadge(status: String) -> impl IntoView {
-    let label = DeliveryStatus::parse(&status)
-        .map(|s| s.label())
-        .unwrap_or("Unknown");
-    view! { <span class=format!("badge badge-{status}")>{label}</span> }
+pub fn StatusBadge(status: DeliveryStatus) -> impl IntoView {
+    view! { <span class=format!("badge badge-{}", status.as_str())>{status.label()}</span> }
 }
 
 pub fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {

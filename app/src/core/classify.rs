@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use crate::core::status::ErrorKind;
+
 /// The verdict on one attempt, before the retry schedule is consulted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -28,14 +30,14 @@ pub enum TransportError {
 }
 
 impl TransportError {
-    pub fn kind(self) -> &'static str {
+    pub fn kind(self) -> ErrorKind {
         match self {
-            TransportError::Timeout => "timeout",
-            TransportError::Connect => "connect",
-            TransportError::Dns => "dns",
-            TransportError::Tls => "tls",
-            TransportError::RefusedTarget => "refused_target",
-            TransportError::Other => "io",
+            TransportError::Timeout => ErrorKind::Timeout,
+            TransportError::Connect => ErrorKind::Connect,
+            TransportError::Dns => ErrorKind::Dns,
+            TransportError::Tls => ErrorKind::Tls,
+            TransportError::RefusedTarget => ErrorKind::RefusedTarget,
+            TransportError::Other => ErrorKind::Io,
         }
     }
 }

@@ -35,6 +35,11 @@ impl DeliveryStatus {
         Self::ALL.into_iter().find(|v| v.as_str() == s)
     }
 
+    /// Not finished yet: the page keeps refreshing such rows.
+    pub fn is_live(self) -> bool {
+        matches!(self, DeliveryStatus::Pending | DeliveryStatus::InFlight)
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             DeliveryStatus::Pending => "Pending",
@@ -56,6 +61,27 @@ pub enum Trigger {
 }
 
 impl Trigger {
+    pub const ALL: [Trigger; 4] = [
+        Trigger::Auto,
+        Trigger::ManualRetry,
+        Trigger::Redirect,
+        Trigger::Test,
+    ];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// As the dashboard writes it: `manual retry`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Trigger::Auto => "auto",
+            Trigger::ManualRetry => "manual retry",
+            Trigger::Redirect => "redirect",
+            Trigger::Test => "test",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Trigger::Auto => "auto",
@@ -66,13 +92,147 @@ impl Trigger {
     }
 }
 
-/// Error kinds recorded on failed attempts; the dashboard filters on them.
-pub const ERROR_KINDS: [(&str, &str); 7] = [
-    ("timeout", "Timeout"),
-    ("connect", "Connect"),
-    ("dns", "DNS"),
-    ("tls", "TLS"),
-    ("http_status", "HTTP status"),
-    ("refused_target", "Refused target"),
-    ("endpoint_deleted", "Endpoint deleted"),
-];
+/// Why an attempt failed, as recorded in `error_kind`; the dashboard filters on them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    Timeout,
+    Connect,
+    Dns,
+    Tls,
+    /// Any other network failure.
+    Io,
+    HttpStatus,
+    RefusedTarget,
+    EndpointDeleted,
+    /// The attempt itself broke (a bug of ours); it is retried on the schedule.
+    Internal,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 9] = [
+        ErrorKind::Timeout,
+        ErrorKind::Connect,
+        ErrorKind::Dns,
+        ErrorKind::Tls,
+        ErrorKind::Io,
+        ErrorKind::HttpStatus,
+        ErrorKind::RefusedTarget,
+        ErrorKind::EndpointDeleted,
+        ErrorKind::Internal,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Connect => "connect",
+            ErrorKind::Dns => "dns",
+            ErrorKind::Tls => "tls",
+            ErrorKind::Io => "io",
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::RefusedTarget => "refused_target",
+            ErrorKind::EndpointDeleted => "endpoint_deleted",
+            ErrorKind::Internal => "internal",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ErrorKind::Timeout => "Timeout",
+            ErrorKind::Connect => "Connect",
+            ErrorKind::Dns => "DNS",
+            ErrorKind::Tls => "TLS",
+            ErrorKind::Io => "Network",
+            ErrorKind::HttpStatus => "HTTP status",
+            ErrorKind::RefusedTarget => "Refused target",
+            ErrorKind::EndpointDeleted => "Endpoint deleted",
+            ErrorKind::Internal => "Internal",
+        }
+    }
+}
+
+/// The lifecycle words are `text` columns: read and written through these checked
+/// conversions, so a row with a word the code does not know is an error at the row
+/// boundary and a misspelt word cannot compile.
+#[cfg(feature = "ssr")]
+macro_rules! text_column {
+    ($t:ty) => {
+        impl sqlx::Type<sqlx::Postgres> for $t {
+            fn type_info() -> sqlx::postgres::PgTypeInfo {
+                <&str as sqlx::Type<sqlx::Postgres>>::type_info()
+            }
+            fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
+                <&str as sqlx::Type<sqlx::Postgres>>::compatible(ty)
+            }
+        }
+
+        impl<'r> sqlx::Decode<'r, sqlx::Postgres> for $t {
+            fn decode(
+                value: sqlx::postgres::PgValueRef<'r>,
+            ) -> Result<Self, sqlx::error::BoxDynError> {
+                let s = <&str as sqlx::Decode<sqlx::Postgres>>::decode(value)?;
+                <$t>::parse(s).ok_or_else(|| format!("`{s}` is not a {}", stringify!($t)).into())
+            }
+        }
+
+        impl sqlx::Encode<'_, sqlx::Postgres> for $t {
+            fn encode_by_ref(
+                &self,
+                buf: &mut sqlx::postgres::PgArgumentBuffer,
+            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+                <&str as sqlx::Encode<sqlx::Postgres>>::encode(self.as_str(), buf)
+            }
+        }
+
+        impl sqlx::postgres::PgHasArrayType for $t {
+            fn array_type_info() -> sqlx::postgres::PgTypeInfo {
+                <&str as sqlx::postgres::PgHasArrayType>::array_type_info()
+            }
+        }
+    };
+}
+
+#[cfg(feature = "ssr")]
+text_column!(DeliveryStatus);
+#[cfg(feature = "ssr")]
+text_column!(Trigger);
+#[cfg(feature = "ssr")]
+text_column!(ErrorKind);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words are the database's (its CHECK constraints list the same ones) and the
+    /// API's: each reads back as itself, and serde writes the same word.
+    #[test]
+    fn every_word_round_trips() {
+        for s in DeliveryStatus::ALL {
+            assert_eq!(DeliveryStatus::parse(s.as_str()), Some(s));
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        for t in Trigger::ALL {
+            assert_eq!(Trigger::parse(t.as_str()), Some(t));
+            assert_eq!(serde_json::to_value(t).unwrap(), t.as_str());
+        }
+        for k in ErrorKind::ALL {
+            assert_eq!(ErrorKind::parse(k.as_str()), Some(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+        assert_eq!(DeliveryStatus::parse("Pending"), None);
+        assert_eq!(ErrorKind::parse("unknown"), None);
+    }
+
+    #[test]
+    fn live_rows_are_the_unfinished_ones() {
+        let live: Vec<_> = DeliveryStatus::ALL
+            .into_iter()
+            .filter(|s| s.is_live())
+            .collect();
+        assert_eq!(live, [DeliveryStatus::Pending, DeliveryStatus::InFlight]);
+    }
+}

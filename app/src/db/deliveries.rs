@@ -44,7 +44,7 @@ pub fn push_filters(
         }
     }
     if let Some(status) = &filter.status {
-        q.push(" AND d.status = ").push_bind(status.clone());
+        q.push(" AND d.status = ").push_bind(*status);
     }
     if let Some(t) = &filter.event_type {
         q.push(" AND d.event_type = ").push_bind(t.clone());
@@ -53,7 +53,7 @@ pub fn push_filters(
         q.push(" AND d.endpoint_id = ").push_bind(ep);
     }
     if let Some(k) = &filter.error_kind {
-        q.push(" AND d.error_kind = ").push_bind(k.clone());
+        q.push(" AND d.error_kind = ").push_bind(*k);
     }
     // Only failed attempts carry an error or a non-2xx code. Saying so lets the planner
     // use the failures index instead of walking the project's whole history.
@@ -271,7 +271,7 @@ pub async fn page(
     project_id: i64,
     after: Option<Cursor>,
     since: Option<DateTime<Utc>>,
-    status: Option<&str>,
+    status: Option<crate::core::status::DeliveryStatus>,
     event_id: Option<&str>,
     limit: i64,
 ) -> AppResult<Vec<DeliveryRow>> {

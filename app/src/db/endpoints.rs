@@ -145,13 +145,17 @@ pub async fn list(pool: &PgPool, access: &Access) -> AppResult<Vec<EndpointView>
     .await?)
 }
 
-pub async fn get(pool: &PgPool, access: &Access, id: i64) -> AppResult<EndpointView> {
+pub async fn get(
+    db: impl sqlx::PgExecutor<'_>,
+    access: &Access,
+    id: i64,
+) -> AppResult<EndpointView> {
     sqlx::query_as::<_, EndpointView>(&format!(
         "SELECT {COLUMNS} FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL"
     ))
     .bind(id)
     .bind(access.project_id)
-    .fetch_optional(pool)
+    .fetch_optional(db)
     .await?
     .ok_or(AppError::NotFound)
 }
@@ -260,4 +264,14 @@ pub async fn rotate_secret(
         return Err(AppError::NotFound);
     }
     Ok(secret)
+}
+
+/// Every endpoint of the project, deleted ones last, as (id, url): the filter's choices.
+pub async fn names(pool: &PgPool, project_id: i64) -> AppResult<Vec<(i64, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT id, url FROM endpoints WHERE project_id = $1 ORDER BY deleted_at IS NOT NULL, id",
+    )
+    .bind(project_id)
+    .fetch_all(pool)
+    .await?)
 }

@@ -173,7 +173,7 @@ pub async fn ingest_handing(
             endpoint_id: a.endpoint_id,
             target_url: a.target_url.clone(),
             attempt: 1,
-            trigger: Trigger::Auto.as_str().into(),
+            trigger: Trigger::Auto,
             request_id: row.request_id,
             chain_started_at: None,
             lease_expires_at,

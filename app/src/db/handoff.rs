@@ -21,7 +21,7 @@ pub struct Claimed {
     pub endpoint_id: i64,
     pub target_url: String,
     pub attempt: i32,
-    pub trigger: String,
+    pub trigger: crate::core::status::Trigger,
     pub request_id: String,
     pub chain_started_at: Option<DateTime<Utc>>,
     pub lease_expires_at: DateTime<Utc>,

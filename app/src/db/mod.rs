@@ -6,6 +6,7 @@ pub mod attempts;
 pub mod audit;
 pub mod bins;
 pub mod deliveries;
+pub mod endpoint_activity;
 pub mod endpoints;
 pub mod events;
 pub mod handoff;

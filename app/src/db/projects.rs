@@ -65,3 +65,47 @@ pub async fn get(pool: &PgPool, id: i64) -> AppResult<Option<ProjectRef>> {
             .await?,
     )
 }
+
+/// The endpoint that receives the project's operational notices, if one is chosen.
+pub async fn ops_endpoint(
+    db: impl sqlx::PgExecutor<'_>,
+    project_id: i64,
+) -> AppResult<Option<i64>> {
+    Ok(
+        sqlx::query_scalar("SELECT ops_endpoint_id FROM projects WHERE id = $1")
+            .bind(project_id)
+            .fetch_optional(db)
+            .await?
+            .flatten(),
+    )
+}
+
+/// Where notices about `about` go: the project's ops endpoint, unless it is `about`
+/// itself (a notice that an endpoint failed is not sent to that endpoint) or deleted.
+pub async fn ops_target(
+    db: impl sqlx::PgExecutor<'_>,
+    project_id: i64,
+    about: i64,
+) -> AppResult<Option<(i64, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT e.id, e.url FROM projects p JOIN endpoints e ON e.id = p.ops_endpoint_id
+         WHERE p.id = $1 AND e.deleted_at IS NULL AND e.id <> $2",
+    )
+    .bind(project_id)
+    .bind(about)
+    .fetch_optional(db)
+    .await?)
+}
+
+pub async fn set_ops_endpoint(
+    db: impl sqlx::PgExecutor<'_>,
+    project_id: i64,
+    endpoint_id: i64,
+) -> AppResult<()> {
+    sqlx::query("UPDATE projects SET ops_endpoint_id = $2 WHERE id = $1")
+        .bind(project_id)
+        .bind(endpoint_id)
+        .execute(db)
+        .await?;
+    Ok(())
+}

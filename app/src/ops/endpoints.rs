@@ -6,7 +6,7 @@ use sqlx::PgPool;
 use crate::{
     auth::Access,
     core::{permissions::Action, text::check_description},
-    db::{audit, endpoints},
+    db::{audit, endpoints, projects},
     error::{AppError, AppResult},
     model::EndpointView,
 };
@@ -171,4 +171,22 @@ pub async fn edit_header(
     .await?;
     tx.commit().await?;
     Ok(names)
+}
+
+/// Chooses the endpoint that receives the project's operational notices.
+pub async fn set_ops_endpoint(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
+    access.require(Action::SetOpsEndpoint)?;
+    let mut tx = pool.begin().await?;
+    endpoints::get(&mut *tx, access, id).await?;
+    projects::set_ops_endpoint(&mut *tx, access.project_id, id).await?;
+    audit::record(
+        &mut *tx,
+        access,
+        "ops_endpoint.set",
+        &format!("endpoint #{id}"),
+        serde_json::json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
 }

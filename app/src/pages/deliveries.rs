@@ -15,7 +15,7 @@ use crate::{
     },
     core::{
         duration::format_millis,
-        status::{DeliveryStatus, ERROR_KINDS},
+        status::{DeliveryStatus, ErrorKind, Trigger},
     },
     deliveries::{
         cancel_replay, delivery_filter_options, get_delivery_detail, list_deliveries,
@@ -80,6 +80,7 @@ fn DeliveryView(
             {move || Suspend::new(async move {
                 let content = match page.await {
                     Ok(data) => {
+                        let days = data.retention_days;
                         let f = filter.get_untracked();
                         let next = data.next.map(|c| {
                             let mut nf = f.clone();
@@ -93,7 +94,7 @@ fn DeliveryView(
                                 {first.map(|href| view! { <a href=href class="button">"⇤ Newest"</a> })}
                                 {match next {
                                     Some(href) => view! { <a href=href class="button" data-testid="next-page">"Older →"</a> }.into_any(),
-                                    None => view! { <span class="muted">"End of the last 14 days for this view."</span> }.into_any(),
+                                    None => view! { <span class="muted">{format!("End of the last {days} days for this view.")}</span> }.into_any(),
                                 }}
                             </nav>
                         }.into_any()
@@ -115,6 +116,7 @@ fn FilterBar(
     opts: FilterOptions,
     search_ref: NodeRef<html::Input>,
 ) -> impl IntoView {
+    let days = opts.retention_days;
     let navigate = use_navigate();
     let go = StoredValue::new(move |f: DeliveryFilter| {
         navigate(
@@ -157,10 +159,10 @@ fn FilterBar(
         }>
             <input type="search" name="q" placeholder="Search event id or request id  ( / )"
                 data-testid="search-input" node_ref=search_ref value=opt(&f.q) aria-label="Search by event id or request id"/>
-            <select name="status" data-testid="status-filter" aria-label="Status" on:change=set(|f, v| f.status = Some(v).filter(|v| !v.is_empty()))>
+            <select name="status" data-testid="status-filter" aria-label="Status" on:change=set(|f, v| f.status = DeliveryStatus::parse(&v))>
                 <option value="">"All statuses"</option>
                 {DeliveryStatus::ALL.iter().map(|s| view! {
-                    <option value=s.as_str() selected=f.status.as_deref() == Some(s.as_str())>{s.label()}</option>
+                    <option value=s.as_str() selected=f.status == Some(*s)>{s.label()}</option>
                 }).collect_view()}
             </select>
             <select name="event_type" data-testid="event-type-filter" aria-label="Event type" on:change=set(|f, v| f.event_type = Some(v).filter(|v| !v.is_empty()))>
@@ -182,10 +184,10 @@ fn FilterBar(
                 }).collect_view()}
                 {f.code.clone().filter(|c| c.parse::<u16>().is_ok()).map(|c| view! { <option value=c.clone() selected=true>{c.clone()}</option> })}
             </select>
-            <select name="error_kind" data-testid="error-kind-filter" aria-label="Error kind" on:change=set(|f, v| f.error_kind = Some(v).filter(|v| !v.is_empty()))>
+            <select name="error_kind" data-testid="error-kind-filter" aria-label="Error kind" on:change=set(|f, v| f.error_kind = ErrorKind::parse(&v))>
                 <option value="">"Any error"</option>
-                {ERROR_KINDS.iter().map(|(k, label)| view! {
-                    <option value=*k selected=f.error_kind.as_deref() == Some(*k)>{*label}</option>
+                {ErrorKind::ALL.iter().map(|k| view! {
+                    <option value=k.as_str() selected=f.error_kind == Some(*k)>{k.label()}</option>
                 }).collect_view()}
             </select>
             <select name="range" data-testid="range-filter" aria-label="Time range" on:change=set(|f, v| {
@@ -197,7 +199,7 @@ fn FilterBar(
                     _ => None,
                 };
             })>
-                <option value="" selected=selected_range.is_empty()>"Last 14 days"</option>
+                <option value="" selected=selected_range.is_empty()>{format!("Last {days} days")}</option>
                 <option value="1h" selected=selected_range == "1h">"Last hour"</option>
                 <option value="6h" selected=selected_range == "6h">"Last 6 hours"</option>
                 <option value="24h" selected=selected_range == "24h">"Last 24 hours"</option>
@@ -206,11 +208,6 @@ fn FilterBar(
             <a class="button link" href="/developers/deliveries">"Clear"</a>
         </form>
     }
-}
-
-#[cfg(feature = "hydrate")]
-fn is_live(status: &str) -> bool {
-    status == "pending" || status == "in_flight"
 }
 
 #[component]
@@ -232,7 +229,7 @@ fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> im
                 tick.update(|t| *t = t.wrapping_add(1));
                 let live: Vec<(i64, i64)> = rows.with_untracked(|v| {
                     v.iter()
-                        .filter(|r| is_live(&r.status))
+                        .filter(|r| r.status.is_live())
                         .map(|r| (r.project_id, r.id))
                         .collect()
                 });
@@ -320,7 +317,7 @@ fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> im
             // (and an open detail with its messages) stay as they are.
             <For
                 each=move || rows.get()
-                key=|r| (r.id, r.status.clone(), r.response_status)
+                key=|r| (r.id, r.status, r.response_status)
                 children=move |row| view! { <Row row rows expanded selected tick/> }
             />
         </div>
@@ -352,21 +349,21 @@ fn Row(
         .duration_ms
         .map(|d| format_millis(d as i64))
         .unwrap_or_else(|| "—".into());
-    let trigger = (row.trigger != "auto").then(|| row.trigger.replace('_', " "));
+    let trigger = (row.trigger != Trigger::Auto).then(|| row.trigger.label());
     let error_line = row.error.clone();
     let r = row.clone();
     view! {
-        <div class="dgroup" data-testid="delivery-row" data-status=row.status.clone()
+        <div class="dgroup" data-testid="delivery-row" data-status=row.status.as_str()
             data-request-id=row.request_id.clone() data-event-id=row.event_id.clone() data-id=id.to_string()
             data-code=row.response_status.map(|c| c.to_string()).unwrap_or_default()
-            data-error-kind=row.error_kind.clone().unwrap_or_default() data-project=row.project_id.to_string()
+            data-error-kind=row.error_kind.map_or("", ErrorKind::as_str) data-project=row.project_id.to_string()
             class:open=is_open class:selected=is_selected>
             <div class="drow" role="row" tabindex="0" aria-expanded=move || is_open().to_string()
                 on:click=move |_| {
                     selected.set(Some(id));
                     expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
                 }>
-                <span><StatusBadge status=row.status.clone()/></span>
+                <span><StatusBadge status=row.status/></span>
                 <span class="etype">{row.event_type.clone()}{trigger.map(|t| view! { <em class="trigger">{t}</em> })}</span>
                 <span class="mono ellipsis" title=row.event_id.clone()>{row.event_id.clone()}</span>
                 <span class="ellipsis" title=row.target_url.clone()>{row.endpoint_url.clone()}
@@ -450,13 +447,13 @@ fn Detail(
                                     <dt>"Request id"</dt><dd class="mono" data-testid="detail-request-id">{r.request_id.clone()}" "<CopyButton text=r.request_id.clone()/></dd>
                                     <dt>"Event id"</dt><dd class="mono">{r.event_id.clone()}" "<CopyButton text=r.event_id.clone()/></dd>
                                     <dt>"Target URL"</dt><dd class="mono break">{r.target_url.clone()}</dd>
-                                    <dt>"Attempt"</dt><dd>{r.attempt}" · "{r.trigger.replace('_', " ")}{r.triggered_by.clone().map(|b| format!(" by {b}"))}</dd>
+                                    <dt>"Attempt"</dt><dd>{r.attempt}" · "{r.trigger.label()}{r.triggered_by.clone().map(|b| format!(" by {b}"))}</dd>
                                     <dt>"Response"</dt><dd>{r.response_status.map(|s| s.to_string()).unwrap_or_else(|| "no response".into())}</dd>
                                     <dt>"Duration"</dt><dd>{r.duration_ms.map(|d| format!("{d} ms")).unwrap_or_else(|| "—".into())}</dd>
                                     <dt>"Scheduled"</dt><dd>{absolute(r.scheduled_at)}</dd>
                                     <dt>"Started"</dt><dd>{r.started_at.map(absolute).unwrap_or_else(|| "—".into())}</dd>
                                     <dt>"Finished"</dt><dd>{r.finished_at.map(absolute).unwrap_or_else(|| "—".into())}</dd>
-                                    {r.error.clone().map(|e| view! { <dt>"Error"</dt><dd class="err">{format!("{}: {e}", r.error_kind.clone().unwrap_or_default())}</dd> })}
+                                    {r.error.clone().map(|e| view! { <dt>"Error"</dt><dd class="err">{format!("{}: {e}", r.error_kind.map_or("", ErrorKind::as_str))}</dd> })}
                                 </dl>
                                 <section>
                                     <h3>"Attempts of this event to this endpoint"</h3>
@@ -465,11 +462,11 @@ fn Detail(
                                             let a = a.clone();
                                             let current = a.id == r.id;
                                             let scheduled = a.scheduled_at;
-                                            let pending = a.status == "pending";
+                                            let pending = a.status == DeliveryStatus::Pending;
                                             view! {
                                                 <li class:current=current>
-                                                    <StatusBadge status=a.status.clone()/>
-                                                    " #"{a.attempt}" "{a.trigger.replace('_', " ")}" · "
+                                                    <StatusBadge status=a.status/>
+                                                    " #"{a.attempt}" "{a.trigger.label()}" · "
                                                     <span class="mono">{a.request_id.clone()}</span>" · "
                                                     {a.response_status.map(|s| s.to_string()).unwrap_or_default()}" "
                                                     <Time at=a.created_at/>

@@ -206,7 +206,7 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
                 let Some(row) = test_row.get_untracked() else {
                     return;
                 };
-                if row.status != "pending" && row.status != "in_flight" {
+                if !row.status.is_live() {
                     return;
                 }
                 spawn_local(async move {
@@ -317,8 +317,8 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
                 <button type="button" class="link danger" on:click=move |_| { remove.dispatch(()); }>"Delete"</button>
                 {move || secret.get().map(|s| view! { <code data-testid="endpoint-secret">{s.clone()}</code> <CopyButton text=s.clone()/> })}
                 {move || test_row.get().map(|r| view! {
-                    <span data-testid="test-send-result" data-status=r.status.clone()>
-                        "test.ping: "<StatusBadge status=r.status.clone()/>" "{r.response_status.map(|c| c.to_string())}" "{r.error.clone()}
+                    <span data-testid="test-send-result" data-status=r.status.as_str()>
+                        "test.ping: "<StatusBadge status=r.status/>" "{r.response_status.map(|c| c.to_string())}" "{r.error.clone()}
                     </span>
                 })}
                 {move || message.get().map(|(ok, m)| view! { <span class=if ok { "note ok" } else { "note error" } role="status">{m}</span> })}

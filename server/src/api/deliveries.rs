@@ -1,7 +1,12 @@
 //! `/deliveries`: attempts, polled by cursor; manual retry.
 
 use app::{
-    core::cursor::Cursor, core::permissions::Action, db::deliveries, model::DeliveryRow, ops,
+    core::cursor::Cursor,
+    core::permissions::Action,
+    core::status::{DeliveryStatus as Status, ErrorKind, Trigger},
+    db::deliveries,
+    model::DeliveryRow,
+    ops,
 };
 use axum::{
     extract::{Path, State},
@@ -42,6 +47,24 @@ pub enum DeliveryTrigger {
     Test,
 }
 
+/// Why an attempt failed, for the document.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum DeliveryErrorKind {
+    Timeout,
+    Connect,
+    Dns,
+    Tls,
+    /// Any other network failure.
+    Io,
+    HttpStatus,
+    RefusedTarget,
+    EndpointDeleted,
+    /// The attempt itself broke on our side; it is retried on the schedule.
+    Internal,
+}
+
 /// One delivery attempt, as lists and retries return it. Fields without a value are
 /// `null`, never left out, hence `required` on the optional ones.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -57,12 +80,12 @@ pub struct Delivery {
     /// 1 for the first attempt; manual retries continue the count.
     pub attempt: i32,
     #[schema(value_type = DeliveryTrigger)]
-    pub trigger: String,
+    pub trigger: Trigger,
     /// Who started a manual attempt.
     #[schema(required = true)]
     pub triggered_by: Option<String>,
     #[schema(value_type = DeliveryStatus)]
-    pub status: String,
+    pub status: Status,
     pub scheduled_at: DateTime<Utc>,
     #[schema(required = true)]
     pub started_at: Option<DateTime<Utc>>,
@@ -73,9 +96,8 @@ pub struct Delivery {
     pub duration_ms: Option<i32>,
     #[schema(required = true)]
     pub response_status: Option<i16>,
-    /// `timeout`, `connect`, `dns`, `tls`, `http_status`, `refused_target`…
-    #[schema(required = true)]
-    pub error_kind: Option<String>,
+    #[schema(required = true, value_type = Option<DeliveryErrorKind>)]
+    pub error_kind: Option<ErrorKind>,
     #[schema(required = true)]
     pub error: Option<String>,
 }
@@ -155,19 +177,23 @@ pub async fn list(
     let limit = page_limit(q.limit)?;
     let after = parse_cursor(q.cursor.as_deref())?;
     let since = parse_since(q.since.as_deref())?;
-    if let Some(s) = q.status.as_deref() {
-        if app::core::status::DeliveryStatus::parse(s).is_none() {
-            return Err(ApiError::invalid(format!(
-                "status `{s}` is not one of pending, in_flight, succeeded, failed, dead_letter"
-            )));
-        }
-    }
+    let status = q
+        .status
+        .as_deref()
+        .map(|s| {
+            Status::parse(s).ok_or_else(|| {
+                ApiError::invalid(format!(
+                    "status `{s}` is not one of pending, in_flight, succeeded, failed, dead_letter"
+                ))
+            })
+        })
+        .transpose()?;
     let mut rows = deliveries::page(
         &pool,
         caller.project_id,
         after,
         since,
-        q.status.as_deref(),
+        status,
         q.event_id.as_deref(),
         limit + 1,
     )

@@ -1,7 +1,10 @@
 //! The deliveries table as a queue: claim due rows with a lease, renew leases, record
 //! outcomes in batches, hand back what a stopping worker did not finish.
 
-use app::core::throttle::{BOOKING_HORIZON, SLOT_LEAD};
+use app::core::{
+    status::{DeliveryStatus, ErrorKind},
+    throttle::{BOOKING_HORIZON, SLOT_LEAD},
+};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
@@ -272,14 +275,14 @@ pub async fn release_all(pool: &PgPool, worker: &str) -> Result<u64, sqlx::Error
 pub struct Outcome {
     pub id: i64,
     pub created_at: DateTime<Utc>,
-    pub status: &'static str,
+    pub status: DeliveryStatus,
     pub finished_at: DateTime<Utc>,
     pub duration_ms: i32,
     pub request_headers: Vec<(String, String)>,
     pub response_status: Option<i16>,
     pub response_headers: Option<Vec<(String, String)>>,
     pub response_body: Option<String>,
-    pub error_kind: Option<String>,
+    pub error_kind: Option<ErrorKind>,
     pub error: Option<String>,
     pub chain_started_at: DateTime<Utc>,
     pub next: Option<NextAttempt>,
@@ -307,7 +310,7 @@ pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u6
     let mut tx = pool.begin().await?;
     let ids: Vec<i64> = batch.iter().map(|o| o.id).collect();
     let created: Vec<DateTime<Utc>> = batch.iter().map(|o| o.created_at).collect();
-    let status: Vec<&str> = batch.iter().map(|o| o.status).collect();
+    let status: Vec<DeliveryStatus> = batch.iter().map(|o| o.status).collect();
     let finished: Vec<DateTime<Utc>> = batch.iter().map(|o| o.finished_at).collect();
     let duration: Vec<i32> = batch.iter().map(|o| o.duration_ms).collect();
     let req_headers: Vec<serde_json::Value> = batch
@@ -320,7 +323,7 @@ pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u6
         .map(|o| o.response_headers.as_ref().map(|h| serde_json::json!(h)))
         .collect();
     let resp_body: Vec<Option<String>> = batch.iter().map(|o| o.response_body.clone()).collect();
-    let error_kind: Vec<Option<String>> = batch.iter().map(|o| o.error_kind.clone()).collect();
+    let error_kind: Vec<Option<ErrorKind>> = batch.iter().map(|o| o.error_kind).collect();
     let error: Vec<Option<String>> = batch.iter().map(|o| o.error.clone()).collect();
     let chain: Vec<DateTime<Utc>> = batch.iter().map(|o| o.chain_started_at).collect();
     let updated: Vec<i64> = sqlx::query_scalar(

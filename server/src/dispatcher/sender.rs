@@ -10,6 +10,7 @@ use app::{
         payload::build_body,
         retry::Next,
         signing::sign_all,
+        status::{DeliveryStatus, ErrorKind, Trigger},
     },
 };
 use chrono::Utc;
@@ -30,7 +31,7 @@ struct Exchange {
     response_status: Option<i16>,
     response_headers: Option<Vec<(String, String)>>,
     response_body: Option<String>,
-    error_kind: Option<String>,
+    error_kind: Option<ErrorKind>,
     error: Option<String>,
 }
 
@@ -119,7 +120,7 @@ impl Sender {
         // Custom headers (credentials, typically) go to the endpoint only, never to a
         // bin, and are recorded redacted.
         let mut recorded = headers.clone();
-        if row.trigger != "redirect" {
+        if row.trigger != Trigger::Redirect {
             for (k, v) in row.custom_headers.0.iter() {
                 if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(k)) {
                     headers.push((k.clone(), v.clone()));
@@ -144,7 +145,7 @@ impl Sender {
                     response_status: Some(status as i16),
                     response_headers: Some(resp_headers),
                     response_body: Some(resp_body),
-                    error_kind: failed.then(|| "http_status".to_string()),
+                    error_kind: failed.then_some(ErrorKind::HttpStatus),
                     error: failed.then(|| format!("endpoint answered {status}")),
                 }
             }
@@ -153,7 +154,7 @@ impl Sender {
                 response_status: None,
                 response_headers: None,
                 response_body: None,
-                error_kind: Some(kind.kind().to_string()),
+                error_kind: Some(kind.kind()),
                 error: Some(message),
             },
         };
@@ -168,7 +169,7 @@ impl Sender {
             response_status: None,
             response_headers: None,
             response_body: None,
-            error_kind: Some("internal".into()),
+            error_kind: Some(ErrorKind::Internal),
             error: Some(format!("internal error: {message}")),
         };
         self.conclude(row, exchange, Vec::new(), Utc::now(), 0, jitter)
@@ -187,7 +188,7 @@ impl Sender {
         let chain_start = row
             .chain_started_at
             .unwrap_or(row.created_at.min(finished_at));
-        let chains = row.trigger == "auto";
+        let chains = row.trigger == Trigger::Auto;
         let next = self.cfg.retry.next_attempt(
             exchange.verdict,
             row.attempt.max(0) as u32,
@@ -197,10 +198,10 @@ impl Sender {
             jitter,
         );
         let (status, next) = match next {
-            Next::Succeeded => ("succeeded", None),
-            Next::DeadLetter => ("dead_letter", None),
+            Next::Succeeded => (DeliveryStatus::Succeeded, None),
+            Next::DeadLetter => (DeliveryStatus::DeadLetter, None),
             Next::RetryAt(at) => (
-                "failed",
+                DeliveryStatus::Failed,
                 Some(NextAttempt {
                     project_id: row.project_id,
                     event_id: row.event_id.clone(),

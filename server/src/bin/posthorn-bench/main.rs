@@ -468,7 +468,7 @@ async fn queries(rows: i64, projects: i64, reuse: Option<String>) {
         (
             "status=dead_letter",
             app::deliveries::DeliveryFilter {
-                status: Some("dead_letter".into()),
+                status: Some(app::core::status::DeliveryStatus::DeadLetter),
                 ..f()
             },
         ),
@@ -510,7 +510,7 @@ async fn queries(rows: i64, projects: i64, reuse: Option<String>) {
         (
             "error_kind=http_status",
             app::deliveries::DeliveryFilter {
-                error_kind: Some("http_status".into()),
+                error_kind: Some(app::core::status::ErrorKind::HttpStatus),
                 ..f()
             },
         ),
