@@ -415,3 +415,60 @@ async fn disabled_endpoints_hold_their_rows_and_deleted_ones_dead_letter_them() 
     );
     app.stop().await;
 }
+
+/// A burst of events through the API to an endpoint that answers `410` at once: some
+/// attempts go straight from ingest to the dispatcher, the rest through the claim, and
+/// every one of them ends (a dead letter each); none is left waiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_to_an_endpoint_answering_410_leaves_nothing_waiting() {
+    use futures::StreamExt;
+    let app = TestApp::spawn().await;
+    let rx = Receiver::start().await;
+    rx.set_default(Answer::status(410));
+    let (project, key) = app.project("business").await;
+    app.endpoint(project, &rx.url).await;
+    let client = reqwest::Client::new();
+    let statuses: Vec<u16> = futures::stream::iter(0..1000)
+        .map(|i| {
+            let client = client.clone();
+            let url = format!("{}/public/v1/events", app.base);
+            let key = key.clone();
+            async move {
+                client
+                    .post(url)
+                    .bearer_auth(key)
+                    .json(&serde_json::json!({ "event": "order.paid", "data": { "i": i } }))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    assert!(statuses.iter().all(|s| *s == 202), "every event accepted");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let counts = loop {
+        let counts: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT status || CASE WHEN parked THEN ' (parked)' ELSE '' END, count(*)
+               FROM deliveries WHERE project_id = $1 GROUP BY 1 ORDER BY 1",
+        )
+        .bind(project)
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+        if counts == [("dead_letter".to_string(), 1000)] || Instant::now() > deadline {
+            break counts;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        counts,
+        [("dead_letter".to_string(), 1000)],
+        "attempts by status"
+    );
+    assert_eq!(rx.seen().len(), 1000, "each attempt sent once");
+    app.stop().await;
+}
