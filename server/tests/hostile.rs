@@ -646,3 +646,71 @@ async fn a_deep_backlog_behind_a_busy_endpoint_costs_the_claim_nothing() {
     );
     app.stop().await;
 }
+
+/// Events sent through the API many at once go straight to the dispatcher of the
+/// process that takes them, and still within the shares: room promised to requests not
+/// yet committed counts like attempts in flight, so a burst of concurrent requests to one
+/// endpoint cannot take it, or its project, past its share.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_concurrent_requests_stays_within_the_shares() {
+    use futures::StreamExt;
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let app = TestApp::spawn_with(|cfg| {
+        cfg.per_endpoint_concurrency = 4;
+        cfg.project_concurrency = 8;
+    })
+    .await;
+    let receiver = Receiver::start().await;
+    receiver.set_default(Answer::status(200).delay(Duration::from_millis(300)));
+    let (project, key) = app.project("business").await;
+    for _ in 0..3 {
+        app.endpoint(project, &receiver.url).await;
+    }
+    let pool = app.pool.clone();
+    let watch = tokio::spawn(async move {
+        let (mut max_endpoint, mut max_project) = (0i64, 0i64);
+        for _ in 0..150 {
+            let (e, p): (Option<i64>, Option<i64>) = sqlx::query_as(
+                "SELECT (SELECT max(n) FROM (SELECT count(*) n FROM deliveries WHERE status = 'in_flight' GROUP BY endpoint_id) a),
+                        (SELECT count(*) FROM deliveries WHERE status = 'in_flight')",
+            )
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            max_endpoint = max_endpoint.max(e.unwrap_or(0));
+            max_project = max_project.max(p.unwrap_or(0));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        (max_endpoint, max_project)
+    });
+    let client = reqwest::Client::new();
+    let statuses: Vec<u16> = futures::stream::iter(0..60)
+        .map(|i| {
+            let (client, key) = (client.clone(), key.clone());
+            let url = format!("{}/public/v1/events", app.base);
+            async move {
+                client
+                    .post(url)
+                    .bearer_auth(key)
+                    .json(&serde_json::json!({ "event": "order.paid", "data": { "i": i } }))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            }
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    assert!(statuses.iter().all(|s| *s == 202));
+    let (max_endpoint, max_project) = watch.await.unwrap();
+    println!("most in flight at once: one endpoint {max_endpoint}, the project {max_project}");
+    assert!(max_endpoint <= 4, "an endpoint held {max_endpoint} slots");
+    assert!(max_project <= 8, "the project held {max_project} slots");
+    assert!(
+        receiver.wait_for(180, Duration::from_secs(30)).await.len() >= 180,
+        "every attempt arrives"
+    );
+    app.stop().await;
+}

@@ -118,6 +118,7 @@ pub async fn ingest_handing(
             .collect();
         Reserved {
             handoff: h,
+            project_id,
             endpoints: if plain.is_empty() {
                 Vec::new()
             } else {

@@ -43,29 +43,30 @@ pub trait Handoff: Send + Sync {
     /// Which of these endpoints (of one project, none throttled) it has room for now;
     /// the room stays reserved until [`Handoff::deliver`] or [`Handoff::cancel`].
     fn reserve(&self, project_id: i64, endpoints: &[i64]) -> Vec<i64>;
-    /// The committed rows of a reservation of `reserved` endpoints.
-    fn deliver(&self, rows: Vec<Claimed>, reserved: usize);
+    /// The committed rows of a reservation (the project and the endpoints reserved).
+    fn deliver(&self, rows: Vec<Claimed>, project_id: i64, reserved: &[i64]);
     /// A reservation that was not used (the transaction failed or was a repeat).
-    fn cancel(&self, reserved: usize);
+    fn cancel(&self, project_id: i64, reserved: &[i64]);
 }
 
 /// Gives a reservation back unless it was delivered, whatever way ingest ends.
 pub(crate) struct Reserved<'a> {
     pub handoff: &'a dyn Handoff,
+    pub project_id: i64,
     pub endpoints: Vec<i64>,
 }
 
 impl Reserved<'_> {
     pub fn deliver(mut self, rows: Vec<Claimed>) {
-        let n = std::mem::take(&mut self.endpoints).len();
-        self.handoff.deliver(rows, n);
+        let endpoints = std::mem::take(&mut self.endpoints);
+        self.handoff.deliver(rows, self.project_id, &endpoints);
     }
 }
 
 impl Drop for Reserved<'_> {
     fn drop(&mut self) {
         if !self.endpoints.is_empty() {
-            self.handoff.cancel(self.endpoints.len());
+            self.handoff.cancel(self.project_id, &self.endpoints);
         }
     }
 }

@@ -2,9 +2,10 @@
 //! in this process, counted against the same shares as claimed rows.
 
 use std::{
+    collections::HashMap,
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
-        Arc,
+        Arc, Mutex,
     },
     time::Duration,
 };
@@ -20,6 +21,10 @@ pub(crate) struct LocalHandoff {
     pub(crate) held: Held,
     /// Room promised to ingest transactions not yet committed.
     pub(crate) reserved: AtomicUsize,
+    /// The same promises by endpoint and by project: they count against the shares like
+    /// held rows, or concurrent requests to one endpoint would each see it below its
+    /// share and together take a project past its own. Locked after `held`.
+    promised: Mutex<Promised>,
     pub(crate) max_held: usize,
     pub(crate) per_endpoint: usize,
     pub(crate) per_project: usize,
@@ -43,6 +48,7 @@ impl LocalHandoff {
             lease,
             held,
             reserved: AtomicUsize::new(0),
+            promised: Mutex::new(Promised::default()),
             max_held,
             per_endpoint,
             per_project,
@@ -54,6 +60,46 @@ impl LocalHandoff {
 
     pub(crate) fn reserved(&self) -> usize {
         self.reserved.load(Ordering::Acquire)
+    }
+
+    /// Room promised and not yet delivered, by endpoint and by project; `held` is locked
+    /// by the caller.
+    pub(crate) fn promised(&self) -> (HashMap<i64, i64>, HashMap<i64, i64>) {
+        let promised = self.promised.lock().unwrap_or_else(|e| e.into_inner());
+        let count = |m: &HashMap<i64, usize>| m.iter().map(|(k, v)| (*k, *v as i64)).collect();
+        (count(&promised.endpoints), count(&promised.projects))
+    }
+
+    /// Gives back the promises of one reservation; `held` is locked by the caller.
+    fn release(&self, project_id: i64, endpoints: &[i64]) {
+        let mut promised = self.promised.lock().unwrap_or_else(|e| e.into_inner());
+        promised.take_back(project_id, endpoints);
+        self.reserved.fetch_sub(endpoints.len(), Ordering::AcqRel);
+    }
+}
+
+#[derive(Default)]
+struct Promised {
+    endpoints: HashMap<i64, usize>,
+    projects: HashMap<i64, usize>,
+}
+
+impl Promised {
+    fn take_back(&mut self, project_id: i64, endpoints: &[i64]) {
+        for e in endpoints {
+            if let Some(n) = self.endpoints.get_mut(e) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.endpoints.remove(e);
+                }
+            }
+        }
+        if let Some(n) = self.projects.get_mut(&project_id) {
+            *n = n.saturating_sub(endpoints.len());
+            if *n == 0 {
+                self.projects.remove(&project_id);
+            }
+        }
     }
 }
 
@@ -84,6 +130,11 @@ impl Handoff for LocalHandoff {
                 }
             }
         }
+        let mut promised = self.promised.lock().unwrap_or_else(|e| e.into_inner());
+        project_held += promised.projects.get(&project_id).copied().unwrap_or(0);
+        for (i, e) in endpoints.iter().enumerate() {
+            endpoint_held[i] += promised.endpoints.get(e).copied().unwrap_or(0);
+        }
         let room = free.min(self.per_project.saturating_sub(project_held));
         let taken: Vec<i64> = endpoints
             .iter()
@@ -92,11 +143,17 @@ impl Handoff for LocalHandoff {
             .map(|(e, _)| *e)
             .take(room)
             .collect();
+        for e in &taken {
+            *promised.endpoints.entry(*e).or_default() += 1;
+        }
+        if !taken.is_empty() {
+            *promised.projects.entry(project_id).or_default() += taken.len();
+        }
         self.reserved.fetch_add(taken.len(), Ordering::AcqRel);
         taken
     }
 
-    fn deliver(&self, rows: Vec<Claimed>, reserved: usize) {
+    fn deliver(&self, rows: Vec<Claimed>, project_id: i64, reserved: &[i64]) {
         {
             let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
             for row in &rows {
@@ -109,7 +166,7 @@ impl Handoff for LocalHandoff {
                     },
                 );
             }
-            self.reserved.fetch_sub(reserved, Ordering::AcqRel);
+            self.release(project_id, reserved);
         }
         if let Err(mpsc::error::SendError(rows)) = self.rows.send(rows) {
             // The dispatcher has stopped: the rows' leases run out and any dispatcher
@@ -125,7 +182,8 @@ impl Handoff for LocalHandoff {
         }
     }
 
-    fn cancel(&self, reserved: usize) {
-        self.reserved.fetch_sub(reserved, Ordering::AcqRel);
+    fn cancel(&self, project_id: i64, reserved: &[i64]) {
+        let _held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        self.release(project_id, reserved);
     }
 }

@@ -200,7 +200,8 @@ impl Dispatcher {
             }
             let (held_now, shares) = {
                 let h = held.lock().unwrap_or_else(|e| e.into_inner());
-                (h.len(), Shares::of(h.values()))
+                let promised = handoff.as_ref().map(|p| p.promised()).unwrap_or_default();
+                (h.len(), Shares::of(h.values(), promised))
             };
             let reserved = handoff.as_ref().map_or(0, |h| h.reserved());
             let room = max_held.saturating_sub(held_now + reserved) as i64;
@@ -426,9 +427,12 @@ struct Shares {
 }
 
 impl Shares {
-    fn of<'a>(rows: impl Iterator<Item = &'a HeldRow>) -> Shares {
-        let mut per_endpoint: HashMap<i64, i64> = HashMap::new();
-        let mut per_project: HashMap<i64, i64> = HashMap::new();
+    /// Held rows plus the room promised to ingest (by endpoint, by project).
+    fn of<'a>(
+        rows: impl Iterator<Item = &'a HeldRow>,
+        promised: (HashMap<i64, i64>, HashMap<i64, i64>),
+    ) -> Shares {
+        let (mut per_endpoint, mut per_project) = promised;
         let mut throttled_held = false;
         for r in rows {
             throttled_held |= r.throttled;
