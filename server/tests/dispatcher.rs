@@ -421,33 +421,12 @@ async fn disabled_endpoints_hold_their_rows_and_deleted_ones_dead_letter_them() 
 /// every one of them ends (a dead letter each); none is left waiting.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_to_an_endpoint_answering_410_leaves_nothing_waiting() {
-    use futures::StreamExt;
     let app = TestApp::spawn().await;
     let rx = Receiver::start().await;
     rx.set_default(Answer::status(410));
     let (project, key) = app.project("business").await;
     app.endpoint(project, &rx.url).await;
-    let client = reqwest::Client::new();
-    let statuses: Vec<u16> = futures::stream::iter(0..1000)
-        .map(|i| {
-            let client = client.clone();
-            let url = format!("{}/public/v1/events", app.base);
-            let key = key.clone();
-            async move {
-                client
-                    .post(url)
-                    .bearer_auth(key)
-                    .json(&serde_json::json!({ "event": "order.paid", "data": { "i": i } }))
-                    .send()
-                    .await
-                    .unwrap()
-                    .status()
-                    .as_u16()
-            }
-        })
-        .buffer_unordered(16)
-        .collect()
-        .await;
+    let statuses = app.post_events(&key, 1000, 16).await;
     assert!(statuses.iter().all(|s| *s == 202), "every event accepted");
     let deadline = Instant::now() + Duration::from_secs(60);
     let counts = loop {

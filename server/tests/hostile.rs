@@ -653,7 +653,6 @@ async fn a_deep_backlog_behind_a_busy_endpoint_costs_the_claim_nothing() {
 /// endpoint cannot take it, or its project, past its share.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_concurrent_requests_stays_within_the_shares() {
-    use futures::StreamExt;
     let _turn = ONE_AT_A_TIME.lock().await;
     let app = TestApp::spawn_with(|cfg| {
         cfg.per_endpoint_concurrency = 4;
@@ -683,26 +682,7 @@ async fn a_burst_of_concurrent_requests_stays_within_the_shares() {
         }
         (max_endpoint, max_project)
     });
-    let client = reqwest::Client::new();
-    let statuses: Vec<u16> = futures::stream::iter(0..60)
-        .map(|i| {
-            let (client, key) = (client.clone(), key.clone());
-            let url = format!("{}/public/v1/events", app.base);
-            async move {
-                client
-                    .post(url)
-                    .bearer_auth(key)
-                    .json(&serde_json::json!({ "event": "order.paid", "data": { "i": i } }))
-                    .send()
-                    .await
-                    .unwrap()
-                    .status()
-                    .as_u16()
-            }
-        })
-        .buffer_unordered(32)
-        .collect()
-        .await;
+    let statuses = app.post_events(&key, 60, 32).await;
     assert!(statuses.iter().all(|s| *s == 202));
     let (max_endpoint, max_project) = watch.await.unwrap();
     println!("most in flight at once: one endpoint {max_endpoint}, the project {max_project}");

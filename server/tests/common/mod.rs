@@ -188,6 +188,24 @@ impl TestApp {
         (ep.id, secret)
     }
 
+    /// Sends `n` `order.paid` events through the public API, `at_once` at a time;
+    /// returns the answers' statuses.
+    pub async fn post_events(&self, key: &str, n: usize, at_once: usize) -> Vec<u16> {
+        use futures::StreamExt;
+        let client = reqwest::Client::new();
+        futures::stream::iter(0..n)
+            .map(|i| {
+                let request = client
+                    .post(format!("{}/public/v1/events", self.base))
+                    .bearer_auth(key)
+                    .json(&serde_json::json!({ "event": "order.paid", "data": { "i": i } }));
+                async move { request.send().await.unwrap().status().as_u16() }
+            })
+            .buffer_unordered(at_once)
+            .collect()
+            .await
+    }
+
     pub async fn ingest(
         &self,
         project_id: i64,
