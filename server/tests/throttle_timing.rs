@@ -50,6 +50,20 @@ async fn sixty_events_at_five_per_second_are_spaced_evenly_across_two_dispatcher
             .await;
     }
     let seen = rx.wait_for(60, Duration::from_secs(40)).await;
+    // The last outcomes are written just after their answers: wait for them before the
+    // dispatchers are stopped, or a killed writer leaves its last row in flight.
+    for _ in 0..100 {
+        let finished: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM deliveries WHERE status NOT IN ('pending', 'in_flight')",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if finished >= 60 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     for d in &mut dispatchers {
         let _ = d.kill();
         let _ = d.wait();
