@@ -1,5 +1,7 @@
 //! Keyset cursors: a token for the position (created_at, id) in a list, written
-//! `{micros}_{id}` so that the API document can state its exact shape ([`PATTERN`]).
+//! `{micros}_{id}` so that the API document can state its exact shape: every string of
+//! `^[0-9]{1,16}_[0-9]{1,18}$` decodes (16 digits of microseconds reach the year 2286,
+//! 18 of id stay inside `i64`), so a client checked against the document is never refused.
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
 use chrono::{DateTime, Utc};
@@ -9,10 +11,6 @@ pub struct Cursor {
     pub created_at: DateTime<Utc>,
     pub id: i64,
 }
-
-/// Every string of this shape is a cursor (16 digits of microseconds reach the year 2286,
-/// 18 of id stay inside `i64`), so a client checked against the document is never refused.
-pub const PATTERN: &str = "^[0-9]{1,16}_[0-9]{1,18}$";
 
 impl Cursor {
     pub fn encode(&self) -> String {

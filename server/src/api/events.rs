@@ -81,7 +81,7 @@ const MAX_KEY: usize = 255;
 /// What every event, alone or in a batch, must be before anything is stored: a known
 /// shape of type, an object as `data` (as the document says), a key of bounded length.
 /// `at` prefixes the field names in errors (`events[3].`).
-fn check_item(e: &CreateEvent, at: &str) -> Result<Item, ApiError> {
+fn check_item<'a>(e: &'a CreateEvent, at: &str) -> Result<Item<'a>, ApiError> {
     let event_type =
         EventType::parse(&e.event).map_err(|m| ApiError::invalid(format!("{at}event: {m}")))?;
     if !e.data.get().trim_start().starts_with('{') {
@@ -99,7 +99,7 @@ fn check_item(e: &CreateEvent, at: &str) -> Result<Item, ApiError> {
         no_nul(&format!("{at}id"), k).map_err(ApiError::invalid)?;
     }
     // The one character PostgreSQL cannot keep in a payload becomes U+FFFD (README).
-    let data = replace_nul_escapes(e.data.get()).into_owned();
+    let data = replace_nul_escapes(e.data.get());
     Ok(Item {
         event_type,
         key,
@@ -107,11 +107,11 @@ fn check_item(e: &CreateEvent, at: &str) -> Result<Item, ApiError> {
     })
 }
 
-/// One event, checked and ready to store.
-struct Item {
+/// One event, checked and ready to store (`data` is copied only if it had to change).
+struct Item<'a> {
     event_type: EventType,
     key: Option<String>,
-    data: String,
+    data: std::borrow::Cow<'a, str>,
 }
 
 /// One stored event, as `GET /events` and `GET /events/{id}` return it.
@@ -162,8 +162,8 @@ pub async fn create_batch(
     }
     // Every item is checked before any is stored: a batch is refused whole or taken whole.
     let mut items = Vec::with_capacity(n);
-    for (i, e) in body.events.into_iter().enumerate() {
-        items.push(check_item(&e, &format!("events[{i}]."))?);
+    for (i, e) in body.events.iter().enumerate() {
+        items.push(check_item(e, &format!("events[{i}]."))?);
     }
     // The request itself was counted; the other events are counted now, and given back
     // if they do not fit in the minute.

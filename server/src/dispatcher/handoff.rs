@@ -4,7 +4,7 @@
 use std::{
     collections::HashMap,
     sync::{
-        atomic::{AtomicBool, AtomicUsize, Ordering},
+        atomic::{AtomicBool, Ordering},
         Arc, Mutex,
     },
     time::Duration,
@@ -19,11 +19,10 @@ pub(crate) struct LocalHandoff {
     pub(crate) worker: String,
     pub(crate) lease: Duration,
     pub(crate) held: Held,
-    /// Room promised to ingest transactions not yet committed.
-    pub(crate) reserved: AtomicUsize,
-    /// The same promises by endpoint and by project: they count against the shares like
-    /// held rows, or concurrent requests to one endpoint would each see it below its
-    /// share and together take a project past its own. Locked after `held`.
+    /// Room promised to ingest transactions not yet committed, by endpoint and by
+    /// project: it counts against the shares like held rows, or concurrent requests to
+    /// one endpoint would each see it below its share and together take a project past
+    /// its own. Locked after `held`.
     promised: Mutex<Promised>,
     pub(crate) max_held: usize,
     pub(crate) per_endpoint: usize,
@@ -47,7 +46,6 @@ impl LocalHandoff {
             worker,
             lease,
             held,
-            reserved: AtomicUsize::new(0),
             promised: Mutex::new(Promised::default()),
             max_held,
             per_endpoint,
@@ -58,8 +56,10 @@ impl LocalHandoff {
         (Arc::new(handoff), rx)
     }
 
+    /// Room promised in all (each endpoint promised counts once for its project).
     pub(crate) fn reserved(&self) -> usize {
-        self.reserved.load(Ordering::Acquire)
+        let promised = self.promised.lock().unwrap_or_else(|e| e.into_inner());
+        promised.projects.values().sum()
     }
 
     /// Room promised and not yet delivered, by endpoint and by project; `held` is locked
@@ -74,7 +74,6 @@ impl LocalHandoff {
     fn release(&self, project_id: i64, endpoints: &[i64]) {
         let mut promised = self.promised.lock().unwrap_or_else(|e| e.into_inner());
         promised.take_back(project_id, endpoints);
-        self.reserved.fetch_sub(endpoints.len(), Ordering::AcqRel);
     }
 }
 
@@ -118,7 +117,8 @@ impl Handoff for LocalHandoff {
         }
         // Under the held lock, so two reservations never both take the last room.
         let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        let reserved = self.reserved.load(Ordering::Acquire);
+        let mut promised = self.promised.lock().unwrap_or_else(|e| e.into_inner());
+        let reserved: usize = promised.projects.values().sum();
         let free = self.max_held.saturating_sub(held.len() + reserved);
         let mut project_held = 0;
         let mut endpoint_held = vec![0usize; endpoints.len()];
@@ -130,7 +130,6 @@ impl Handoff for LocalHandoff {
                 }
             }
         }
-        let mut promised = self.promised.lock().unwrap_or_else(|e| e.into_inner());
         project_held += promised.projects.get(&project_id).copied().unwrap_or(0);
         for (i, e) in endpoints.iter().enumerate() {
             endpoint_held[i] += promised.endpoints.get(e).copied().unwrap_or(0);
@@ -149,7 +148,6 @@ impl Handoff for LocalHandoff {
         if !taken.is_empty() {
             *promised.projects.entry(project_id).or_default() += taken.len();
         }
-        self.reserved.fetch_add(taken.len(), Ordering::AcqRel);
         taken
     }
 
