@@ -14,6 +14,8 @@ pub struct DeliveryFilter {
     pub endpoint: Option<i64>,
     pub code: Option<String>,
     pub error_kind: Option<ErrorKind>,
+    /// Attempts of events with this ordering key.
+    pub ordering_key: Option<String>,
     pub since: Option<DateTime<Utc>>,
     pub until: Option<DateTime<Utc>>,
     pub q: Option<String>,
@@ -37,6 +39,7 @@ impl DeliveryFilter {
                 "endpoint" => f.endpoint = v.trim().parse().ok(),
                 "code" => f.code = text(v),
                 "error_kind" => f.error_kind = ErrorKind::parse(v.trim()),
+                "ordering_key" => f.ordering_key = text(v),
                 "since" => f.since = time(v),
                 "until" => f.until = time(v),
                 "q" => f.q = text(v),
@@ -64,6 +67,9 @@ impl DeliveryFilter {
         }
         if let Some(v) = self.error_kind {
             parts.push(("error_kind", v.as_str().to_string()));
+        }
+        if let Some(v) = &self.ordering_key {
+            parts.push(("ordering_key", v.clone()));
         }
         if let Some(v) = self.since {
             parts.push((
@@ -115,12 +121,13 @@ mod tests {
             ("code", "5xx"),
             ("q", "evt_1"),
             ("endpoint", "7"),
+            ("ordering_key", "order 7/a"),
         ]);
         assert_eq!(f.status, Some(DeliveryStatus::DeadLetter));
         assert_eq!(f.endpoint, Some(7));
         assert_eq!(
             f.to_query(false),
-            "status=dead_letter&endpoint=7&code=5xx&q=evt_1"
+            "status=dead_letter&endpoint=7&code=5xx&ordering_key=order%207%2Fa&q=evt_1"
         );
     }
 

@@ -49,6 +49,10 @@ pub struct DeliveryRow {
     pub response_status: Option<i16>,
     pub error_kind: Option<ErrorKind>,
     pub error: Option<String>,
+    /// The event's ordering key.
+    pub ordering_key: Option<String>,
+    /// While this attempt waits its turn in its key's lane: the event right ahead of it.
+    pub waits_for: Option<String>,
 }
 
 /// An expanded row: everything about one attempt.

@@ -107,3 +107,19 @@ pub fn error_text(e: &ServerFnError) -> String {
         other => other.to_string(),
     }
 }
+
+/// An attempt's ordering key (a link to the key's deliveries) and, while it waits its
+/// turn, the event it waits behind (a link to that event's attempts).
+#[component]
+pub fn OrderingKey(key: Option<String>, waits_for: Option<String>) -> impl IntoView {
+    use crate::delivery_filter::encode_component;
+    let key = key.map(|k| {
+        let href = format!("/developers/deliveries?ordering_key={}", encode_component(&k));
+        view! { <a class="okey mono" data-testid="ordering-key" href=href title="All attempts with this ordering key">{format!("key {k}")}</a> }
+    });
+    let waits = waits_for.map(|e| {
+        let href = format!("/developers/deliveries?q={}", encode_component(&e));
+        view! { <a class="waiting" data-testid="waiting-behind" data-event-id=e.clone() href=href>"waiting behind "<span class="mono">{e.clone()}</span></a> }
+    });
+    view! { {key}{waits} }
+}

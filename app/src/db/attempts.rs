@@ -25,6 +25,47 @@ pub struct NewAttempt {
     /// When the automatic chain this attempt continues began (None for a first attempt).
     pub chain_started_at: Option<DateTime<Utc>>,
     pub request_id: String,
+    /// The event's ordering key, shown with every attempt of it.
+    pub ordering_key: Option<String>,
+    /// The attempt's place in its key's lane, if it is in one.
+    pub lane: Lane,
+}
+
+/// Where an attempt stands in its ordering key's lane (see [`super::lanes`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Lane {
+    /// Not in a lane: no key, or a manual retry, redirect or test send (keys are ignored).
+    #[default]
+    Off,
+    /// A new chain joining the end of its lane, waiting for `waits_for` if that is set
+    /// (by [`super::lanes::join`], under the lane's lock).
+    Join { waits_for: Option<String> },
+    /// A later attempt of the chain whose lane_seq this is.
+    Continue(i64),
+}
+
+impl Lane {
+    /// Queued behind an unfinished chain of its lane.
+    pub fn is_waiting(&self) -> bool {
+        matches!(self, Lane::Join { waits_for: Some(_) })
+    }
+
+    /// The `lane_seq` column as bound: 0 takes a new one from the sequence (which starts
+    /// at 1).
+    fn seq(&self) -> Option<i64> {
+        match self {
+            Lane::Off => None,
+            Lane::Join { .. } => Some(0),
+            Lane::Continue(seq) => Some(*seq),
+        }
+    }
+
+    fn waits_for(&self) -> Option<String> {
+        match self {
+            Lane::Join { waits_for } => waits_for.clone(),
+            _ => None,
+        }
+    }
 }
 
 /// Queues the attempts in one statement however many they are; returns each new row's
@@ -80,19 +121,24 @@ pub async fn insert_leased(
     sqlx::query_as(
         "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
                                  trigger, triggered_by, status, scheduled_at, chain_started_at,
-                                 request_id, started_at, claimed_by, lease_expires_at)
+                                 request_id, started_at, claimed_by, lease_expires_at,
+                                 ordering_key, lane_seq, waits_for, parked)
          SELECT n.project_id, n.event_id, n.event_type, n.endpoint_id, n.target_url, n.attempt,
                 n.trigger, n.triggered_by,
                 CASE WHEN n.taken THEN 'in_flight' ELSE 'pending' END,
                 coalesce(n.scheduled_at, now()), n.chain_started_at, n.request_id,
                 CASE WHEN n.taken THEN now() END,
                 CASE WHEN n.taken THEN $13 END,
-                CASE WHEN n.taken THEN now() + $14 END
+                CASE WHEN n.taken THEN now() + $14 END,
+                n.ordering_key,
+                CASE WHEN n.lane_seq = 0 THEN nextval('deliveries_lane_seq') ELSE n.lane_seq END,
+                n.waits_for, n.waits_for IS NOT NULL
          FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::int[],
                      $7::text[], $8::text[], $9::timestamptz[], $10::timestamptz[], $11::text[],
-                     $12::bool[])
+                     $12::bool[], $15::text[], $16::bigint[], $17::text[])
               AS n(project_id, event_id, event_type, endpoint_id, target_url, attempt,
-                   trigger, triggered_by, scheduled_at, chain_started_at, request_id, taken)
+                   trigger, triggered_by, scheduled_at, chain_started_at, request_id, taken,
+                   ordering_key, lane_seq, waits_for)
          RETURNING id, request_id, created_at, lease_expires_at",
     )
     .bind(column(attempts, |a| a.project_id))
@@ -109,6 +155,9 @@ pub async fn insert_leased(
     .bind(&taken)
     .bind(lease_to.as_ref().map(|l| l.worker))
     .bind(lease_to.as_ref().map_or(chrono::Duration::zero(), |l| l.lease))
+    .bind(column(attempts, |a| a.ordering_key.clone()))
+    .bind(column(attempts, |a| a.lane.seq()))
+    .bind(column(attempts, |a| a.lane.waits_for()))
     .fetch_all(conn)
     .await
 }

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
-use super::attempts::{insert_one, NewAttempt};
+use super::attempts::{insert_one, Lane, NewAttempt};
 use crate::{
     auth::Access,
     core::{cursor::Cursor, ids::new_request_id, status::Trigger},
@@ -16,7 +16,7 @@ use crate::{
 pub const ROW_COLUMNS: &str = "d.id, d.created_at, d.project_id, d.request_id, d.event_id, d.event_type,
     d.endpoint_id, coalesce(e.url, d.target_url) AS endpoint_url, d.target_url, d.attempt, d.trigger,
     d.triggered_by, d.status, d.scheduled_at, d.started_at, d.finished_at, d.duration_ms,
-    d.response_status, d.error_kind, d.error";
+    d.response_status, d.error_kind, d.error, d.ordering_key, d.waits_for";
 
 /// The WHERE clause of the dashboard's view (everything after `WHERE `), shared by the
 /// list and by bulk replay so both act on exactly the rows the user sees.
@@ -51,6 +51,9 @@ pub fn push_filters(
     }
     if let Some(ep) = filter.endpoint {
         q.push(" AND d.endpoint_id = ").push_bind(ep);
+    }
+    if let Some(key) = &filter.ordering_key {
+        q.push(" AND d.ordering_key = ").push_bind(key.clone());
     }
     if let Some(k) = &filter.error_kind {
         q.push(" AND d.error_kind = ").push_bind(*k);
@@ -244,6 +247,9 @@ fn manual(row: &DeliveryRow, trigger: Trigger, by: &str) -> NewAttempt {
         scheduled_at: None,
         chain_started_at: None,
         request_id: new_request_id(),
+        // Shown with the attempt; a manual attempt ignores its key's lane.
+        ordering_key: row.ordering_key.clone(),
+        lane: Lane::Off,
     }
 }
 
@@ -272,7 +278,7 @@ pub async fn page(
     after: Option<Cursor>,
     since: Option<DateTime<Utc>>,
     status: Option<crate::core::status::DeliveryStatus>,
-    event_id: Option<&str>,
+    (event_id, ordering_key): (Option<&str>, Option<&str>),
     limit: i64,
 ) -> AppResult<Vec<DeliveryRow>> {
     let mut conn = pool.acquire().await?;
@@ -286,6 +292,7 @@ pub async fn page(
            AND ($5::timestamptz IS NULL OR d.created_at >= $5)
            AND ($6::text IS NULL OR d.status = $6)
            AND ($7::text IS NULL OR d.event_id = $7)
+           AND ($9::text IS NULL OR d.ordering_key = $9)
          ORDER BY d.created_at, d.id LIMIT $8"
     ))
     .bind(project_id)
@@ -296,6 +303,7 @@ pub async fn page(
     .bind(status)
     .bind(event_id)
     .bind(limit)
+    .bind(ordering_key)
     .fetch_all(&mut *conn)
     .await?)
 }
@@ -336,6 +344,8 @@ pub async fn send_single(
             scheduled_at: None,
             chain_started_at: None,
             request_id: new_request_id(),
+            ordering_key: None,
+            lane: Lane::Off,
         },
     )
     .await?)

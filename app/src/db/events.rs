@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::{
-    attempts::{LeaseTo, NewAttempt},
+    attempts::{Lane, LeaseTo, NewAttempt},
     handoff::{Claimed, Handoff, Reserved},
 };
 use crate::{
@@ -36,7 +36,10 @@ pub async fn ingest(
     data_json: &str,
     client_id: Option<&str>,
 ) -> AppResult<Ingested> {
-    ingest_handing(pool, project_id, event_type, data_json, client_id, None).await
+    ingest_handing(
+        pool, project_id, event_type, data_json, client_id, None, None,
+    )
+    .await
 }
 
 /// An endpoint an event fans out to, with what a handed-off attempt needs to be sent.
@@ -50,14 +53,17 @@ struct Target {
     custom_headers: sqlx::types::Json<Vec<(String, String)>>,
 }
 
-/// [`ingest`], handing the first attempts to unthrottled endpoints to `handoff` (the
-/// dispatcher in this process) as far as it has room; the rest wait for a claim.
+/// [`ingest`] with an ordering key (each first attempt joins the end of its endpoint's
+/// lane for that key, see [`super::lanes`]), handing the first attempts to unthrottled
+/// endpoints that are not waiting in a lane to `handoff` (the dispatcher in this process)
+/// as far as it has room; the rest wait for a claim.
 pub async fn ingest_handing(
     pool: &PgPool,
     project_id: i64,
     event_type: &EventType,
     data_json: &str,
     client_id: Option<&str>,
+    ordering_key: Option<&str>,
     handoff: Option<&dyn Handoff>,
 ) -> AppResult<Ingested> {
     let mut tx = pool.begin().await?;
@@ -80,8 +86,8 @@ pub async fn ingest_handing(
     let deliveries = targets.len() as i32;
     let event_id = new_event_id();
     let inserted: Option<DateTime<Utc>> = sqlx::query_scalar(
-        "INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries)
-         VALUES ($1, $2, $3, $4::json, $5, $6)
+        "INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key)
+         VALUES ($1, $2, $3, $4::json, $5, $6, $7)
          ON CONFLICT (project_id, client_id) WHERE client_id IS NOT NULL DO NOTHING
          RETURNING created_at",
     )
@@ -91,6 +97,7 @@ pub async fn ingest_handing(
     .bind(data_json)
     .bind(client_id)
     .bind(deliveries)
+    .bind(ordering_key)
     .fetch_optional(&mut *tx)
     .await?;
     let Some(created_at) = inserted else {
@@ -109,25 +116,7 @@ pub async fn ingest_handing(
             repeated: true,
         });
     };
-    // Reserved only now, so a repeated event never holds room; given back on any error.
-    let reserved = handoff.map(|h| {
-        let plain: Vec<i64> = targets
-            .iter()
-            .filter(|t| !t.throttled)
-            .map(|t| t.id)
-            .collect();
-        Reserved {
-            handoff: h,
-            project_id,
-            endpoints: if plain.is_empty() {
-                Vec::new()
-            } else {
-                h.reserve(project_id, &plain)
-            },
-        }
-    });
-    let handed_to = reserved.as_ref().filter(|r| !r.endpoints.is_empty());
-    let attempts: Vec<NewAttempt> = targets
+    let mut attempts: Vec<NewAttempt> = targets
         .iter()
         .map(|t| NewAttempt {
             project_id,
@@ -141,8 +130,34 @@ pub async fn ingest_handing(
             scheduled_at: None,
             chain_started_at: None,
             request_id: new_request_id(),
+            ordering_key: ordering_key.map(str::to_string),
+            lane: match ordering_key {
+                Some(_) => Lane::Join { waits_for: None },
+                None => Lane::Off,
+            },
         })
         .collect();
+    super::lanes::join(&mut tx, &mut attempts).await?;
+    // Reserved only now, so a repeated event never holds room; given back on any error.
+    // An attempt waiting its turn in a lane is not sendable yet.
+    let reserved = handoff.map(|h| {
+        let plain: Vec<i64> = targets
+            .iter()
+            .zip(&attempts)
+            .filter(|(t, a)| !t.throttled && !a.lane.is_waiting())
+            .map(|(t, _)| t.id)
+            .collect();
+        Reserved {
+            handoff: h,
+            project_id,
+            endpoints: if plain.is_empty() {
+                Vec::new()
+            } else {
+                h.reserve(project_id, &plain)
+            },
+        }
+    });
+    let handed_to = reserved.as_ref().filter(|r| !r.endpoints.is_empty());
     let taken: Vec<bool> = targets
         .iter()
         .map(|t| handed_to.is_some_and(|r| r.endpoints.contains(&t.id)))
@@ -213,10 +228,12 @@ pub struct StoredEvent {
     pub event_type: String,
     pub data: sqlx::types::Json<Box<serde_json::value::RawValue>>,
     pub deliveries: i32,
+    pub ordering_key: Option<String>,
     pub created_at: DateTime<Utc>,
 }
 
-const EVENT_COLUMNS: &str = "id AS seq, event_id, event_type, data, deliveries, created_at";
+const EVENT_COLUMNS: &str =
+    "id AS seq, event_id, event_type, data, deliveries, ordering_key, created_at";
 
 pub async fn get(pool: &PgPool, project_id: i64, event_id: &str) -> AppResult<StoredEvent> {
     sqlx::query_as::<_, StoredEvent>(&format!(

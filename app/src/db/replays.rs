@@ -3,7 +3,7 @@
 
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
-use super::attempts::NewAttempt;
+use super::attempts::{Lane, NewAttempt};
 use crate::{
     auth::Access,
     core::{ids::new_request_id, status::Trigger},
@@ -166,23 +166,26 @@ pub async fn tick(pool: &PgPool) -> AppResult<u64> {
         }
         let (events, endpoints): (Vec<String>, Vec<i64>) = picked.into_iter().unzip();
         // Pairs whose event or endpoint is gone are left out here.
-        let queueable: Vec<(String, String, i64, String, i32)> = sqlx::query_as(
+        // In the order the events were accepted: keyed ones join their lanes in that order.
+        let queueable: Vec<(String, String, i64, String, i32, Option<String>)> = sqlx::query_as(
             "SELECT p.event_id, ev.event_type, p.endpoint_id, e.url,
                     (SELECT coalesce(max(attempt), 0) + 1 FROM deliveries x
-                     WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id)
+                     WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id),
+                    ev.ordering_key
              FROM unnest($1::text[], $2::bigint[]) AS p(event_id, endpoint_id)
              JOIN events ev ON ev.event_id = p.event_id
-             JOIN endpoints e ON e.id = p.endpoint_id AND e.deleted_at IS NULL",
+             JOIN endpoints e ON e.id = p.endpoint_id AND e.deleted_at IS NULL
+             ORDER BY ev.id",
         )
         .bind(&events)
         .bind(&endpoints)
         .fetch_all(&mut *tx)
         .await?;
         let by = format!("{by} (bulk replay #{id})");
-        let attempts: Vec<NewAttempt> = queueable
+        let mut attempts: Vec<NewAttempt> = queueable
             .into_iter()
             .map(
-                |(event_id, event_type, endpoint_id, target_url, attempt)| NewAttempt {
+                |(event_id, event_type, endpoint_id, target_url, attempt, key)| NewAttempt {
                     project_id,
                     event_id,
                     event_type,
@@ -194,9 +197,16 @@ pub async fn tick(pool: &PgPool) -> AppResult<u64> {
                     scheduled_at: None,
                     chain_started_at: None,
                     request_id: new_request_id(),
+                    // A replay joins the end of its key's lane.
+                    lane: match key {
+                        Some(_) => Lane::Join { waits_for: None },
+                        None => Lane::Off,
+                    },
+                    ordering_key: key,
                 },
             )
             .collect();
+        super::lanes::join(&mut tx, &mut attempts).await?;
         let pair_of: std::collections::HashMap<&str, &NewAttempt> = attempts
             .iter()
             .map(|a| (a.request_id.as_str(), a))

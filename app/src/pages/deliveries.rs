@@ -10,7 +10,8 @@ use crate::{
         hydration::{gate, Gate},
         layout::Cabinet,
         widgets::{
-            absolute, error_text, pretty, relative, CopyButton, HeaderTable, StatusBadge, Time,
+            absolute, error_text, pretty, relative, CopyButton, HeaderTable, OrderingKey,
+            StatusBadge, Time,
         },
     },
     core::{
@@ -159,6 +160,9 @@ fn FilterBar(
         }>
             <input type="search" name="q" placeholder="Search event id or request id  ( / )"
                 data-testid="search-input" node_ref=search_ref value=opt(&f.q) aria-label="Search by event id or request id"/>
+            <input type="search" name="ordering_key" data-testid="ordering-key-filter" placeholder="Ordering key"
+                value=opt(&f.ordering_key) aria-label="Ordering key" maxlength="255"
+                on:change=set(|f, v| f.ordering_key = Some(v.trim().to_string()).filter(|v| !v.is_empty()))/>
             <select name="status" data-testid="status-filter" aria-label="Status" on:change=set(|f, v| f.status = DeliveryStatus::parse(&v))>
                 <option value="">"All statuses"</option>
                 {DeliveryStatus::ALL.iter().map(|s| view! {
@@ -365,7 +369,9 @@ fn Row(
                 }>
                 <span><StatusBadge status=row.status/></span>
                 <span class="etype">{row.event_type.clone()}{trigger.map(|t| view! { <em class="trigger">{t}</em> })}</span>
-                <span class="mono ellipsis" title=row.event_id.clone()>{row.event_id.clone()}</span>
+                <span class="mono ellipsis" title=row.event_id.clone()>{row.event_id.clone()}
+                    <small class="ellipsis"><OrderingKey key=row.ordering_key.clone() waits_for=row.waits_for.clone()/></small>
+                </span>
                 <span class="ellipsis" title=row.target_url.clone()>{row.endpoint_url.clone()}
                     {error_line.map(|e| view! { <small class="err ellipsis" title=e.clone()>{e.clone()}</small> })}
                 </span>
@@ -446,6 +452,7 @@ fn Detail(
                                 <dl class="facts">
                                     <dt>"Request id"</dt><dd class="mono" data-testid="detail-request-id">{r.request_id.clone()}" "<CopyButton text=r.request_id.clone()/></dd>
                                     <dt>"Event id"</dt><dd class="mono">{r.event_id.clone()}" "<CopyButton text=r.event_id.clone()/></dd>
+                                    {r.ordering_key.clone().map(|_| view! { <dt>"Ordering key"</dt><dd><OrderingKey key=r.ordering_key.clone() waits_for=r.waits_for.clone()/></dd> })}
                                     <dt>"Target URL"</dt><dd class="mono break">{r.target_url.clone()}</dd>
                                     <dt>"Attempt"</dt><dd>{r.attempt}" · "{r.trigger.label()}{r.triggered_by.clone().map(|b| format!(" by {b}"))}</dd>
                                     <dt>"Response"</dt><dd>{r.response_status.map(|s| s.to_string()).unwrap_or_else(|| "no response".into())}</dd>

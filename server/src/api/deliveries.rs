@@ -100,6 +100,13 @@ pub struct Delivery {
     pub error_kind: Option<ErrorKind>,
     #[schema(required = true)]
     pub error: Option<String>,
+    /// The event's ordering key.
+    #[schema(required = true)]
+    pub ordering_key: Option<String>,
+    /// While the attempt waits its turn behind an earlier event with the same key (to
+    /// the same endpoint): that event's id.
+    #[schema(required = true)]
+    pub waits_for: Option<String>,
 }
 
 impl From<DeliveryRow> for Delivery {
@@ -123,6 +130,8 @@ impl From<DeliveryRow> for Delivery {
             response_status: r.response_status,
             error_kind: r.error_kind,
             error: r.error,
+            ordering_key: r.ordering_key,
+            waits_for: r.waits_for,
         }
     }
 }
@@ -166,6 +175,9 @@ pub struct ListDeliveries {
     pub status: Option<String>,
     /// Only attempts of this event.
     pub event_id: Option<String>,
+    /// Only attempts of events with this ordering key.
+    #[param(min_length = 1, max_length = 255)]
+    pub ordering_key: Option<String>,
 }
 
 #[utoipa::path(get, path = "/deliveries", params(ListDeliveries), responses((status = 200, body = DeliveryPage)))]
@@ -188,13 +200,21 @@ pub async fn list(
             })
         })
         .transpose()?;
+    if let Some(k) = &q.ordering_key {
+        let n = k.chars().count();
+        if n == 0 || n > 255 {
+            return Err(ApiError::invalid(format!(
+                "ordering_key: between 1 and 255 characters, not {n}"
+            )));
+        }
+    }
     let mut rows = deliveries::page(
         &pool,
         caller.project_id,
         after,
         since,
         status,
-        q.event_id.as_deref(),
+        (q.event_id.as_deref(), q.ordering_key.as_deref()),
         limit + 1,
     )
     .await?;

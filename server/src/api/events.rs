@@ -47,6 +47,15 @@ pub struct CreateEvent {
     /// The client's idempotency key (so is an `Idempotency-Key` header).
     #[schema(max_length = 255, pattern = r"^[^\u0000]*$")]
     pub id: Option<String>,
+    /// Per endpoint, events with the same key are delivered one at a time in the order
+    /// they were accepted (a batch's items in array order).
+    #[schema(
+        min_length = 1,
+        max_length = 255,
+        pattern = r"^[^\u0000]+$",
+        example = "customer_4812"
+    )]
+    pub ordering_key: Option<String>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -98,20 +107,34 @@ fn check_item<'a>(e: &'a CreateEvent, at: &str) -> Result<Item<'a>, ApiError> {
         }
         no_nul(&format!("{at}id"), k).map_err(ApiError::invalid)?;
     }
+    if let Some(k) = &e.ordering_key {
+        let n = k.chars().count();
+        if n == 0 || n > MAX_ORDERING_KEY {
+            return Err(ApiError::invalid(format!(
+                "{at}ordering_key: between 1 and {MAX_ORDERING_KEY} characters, not {n}"
+            )));
+        }
+        no_nul(&format!("{at}ordering_key"), k).map_err(ApiError::invalid)?;
+    }
     // The one character PostgreSQL cannot keep in a payload becomes U+FFFD (README).
     let data = replace_nul_escapes(e.data.get());
     Ok(Item {
         event_type,
         key,
         data,
+        ordering_key: e.ordering_key.as_deref(),
     })
 }
+
+/// The longest ordering key.
+const MAX_ORDERING_KEY: usize = 255;
 
 /// One event, checked and ready to store (`data` is copied only if it had to change).
 struct Item<'a> {
     event_type: EventType,
     key: Option<String>,
     data: std::borrow::Cow<'a, str>,
+    ordering_key: Option<&'a str>,
 }
 
 /// One stored event, as `GET /events` and `GET /events/{id}` return it.
@@ -126,6 +149,8 @@ pub struct Event {
     pub data: Box<RawValue>,
     /// How many endpoints the event was fanned out to.
     pub deliveries: i32,
+    #[schema(required = true)]
+    pub ordering_key: Option<String>,
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
@@ -136,6 +161,7 @@ impl From<StoredEvent> for Event {
             event: e.event_type,
             data: e.data.0,
             deliveries: e.deliveries,
+            ordering_key: e.ordering_key,
             created_at: e.created_at,
         }
     }
@@ -197,6 +223,7 @@ pub async fn create_batch(
             &item.event_type,
             &item.data,
             item.key.as_deref(),
+            item.ordering_key,
             handoff.as_deref(),
         )
         .await?;
@@ -253,6 +280,7 @@ pub async fn create(
         &item.event_type,
         &item.data,
         client_id.as_deref(),
+        item.ordering_key,
         handoff.as_deref(),
     )
     .await?;

@@ -160,6 +160,8 @@ impl Dispatcher {
             tasks: JoinSet::new(),
         };
         let progress = Arc::new(Notify::new());
+        // Outcome batches recorded so far: a claim that raced one can tell.
+        let recorded = Arc::new(std::sync::atomic::AtomicU64::new(0));
 
         let listener = tokio::spawn(listen(self.pool.clone(), wake.clone()));
         let writer = tokio::spawn(write_outcomes(
@@ -168,6 +170,7 @@ impl Dispatcher {
             results_rx,
             held.clone(),
             progress.clone(),
+            recorded.clone(),
         ));
         let renewer = tokio::spawn(renew(
             self.pool.clone(),
@@ -216,6 +219,7 @@ impl Dispatcher {
             }
             let limit = room.min(self.cfg.batch_size);
             let claim_started = std::time::Instant::now();
+            let recorded_before = recorded.load(std::sync::atomic::Ordering::Acquire);
             let caps = queue::Caps {
                 per_endpoint: self.cfg.per_endpoint_concurrency.max(1) as i64,
                 per_project: self.cfg.project_concurrency.max(1) as i64,
@@ -262,9 +266,25 @@ impl Dispatcher {
                     );
                 }
             }
+            // Rows this claim passed over because their endpoint or project is at its
+            // share become claimable as soon as an outcome frees a slot.
+            let capped = {
+                let h = held.lock().unwrap_or_else(|e| e.into_inner());
+                let now = Shares::of(h.values(), Default::default());
+                queue::Caps {
+                    endpoints: &now.endpoints,
+                    endpoint_held: &now.endpoint_held,
+                    projects: &now.projects,
+                    project_held: &now.project_held,
+                    ..caps
+                }
+                .blocked_somewhere()
+            };
             launch.all(claimed);
             launch.forget_idle_endpoints();
-            if got < limit && !booked {
+            // An outcome recorded while this claim ran freed a slot it could not see.
+            let raced = recorded.load(std::sync::atomic::Ordering::Acquire) != recorded_before;
+            if got < limit && !booked && !raced {
                 let sleep = match queue::next_due(&self.pool).await {
                     Ok(Some(at)) => (at - chrono::Utc::now())
                         .to_std()
@@ -275,6 +295,7 @@ impl Dispatcher {
                 tokio::select! {
                     Some(rows) = handed.recv() => launch.all(rows),
                     _ = wake.notified() => {}
+                    _ = progress.notified(), if capped => {}
                     _ = tokio::time::sleep(sleep) => {}
                     _ = shutdown.changed() => {}
                 }
@@ -360,6 +381,7 @@ async fn write_outcomes(
     mut rx: mpsc::UnboundedReceiver<Report>,
     held: Held,
     progress: Arc<Notify>,
+    recorded_batches: Arc<std::sync::atomic::AtomicU64>,
 ) {
     let mut batch: Vec<Outcome> = Vec::new();
     let mut returned: Vec<(i64, chrono::DateTime<chrono::Utc>)> = Vec::new();
@@ -406,6 +428,7 @@ async fn write_outcomes(
                 drop(h);
                 batch.clear();
                 returned.clear();
+                recorded_batches.fetch_add(1, std::sync::atomic::Ordering::Release);
                 progress.notify_one();
             }
             (Err(e), _) | (_, Err(e)) => {

@@ -1,9 +1,15 @@
 //! The deliveries table as a queue: claim due rows with a lease, renew leases, record
 //! outcomes in batches, hand back what a stopping worker did not finish.
 
-use app::core::{
-    status::{DeliveryStatus, ErrorKind},
-    throttle::{BOOKING_HORIZON, SLOT_LEAD},
+use app::{
+    core::{
+        status::{DeliveryStatus, ErrorKind, Trigger},
+        throttle::{BOOKING_HORIZON, SLOT_LEAD},
+    },
+    db::{
+        attempts::{self, Lane},
+        endpoint_health::Health,
+    },
 };
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -27,7 +33,7 @@ impl Caps<'_> {
     /// Whether due rows this claim cannot take may lie ahead of the ones it can: an
     /// endpoint or project at its share here, or a throttled endpoint booked ahead.
     /// Then walking the due rows oldest first could pass any number of them.
-    fn blocked_somewhere(&self) -> bool {
+    pub fn blocked_somewhere(&self) -> bool {
         self.throttled_held
             || self.endpoint_held.iter().any(|n| *n >= self.per_endpoint)
             || self.project_held.iter().any(|n| *n >= self.per_project)
@@ -326,7 +332,7 @@ pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u6
     let error_kind: Vec<Option<ErrorKind>> = batch.iter().map(|o| o.error_kind).collect();
     let error: Vec<Option<String>> = batch.iter().map(|o| o.error.clone()).collect();
     let chain: Vec<DateTime<Utc>> = batch.iter().map(|o| o.chain_started_at).collect();
-    let updated: Vec<i64> = sqlx::query_scalar(
+    let updated: Vec<Recorded> = sqlx::query_as(
         "UPDATE deliveries d SET status = u.status, finished_at = u.finished_at, duration_ms = u.duration_ms,
                 request_headers = u.request_headers, response_status = u.response_status,
                 response_headers = u.response_headers, response_body = u.response_body,
@@ -337,7 +343,7 @@ pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u6
                 AS u(id, created_at, status, finished_at, duration_ms, request_headers, response_status,
                      response_headers, response_body, error_kind, error, chain_started_at)
           WHERE d.id = u.id AND d.created_at = u.created_at AND d.status = 'in_flight' AND d.claimed_by = $1
-          RETURNING d.id",
+          RETURNING d.id, d.endpoint_id, d.event_id, d.trigger, d.ordering_key, d.lane_seq",
     )
     .bind(worker)
     .bind(&ids)
@@ -354,15 +360,35 @@ pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u6
     .bind(&chain)
     .fetch_all(&mut *tx)
     .await?;
-    let next: Vec<(&NextAttempt, DateTime<Utc>)> = batch
+    let recorded: std::collections::HashMap<i64, &Recorded> =
+        updated.iter().map(|r| (r.id, r)).collect();
+    let written: Vec<(&Outcome, &Recorded)> = batch
         .iter()
-        .filter(|o| updated.contains(&o.id))
-        .filter_map(|o| o.next.as_ref().map(|n| (n, o.chain_started_at)))
+        .filter_map(|o| Some((o, *recorded.get(&o.id)?)))
         .collect();
-    use app::{core::status::Trigger, db::attempts};
+    app::db::endpoint_health::note(&mut tx, &health_of(&written)).await?;
+    let dead: Vec<(i64, String)> = written
+        .iter()
+        .filter(|(o, r)| o.status == DeliveryStatus::DeadLetter && r.trigger == Trigger::Auto)
+        .map(|(_, r)| (r.endpoint_id, r.event_id.clone()))
+        .collect();
+    app::db::endpoint_health::tally_dead_letters(&mut tx, &dead).await?;
+    // A chain in a lane that ended here frees its lane for the next event.
+    let ended: Vec<app::db::lanes::LaneId> = written
+        .iter()
+        .filter(|(o, _)| o.next.is_none())
+        .filter_map(|(_, r)| match (&r.ordering_key, r.lane_seq) {
+            (Some(key), Some(_)) => Some((r.endpoint_id, key.clone())),
+            _ => None,
+        })
+        .collect();
+    let next: Vec<(&NextAttempt, DateTime<Utc>, &Recorded)> = written
+        .iter()
+        .filter_map(|(o, r)| o.next.as_ref().map(|n| (n, o.chain_started_at, *r)))
+        .collect();
     let next: Vec<attempts::NewAttempt> = next
         .into_iter()
-        .map(|(n, chain_started_at)| attempts::NewAttempt {
+        .map(|(n, chain_started_at, r)| attempts::NewAttempt {
             project_id: n.project_id,
             event_id: n.event_id.clone(),
             event_type: n.event_type.clone(),
@@ -374,11 +400,55 @@ pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u6
             scheduled_at: Some(n.scheduled_at),
             chain_started_at: Some(chain_started_at),
             request_id: n.request_id.clone(),
+            ordering_key: r.ordering_key.clone(),
+            lane: r.lane_seq.map_or(Lane::Off, Lane::Continue),
         })
         .collect();
     attempts::insert(&mut tx, &next).await?;
+    let released = app::db::lanes::advance(&mut tx, &ended).await?;
     tx.commit().await?;
+    if released > 0 {
+        app::db::wakeup::wake_dispatchers(pool).await;
+    }
     Ok(updated.len() as u64)
+}
+
+/// A row as [`record`] wrote its outcome.
+#[derive(sqlx::FromRow)]
+struct Recorded {
+    id: i64,
+    endpoint_id: i64,
+    event_id: String,
+    trigger: Trigger,
+    ordering_key: Option<String>,
+    lane_seq: Option<i64>,
+}
+
+/// Each endpoint's latest outcome in the batch, from the attempts that speak for its
+/// health (automatic ones and manual retries; not redirects to bins or test sends).
+fn health_of(written: &[(&Outcome, &Recorded)]) -> Vec<Health> {
+    let mut by_endpoint: std::collections::BTreeMap<i64, Health> = Default::default();
+    let mut sorted: Vec<&(&Outcome, &Recorded)> = written
+        .iter()
+        .filter(|(_, r)| matches!(r.trigger, Trigger::Auto | Trigger::ManualRetry))
+        .collect();
+    sorted.sort_by_key(|(o, _)| o.finished_at);
+    for (o, r) in sorted {
+        let ok = o.status == DeliveryStatus::Succeeded;
+        let h = by_endpoint.entry(r.endpoint_id).or_insert(Health {
+            endpoint_id: r.endpoint_id,
+            ok,
+            first_failure: o.finished_at,
+        });
+        if ok {
+            h.ok = true;
+        } else if h.ok {
+            // The first failure after the batch's last success.
+            h.ok = false;
+            h.first_failure = o.finished_at;
+        }
+    }
+    by_endpoint.into_values().collect()
 }
 
 /// Queue depth and the age of the oldest due pending row, for /metrics.

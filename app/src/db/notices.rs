@@ -1,0 +1,234 @@
+//! Operational notices: `endpoint.disabled`, `endpoint.failing`, `endpoint.recovered`
+//! and `delivery.dead_lettered`. Each is found and marked told in one statement, so two
+//! servers never tell the same thing twice, and [`emit`] writes the notice, its event
+//! and its attempt to the project's operations endpoint in the caller's transaction.
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use sqlx::{PgConnection, PgPool};
+
+use crate::error::AppResult;
+
+/// The notice types, as the event catalogue lists them.
+pub const KINDS: [&str; 4] = [
+    "endpoint.disabled",
+    "endpoint.failing",
+    "endpoint.recovered",
+    "delivery.dead_lettered",
+];
+
+/// Dead letters named in one `delivery.dead_lettered` notice at most (the count is exact).
+pub const FIRST_IDS: usize = 5;
+
+/// Records a notice about `about` (an endpoint) and sends it to the project's operations
+/// endpoint unless that is the endpoint the notice is about. It is queued for e-mail if
+/// a member asked for alerts by e-mail.
+pub async fn emit(
+    conn: &mut PgConnection,
+    project_id: i64,
+    about: i64,
+    kind: &str,
+    data: &Value,
+) -> AppResult<()> {
+    sqlx::query(
+        "INSERT INTO notices (project_id, endpoint_id, kind, data, emailed_at)
+         SELECT $1, $2, $3, $4,
+                CASE WHEN EXISTS (SELECT 1 FROM memberships WHERE project_id = $1 AND email_alerts)
+                     THEN NULL ELSE now() END",
+    )
+    .bind(project_id)
+    .bind(about)
+    .bind(kind)
+    .bind(data)
+    .execute(&mut *conn)
+    .await?;
+    if let Some((ops_id, ops_url)) =
+        super::projects::ops_target(&mut *conn, project_id, about).await?
+    {
+        super::deliveries::send_single(
+            conn,
+            project_id,
+            (ops_id, &ops_url),
+            kind,
+            &data.to_string(),
+            "posthorn",
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Endpoints whose attempts have all failed for their project's `failing_alert_after`:
+/// one `endpoint.failing` each, then none until they recover. Returns how many.
+pub async fn tell_failing(pool: &PgPool) -> AppResult<usize> {
+    let mut tx = pool.begin().await?;
+    let failing: Vec<(i64, i64, String, DateTime<Utc>, f64)> = sqlx::query_as(
+        "UPDATE endpoints e SET failing_noticed = true
+           FROM projects p
+          WHERE p.id = e.project_id AND e.failing_since < now() - p.failing_alert_after
+            AND NOT e.failing_noticed AND e.enabled AND e.deleted_at IS NULL
+         RETURNING e.id, e.project_id, e.url, e.failing_since,
+                   extract(epoch FROM p.failing_alert_after)::float8",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    for (id, project_id, url, since, after) in &failing {
+        let data = json!({
+            "endpoint_id": id, "url": url, "failing_since": since,
+            "after_seconds": *after as i64,
+        });
+        emit(&mut tx, *project_id, *id, "endpoint.failing", &data).await?;
+    }
+    tx.commit().await?;
+    Ok(failing.len())
+}
+
+/// Endpoints told failing that have since succeeded: one `endpoint.recovered` each.
+pub async fn tell_recovered(pool: &PgPool) -> AppResult<usize> {
+    let mut tx = pool.begin().await?;
+    let recovered: Vec<(i64, i64, String)> = sqlx::query_as(
+        "UPDATE endpoints SET failing_noticed = false
+          WHERE failing_noticed AND failing_since IS NULL
+         RETURNING id, project_id, url",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    for (id, project_id, url) in &recovered {
+        let data = json!({ "endpoint_id": id, "url": url });
+        emit(&mut tx, *project_id, *id, "endpoint.recovered", &data).await?;
+    }
+    tx.commit().await?;
+    Ok(recovered.len())
+}
+
+/// Dead letters tallied since an endpoint's last `delivery.dead_lettered`, at most one
+/// notice per endpoint per `every`: a thousand at once make one notice with their count.
+pub async fn tell_dead_letters(pool: &PgPool, every: std::time::Duration) -> AppResult<usize> {
+    let mut tx = pool.begin().await?;
+    let told: Vec<(i64, i64, String, i64, Vec<String>, DateTime<Utc>)> = sqlx::query_as(
+        "WITH due AS (
+            DELETE FROM dead_letter_tally t USING endpoints e
+             WHERE e.id = t.endpoint_id
+               AND (e.dead_letters_noticed_at IS NULL OR e.dead_letters_noticed_at <= now() - $1)
+            RETURNING t.*
+         )
+         UPDATE endpoints e SET dead_letters_noticed_at = now()
+           FROM due WHERE e.id = due.endpoint_id
+         RETURNING e.id, e.project_id, e.url, due.count, due.first_ids, due.since",
+    )
+    .bind(chrono::Duration::from_std(every).unwrap_or(chrono::Duration::minutes(1)))
+    .fetch_all(&mut *tx)
+    .await?;
+    for (id, project_id, url, count, first_ids, since) in &told {
+        let data = json!({
+            "endpoint_id": id, "url": url, "count": count, "since": since,
+            "first_event_ids": first_ids,
+        });
+        emit(&mut tx, *project_id, *id, "delivery.dead_lettered", &data).await?;
+    }
+    tx.commit().await?;
+    Ok(told.len())
+}
+
+/// A notice waiting to be mailed, with who asked for it.
+#[derive(Debug, sqlx::FromRow)]
+pub struct ToMail {
+    pub id: i64,
+    pub project: String,
+    pub kind: String,
+    pub data: sqlx::types::Json<Value>,
+    pub created_at: DateTime<Utc>,
+    pub recipients: Vec<String>,
+}
+
+/// Up to `limit` notices not yet mailed, locked until the transaction ends so two
+/// servers do not mail the same one.
+pub async fn to_mail(conn: &mut PgConnection, limit: i64) -> AppResult<Vec<ToMail>> {
+    Ok(sqlx::query_as(
+        "SELECT n.id, p.name AS project, n.kind, n.data, n.created_at,
+                coalesce((SELECT array_agg(u.email ORDER BY u.email) FROM memberships m
+                           JOIN users u ON u.id = m.user_id
+                          WHERE m.project_id = n.project_id AND m.email_alerts), '{}') AS recipients
+         FROM notices n JOIN projects p ON p.id = n.project_id
+         WHERE n.emailed_at IS NULL ORDER BY n.id LIMIT $1
+         FOR UPDATE OF n SKIP LOCKED",
+    )
+    .bind(limit)
+    .fetch_all(conn)
+    .await?)
+}
+
+pub async fn mark_mailed(conn: &mut PgConnection, ids: &[i64]) -> AppResult<()> {
+    sqlx::query("UPDATE notices SET emailed_at = now() WHERE id = ANY($1)")
+        .bind(ids)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Whether the member gets alerts by e-mail, and setting it.
+pub async fn email_alerts(pool: &PgPool, project_id: i64, user_id: i64) -> AppResult<bool> {
+    Ok(sqlx::query_scalar(
+        "SELECT email_alerts FROM memberships WHERE project_id = $1 AND user_id = $2",
+    )
+    .bind(project_id)
+    .bind(user_id)
+    .fetch_optional(pool)
+    .await?
+    .unwrap_or(false))
+}
+
+pub async fn set_email_alerts(
+    pool: &PgPool,
+    project_id: i64,
+    user_id: i64,
+    on: bool,
+) -> AppResult<bool> {
+    Ok(sqlx::query(
+        "UPDATE memberships SET email_alerts = $3 WHERE project_id = $1 AND user_id = $2",
+    )
+    .bind(project_id)
+    .bind(user_id)
+    .bind(on)
+    .execute(pool)
+    .await?
+    .rows_affected()
+        > 0)
+}
+
+/// The project's threshold for `endpoint.failing`, in seconds, and setting it.
+pub async fn failing_after(pool: &PgPool, project_id: i64) -> AppResult<i64> {
+    Ok(sqlx::query_scalar(
+        "SELECT extract(epoch FROM failing_alert_after)::bigint FROM projects WHERE id = $1",
+    )
+    .bind(project_id)
+    .fetch_one(pool)
+    .await?)
+}
+
+pub async fn set_failing_after(pool: &PgPool, project_id: i64, seconds: i64) -> AppResult<()> {
+    sqlx::query(
+        "UPDATE projects SET failing_alert_after = make_interval(secs => $2) WHERE id = $1",
+    )
+    .bind(project_id)
+    .bind(seconds as f64)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// The project's latest notices, newest first: (kind, data, when).
+pub async fn recent(
+    pool: &PgPool,
+    project_id: i64,
+    limit: i64,
+) -> AppResult<Vec<(String, sqlx::types::Json<Value>, DateTime<Utc>)>> {
+    Ok(sqlx::query_as(
+        "SELECT kind, data, created_at FROM notices WHERE project_id = $1
+         ORDER BY created_at DESC LIMIT $2",
+    )
+    .bind(project_id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}

@@ -1,0 +1,493 @@
+//! Ordering keys against real receivers: one key's events go out one chain at a time in
+//! the order they were accepted, other keys pass, a dead letter frees the key, manual
+//! retries ignore it, and none of it breaks with two dispatcher processes or a kill -9.
+
+mod common;
+
+use std::{
+    process::{Child, Command, Stdio},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
+    time::{Duration, Instant},
+};
+
+use axum::{body::Bytes, extract::State, http::HeaderMap, response::IntoResponse, Router};
+use common::{TestApp, TestDb};
+use serde_json::{json, Value};
+
+/// One request as the receiver saw it.
+#[derive(Clone, Debug)]
+struct Seen {
+    event: String,
+    request_id: String,
+    attempt: u32,
+    at: Instant,
+}
+
+#[derive(Clone, Default)]
+struct Log {
+    seen: Arc<Mutex<Vec<Seen>>>,
+    in_flight: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+}
+
+/// A receiver that answers by what the event's data asks: `fail_first` fails attempt 1
+/// with 503, `fail_always` always fails with 500, `slow_ms` delays the answer. It counts
+/// requests being answered at once (`peak`).
+struct Rx {
+    url: String,
+    log: Log,
+}
+
+impl Rx {
+    async fn start() -> Rx {
+        let log = Log::default();
+        let app = Router::new().fallback(answer).with_state(log.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Rx { url, log }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.log.seen.lock().unwrap().clone()
+    }
+
+    async fn wait_for(&self, n: usize, within: Duration) -> Vec<Seen> {
+        let deadline = Instant::now() + within;
+        loop {
+            let seen = self.seen();
+            if seen.len() >= n || Instant::now() > deadline {
+                return seen;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+async fn answer(
+    State(log): State<Log>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> axum::response::Response {
+    let now = log.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    log.peak.fetch_max(now, Ordering::SeqCst);
+    let h = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let attempt: u32 = h("x-delivery-attempt").parse().unwrap_or(0);
+    log.seen.lock().unwrap().push(Seen {
+        event: h("x-event-id"),
+        request_id: h("x-request-id"),
+        attempt,
+        at: Instant::now(),
+    });
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let data = &body["data"];
+    if let Some(ms) = data["slow_ms"].as_u64() {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    let status = if data["fail_always"] == true {
+        500
+    } else if data["fail_first"] == true && attempt == 1 {
+        503
+    } else {
+        204
+    };
+    log.in_flight.fetch_sub(1, Ordering::SeqCst);
+    axum::http::StatusCode::from_u16(status)
+        .unwrap()
+        .into_response()
+}
+
+struct Api {
+    base: String,
+    key: String,
+    client: reqwest::Client,
+}
+
+impl Api {
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let r = self
+            .client
+            .post(format!("{}/public/v1{path}", self.base))
+            .bearer_auth(&self.key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "{path}: {status} {v}");
+        v
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let r = self
+            .client
+            .get(format!("{}/public/v1{path}", self.base))
+            .bearer_auth(&self.key)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        r.json().await.unwrap()
+    }
+
+    /// Sends the events in one batch; returns their ids in array order.
+    async fn batch(&self, events: Vec<Value>) -> Vec<String> {
+        let v = self
+            .post("/events/batch", json!({ "events": events }))
+            .await;
+        v["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    async fn event(&self, key: &str, data: Value) -> String {
+        let v = self
+            .post(
+                "/events",
+                json!({"event": "order.updated", "data": data, "ordering_key": key}),
+            )
+            .await;
+        v["id"].as_str().unwrap().to_string()
+    }
+}
+
+fn keyed(key: &str, data: Value) -> Value {
+    json!({"event": "order.updated", "data": data, "ordering_key": key})
+}
+
+async fn setup(app: &TestApp, rx: &Rx) -> Api {
+    let (_, key) = app.project("business").await;
+    let api = Api {
+        base: app.base.clone(),
+        key,
+        client: reqwest::Client::new(),
+    };
+    api.post("/webhooks", json!({"url": rx.url, "events": ["*"]}))
+        .await;
+    api
+}
+
+/// The receipts of these events, in arrival order, as (event, attempt).
+fn order_of(seen: &[Seen], events: &[&String]) -> Vec<(String, u32)> {
+    seen.iter()
+        .filter(|s| events.contains(&&s.event))
+        .map(|s| (s.event.clone(), s.attempt))
+        .collect()
+}
+
+/// Waits until no attempt of the database is pending or in flight.
+async fn drained(pool: &sqlx::PgPool, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let open: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM deliveries WHERE status IN ('pending', 'in_flight')",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        if open == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{open} attempts still open");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn with_retry(schedule: &'static str) -> impl FnOnce(&mut app::cfg::Config) {
+    move |cfg| {
+        cfg.retry.schedule = app::core::duration::parse_schedule(schedule).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_keys_events_go_in_order_while_another_key_passes() {
+    let app = TestApp::spawn_with(with_retry("1s,1s,1s")).await;
+    let rx = Rx::start().await;
+    let api = setup(&app, &rx).await;
+    let ids = api
+        .batch(vec![
+            keyed("order-7", json!({"n": "A", "fail_first": true})),
+            keyed("order-7", json!({"n": "B"})),
+            keyed("order-7", json!({"n": "C"})),
+        ])
+        .await;
+    let (a, b, c) = (&ids[0], &ids[1], &ids[2]);
+    // B and C wait their turn, each behind the event right ahead of it.
+    let page = api.get("/deliveries?ordering_key=order-7").await;
+    let waits: Vec<(String, Value)> = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["event_id"].as_str().unwrap().to_string(),
+                d["waits_for"].clone(),
+            )
+        })
+        .collect();
+    assert!(waits.contains(&(b.clone(), json!(a))), "{waits:?}");
+    assert!(waits.contains(&(c.clone(), json!(b))), "{waits:?}");
+    let d = api.event("order-8", json!({"n": "D"})).await;
+    let seen = rx.wait_for(5, Duration::from_secs(20)).await;
+    assert_eq!(
+        order_of(&seen, &[a, b, c]),
+        vec![
+            (a.clone(), 1),
+            (a.clone(), 2),
+            (b.clone(), 1),
+            (c.clone(), 1)
+        ],
+        "one key: A, A again, then B, then C"
+    );
+    let at = |e: &String, n: u32| seen.iter().position(|s| &s.event == e && s.attempt == n);
+    assert!(
+        at(&d, 1).unwrap() < at(a, 2).unwrap(),
+        "another key's event does not wait for A's retry"
+    );
+    drained(&app.pool, Duration::from_secs(10)).await;
+    let left: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE waits_for IS NOT NULL OR parked")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(left, 0, "nothing waits once the key is done");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_dead_letter_frees_its_key_and_manual_retries_ignore_keys() {
+    let app = TestApp::spawn_with(with_retry("200ms,200ms")).await;
+    let rx = Rx::start().await;
+    let api = setup(&app, &rx).await;
+    let ids = api
+        .batch(vec![
+            keyed("k", json!({"n": "X", "fail_always": true})),
+            keyed("k", json!({"n": "Y"})),
+        ])
+        .await;
+    let (x, y) = (&ids[0], &ids[1]);
+    let seen = rx.wait_for(4, Duration::from_secs(20)).await;
+    assert_eq!(
+        order_of(&seen, &[x, y]),
+        vec![
+            (x.clone(), 1),
+            (x.clone(), 2),
+            (x.clone(), 3),
+            (y.clone(), 1)
+        ],
+        "Y goes once X's chain is dead-lettered"
+    );
+    drained(&app.pool, Duration::from_secs(10)).await;
+    let last: String = sqlx::query_scalar(
+        "SELECT status FROM deliveries WHERE event_id = $1 ORDER BY attempt DESC LIMIT 1",
+    )
+    .bind(x)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(last, "dead_letter");
+
+    // The key is busy for 1.5 s (a slow head, one waiting behind it); a manual retry of X
+    // goes out at once all the same, and does not hold back the key's queue.
+    let ids = api
+        .batch(vec![
+            keyed("k", json!({"n": "S", "slow_ms": 1500})),
+            keyed("k", json!({"n": "T"})),
+        ])
+        .await;
+    let (s, t) = (&ids[0], &ids[1]);
+    rx.wait_for(5, Duration::from_secs(10)).await;
+    let dead: i64 = sqlx::query_scalar(
+        "SELECT id FROM deliveries WHERE event_id = $1 ORDER BY attempt DESC LIMIT 1",
+    )
+    .bind(x)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let asked = Instant::now();
+    let retried = api
+        .post(&format!("/deliveries/{dead}/retry"), json!({}))
+        .await;
+    assert_eq!(retried["ordering_key"], "k");
+    assert_eq!(retried["waits_for"], Value::Null);
+    let seen = rx.wait_for(6, Duration::from_secs(10)).await;
+    let manual = seen
+        .iter()
+        .find(|r| &r.event == x && r.attempt == 4)
+        .expect("manual retry sent");
+    assert!(
+        manual.at.duration_since(asked) < Duration::from_secs(2),
+        "the manual retry did not wait for the key"
+    );
+    let seen = rx.wait_for(7, Duration::from_secs(10)).await;
+    assert_eq!(
+        order_of(&seen, &[s, t]),
+        vec![(s.clone(), 1), (t.clone(), 1)]
+    );
+    app.stop().await;
+}
+
+/// A `posthorn dispatch` process on the test's database.
+fn dispatcher(db_url: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_posthorn"))
+        .arg("dispatch")
+        .env("DATABASE_URL", db_url)
+        .env("POSTHORN_ALLOW_PRIVATE_TARGETS", "true")
+        .env("POSTHORN_LEASE", "2s")
+        .env("POSTHORN_RETRY_SCHEDULE", "1s,1s,1s")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start posthorn dispatch")
+}
+
+/// Keys "k0".."k4" with six events each; within a key the receipts must follow the
+/// acceptance order, a retried event's attempts together, repeats (a resend after a
+/// crash, same request id) allowed right after themselves.
+fn assert_each_key_in_order(seen: &[Seen], keys: &[Vec<String>]) {
+    for events in keys {
+        let mut got: Vec<&Seen> = seen.iter().filter(|s| events.contains(&s.event)).collect();
+        got.dedup_by(|b, a| a.request_id == b.request_id);
+        let mut firsts: Vec<&String> = got.iter().map(|s| &s.event).collect();
+        firsts.dedup();
+        assert_eq!(
+            firsts,
+            events.iter().collect::<Vec<_>>(),
+            "a key's events arrived out of order: {got:?}"
+        );
+    }
+}
+
+async fn send_keys(api: &Api, slow_ms: u64) -> Vec<Vec<String>> {
+    let mut keys = Vec::new();
+    for k in 0..5 {
+        let events = (0..6)
+            .map(|i| {
+                keyed(
+                    &format!("k{k}"),
+                    json!({"i": i, "fail_first": i % 3 == 0, "slow_ms": if i == 2 { slow_ms } else { 0 }}),
+                )
+            })
+            .collect();
+        keys.push(api.batch(events).await);
+    }
+    keys
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_dispatcher_processes_and_a_kill_keep_each_keys_order() {
+    let app = TestApp::spawn_on(TestDb::new().await, |_| {}, false).await;
+    let rx = Rx::start().await;
+    let api = setup(&app, &rx).await;
+    let mut dispatchers = vec![dispatcher(&app.db_url), dispatcher(&app.db_url)];
+
+    // Two processes: 30 events, 10 of them failing once.
+    let keys = send_keys(&api, 0).await;
+    let seen = rx.wait_for(40, Duration::from_secs(40)).await;
+    assert_eq!(seen.len(), 40, "30 events, 10 retried once");
+    assert_each_key_in_order(&seen, &keys);
+    drained(&app.pool, Duration::from_secs(10)).await;
+
+    // A kill -9 of both while every key's third event is being answered (slowly): after
+    // its lease it is sent again, by a new process, and still ahead of the rest.
+    let before = rx.seen().len();
+    let keys = send_keys(&api, 1500).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while rx.seen()[before..]
+        .iter()
+        .filter(|s| keys.iter().any(|k| k[2] == s.event))
+        .count()
+        < 5
+    {
+        assert!(Instant::now() < deadline, "the slow events never arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for d in &mut dispatchers {
+        let _ = d.kill();
+        let _ = d.wait();
+    }
+    let mut fresh = dispatcher(&app.db_url);
+    drained(&app.pool, Duration::from_secs(60)).await;
+    let _ = fresh.kill();
+    let _ = fresh.wait();
+    let seen = rx.seen()[before..].to_vec();
+    assert_each_key_in_order(&seen, &keys);
+    let resent = keys
+        .iter()
+        .filter(|k| seen.iter().filter(|s| s.event == k[2]).count() > 1)
+        .count();
+    assert!(resent >= 1, "the killed attempts were sent again");
+    let (events, succeeded): (i64, i64) = sqlx::query_as(
+        "SELECT count(DISTINCT event_id), count(DISTINCT event_id) FILTER (WHERE status = 'succeeded')
+         FROM deliveries",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((events, succeeded), (60, 60), "nothing lost");
+    app.stop().await;
+}
+
+/// One key is sequential by design; many keys must still fill the endpoint's share.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_thousand_keys_reach_the_endpoints_concurrency() {
+    let app = TestApp::spawn_with(|cfg| {
+        cfg.plan_limits = app::core::ratelimit::PlanLimits::parse("business=100000").unwrap();
+    })
+    .await;
+    let rx = Rx::start().await;
+    let api = setup(&app, &rx).await;
+    let mut figures = Vec::new();
+    for keyed_run in [false, true] {
+        rx.log.peak.store(0, Ordering::SeqCst);
+        let before = rx.seen().len();
+        let started = Instant::now();
+        for b in 0..10 {
+            let events = (0..100)
+                .map(|i| {
+                    let mut e = json!({"event": "order.updated", "data": {"slow_ms": 100}});
+                    if keyed_run {
+                        e["ordering_key"] = json!(format!("key-{}", b * 100 + i));
+                    }
+                    e
+                })
+                .collect();
+            api.batch(events).await;
+        }
+        let accepted = started.elapsed();
+        rx.wait_for(before + 1000, Duration::from_secs(60)).await;
+        let took = started.elapsed();
+        drained(&app.pool, Duration::from_secs(10)).await;
+        let peak = rx.log.peak.load(Ordering::SeqCst);
+        println!(
+            "{}: 1,000 events accepted in {:.2} s, delivered (receiver answers in 100 ms) in {:.2} s, at most {peak} at once",
+            if keyed_run { "1,000 keys" } else { "no keys" },
+            accepted.as_secs_f64(),
+            took.as_secs_f64()
+        );
+        figures.push((peak, took));
+    }
+    let share = common::test_config(&app.db_url).per_endpoint_concurrency;
+    assert!(
+        figures[1].0 >= share * 3 / 4,
+        "1,000 keys reached only {} of the endpoint's {share} at once",
+        figures[1].0
+    );
+    app.stop().await;
+}
