@@ -19,6 +19,12 @@ pub struct Config {
     pub bin_ttl: Duration,
     pub public_url: String,
     pub auto_disable_after: Duration,
+    /// Where alert e-mail goes out (`smtp://`, `smtps://`; none: no e-mail).
+    pub smtp_url: Option<String>,
+    /// The alert e-mail's sender.
+    pub smtp_from: String,
+    /// How often the alert loop looks for failing, recovered and dead-lettered endpoints.
+    pub alert_interval: Duration,
     /// Dispatcher: rows claimed per round, attempts in flight at once, per endpoint.
     pub batch_size: i64,
     pub concurrency: usize,
@@ -108,6 +114,10 @@ impl Config {
             bin_ttl: duration_var("POSTHORN_BIN_TTL", "7d")?,
             public_url: public_url.trim_end_matches('/').to_string(),
             auto_disable_after: duration_var("POSTHORN_AUTO_DISABLE_AFTER", "5d")?,
+            smtp_url: var("POSTHORN_SMTP_URL").filter(|u| !u.trim().is_empty()),
+            smtp_from: var("POSTHORN_SMTP_FROM")
+                .unwrap_or_else(|| "Posthorn alerts <alerts@posthorn.localhost>".into()),
+            alert_interval: duration_var("POSTHORN_ALERT_INTERVAL", "10s")?,
             batch_size: number(
                 "POSTHORN_DISPATCH_BATCH",
                 var("POSTHORN_DISPATCH_BATCH"),

@@ -131,6 +131,17 @@ async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
         rx.clone(),
     ));
     let replayer = tokio::spawn(crate::replayer::run(pool.clone(), rx.clone()));
+    let mailer = cfg
+        .smtp_url
+        .as_deref()
+        .map(|url| crate::alerts::Mailer::new(url, &cfg.smtp_from, &cfg.public_url))
+        .transpose()?;
+    let alerts = tokio::spawn(crate::alerts::run(
+        pool.clone(),
+        cfg.alert_interval,
+        mailer,
+        rx.clone(),
+    ));
     let state = web::AppState {
         leptos_options: web::leptos_options(&cfg),
         pool,
@@ -155,6 +166,7 @@ async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
     let _ = dispatcher.await;
     let _ = maintenance.await;
     let _ = replayer.await;
+    let _ = alerts.await;
     Ok(())
 }
 

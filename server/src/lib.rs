@@ -1,6 +1,7 @@
 //! The `posthorn` server: the web app (dashboard, public API, inspector), the dispatcher
 //! and the command line around them.
 
+pub mod alerts;
 pub mod api;
 pub mod cli;
 pub mod dispatcher;

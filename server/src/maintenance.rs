@@ -33,7 +33,7 @@ pub async fn run(
 }
 
 /// Disables endpoints that have failed every attempt for `after`, and tells each
-/// project's operations endpoint (if it has one) with an `endpoint.disabled` event.
+/// project (its operations endpoint, and by e-mail) with an `endpoint.disabled` notice.
 pub async fn disable_failing_endpoints(
     pool: &PgPool,
     after: Duration,
@@ -45,21 +45,10 @@ pub async fn disable_failing_endpoints(
             project = project_id,
             "endpoint disabled after failing for too long"
         );
-        let ops = app::db::projects::ops_target(pool, *project_id, *id).await?;
-        if let Some((ops_id, ops_url)) = ops {
-            let data = serde_json::json!({ "endpoint_id": id, "url": url, "reason": "every attempt failed", "after_seconds": after.as_secs() });
-            let mut tx = pool.begin().await?;
-            app::db::deliveries::send_single(
-                &mut tx,
-                *project_id,
-                (ops_id, &ops_url),
-                "endpoint.disabled",
-                &data.to_string(),
-                "posthorn",
-            )
-            .await?;
-            tx.commit().await?;
-        }
+        let data = serde_json::json!({ "endpoint_id": id, "url": url, "reason": "every attempt failed", "after_seconds": after.as_secs() });
+        let mut tx = pool.begin().await?;
+        app::db::notices::emit(&mut tx, *project_id, *id, "endpoint.disabled", &data).await?;
+        tx.commit().await?;
     }
     Ok(disabled.len())
 }

@@ -24,7 +24,7 @@ pub struct EventTypeInfo {
 }
 
 /// The platform's documented event types.
-pub const DOCUMENTED_TYPES: [(&str, &str); 8] = [
+pub const DOCUMENTED_TYPES: [(&str, &str); 7] = [
     (
         "message.created",
         "A message was sent or received in a chat.",
@@ -37,10 +37,6 @@ pub const DOCUMENTED_TYPES: [(&str, &str); 8] = [
     ),
     ("payment.succeeded", "A payment was captured."),
     ("subscription.cancelled", "A subscription was cancelled."),
-    (
-        "endpoint.disabled",
-        "An endpoint was disabled after failing for too long.",
-    ),
     ("test.ping", "A test event sent from the cabinet."),
 ];
 
@@ -64,8 +60,11 @@ pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
             example: ex,
         })
         .collect();
-    for (t, doc) in DOCUMENTED_TYPES {
-        if !out.iter().any(|e| e.event_type == t) {
+    use crate::core::alerts;
+    for (t, doc) in DOCUMENTED_TYPES.into_iter().chain(alerts::NOTICES) {
+        if let Some(e) = out.iter_mut().find(|e| e.event_type == t) {
+            e.documented = Some(doc.into());
+        } else {
             out.push(EventTypeInfo {
                 event_type: t.into(),
                 count_14d: 0,
@@ -73,6 +72,13 @@ pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
                 example: None,
                 documented: Some(doc.into()),
             });
+        }
+    }
+    // Notices nobody has received yet still show what they carry.
+    for e in &mut out {
+        if e.example.is_none() {
+            e.example = alerts::example(&e.event_type)
+                .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default());
         }
     }
     Ok(out)

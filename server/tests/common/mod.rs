@@ -80,6 +80,7 @@ pub fn test_config(db_url: &str) -> Config {
         "POSTHORN_READ_TIMEOUT" => Some("2s".into()),
         "POSTHORN_CONNECT_TIMEOUT" => Some("1s".into()),
         "POSTHORN_LEASE" => Some("3s".into()),
+        "POSTHORN_ALERT_INTERVAL" => Some("200ms".into()),
         _ => None,
     })
     .expect("test config");
@@ -132,6 +133,16 @@ impl TestApp {
                 rx.clone(),
             )));
         }
+        // Alerts, mailed when the test configured SMTP.
+        let mailer = cfg.smtp_url.as_deref().map(|url| {
+            server::alerts::Mailer::new(url, &cfg.smtp_from, &cfg.public_url).expect("smtp url")
+        });
+        handles.push(tokio::spawn(server::alerts::run(
+            db.pool.clone(),
+            cfg.alert_interval,
+            mailer,
+            rx.clone(),
+        )));
         let state = web::AppState {
             leptos_options: web::leptos_options(&cfg),
             pool: db.pool.clone(),

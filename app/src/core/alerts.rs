@@ -1,0 +1,91 @@
+//! Operational notices as people read them: one line per notice (the e-mail's subject
+//! and the cabinet's list) and an example of each for the event catalogue.
+
+use serde_json::{json, Value};
+
+/// The notice types: what each means, for the catalogue.
+pub const NOTICES: [(&str, &str); 4] = [
+    (
+        "endpoint.disabled",
+        "An endpoint was disabled after failing for too long (notice).",
+    ),
+    (
+        "endpoint.failing",
+        "Every attempt to an endpoint has failed for the project's alert threshold (notice; once until it recovers).",
+    ),
+    (
+        "endpoint.recovered",
+        "An endpoint told failing delivered successfully again (notice).",
+    ),
+    (
+        "delivery.dead_lettered",
+        "Deliveries to an endpoint were dead-lettered: the count and the first ids, at most one notice per endpoint a minute (notice).",
+    ),
+];
+
+/// The `data` a notice carries, as an example.
+pub fn example(kind: &str) -> Option<Value> {
+    let url = "https://api.example.com/hooks";
+    Some(match kind {
+        "endpoint.disabled" => json!({
+            "endpoint_id": 42, "url": url, "reason": "every attempt failed", "after_seconds": 432000
+        }),
+        "endpoint.failing" => json!({
+            "endpoint_id": 42, "url": url, "failing_since": "2026-11-30T09:12:04Z", "after_seconds": 900
+        }),
+        "endpoint.recovered" => json!({ "endpoint_id": 42, "url": url }),
+        "delivery.dead_lettered" => json!({
+            "endpoint_id": 42, "url": url, "count": 37, "since": "2026-11-30T09:12:04Z",
+            "first_event_ids": ["evt_01JD8X0000000000000000AB", "evt_01JD8X0000000000000000AC"]
+        }),
+        _ => return None,
+    })
+}
+
+/// One line saying what happened.
+pub fn summary(kind: &str, data: &Value) -> String {
+    let url = data["url"].as_str().unwrap_or("an endpoint");
+    match kind {
+        "endpoint.disabled" => format!(
+            "{url} was disabled: {}",
+            data["reason"].as_str().unwrap_or("it kept failing")
+        ),
+        "endpoint.failing" => format!(
+            "{url} has failed every attempt since {}",
+            data["failing_since"].as_str().unwrap_or("a while")
+        ),
+        "endpoint.recovered" => format!("{url} is delivering again"),
+        "delivery.dead_lettered" => {
+            let n = data["count"].as_i64().unwrap_or(0);
+            format!(
+                "{n} {} to {url} dead-lettered",
+                if n == 1 { "delivery" } else { "deliveries" }
+            )
+        }
+        other => format!("{other} about {url}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_notice_has_an_example_and_reads_as_a_sentence() {
+        for (kind, _) in NOTICES {
+            let data = example(kind).expect(kind);
+            let line = summary(kind, &data);
+            assert!(line.contains("https://api.example.com/hooks"), "{line}");
+        }
+        assert_eq!(
+            summary("delivery.dead_lettered", &json!({"url": "u", "count": 1})),
+            "1 delivery to u dead-lettered"
+        );
+    }
+
+    #[test]
+    fn hostile_data_is_only_text() {
+        let line = summary("endpoint.recovered", &json!({"url": 7}));
+        assert_eq!(line, "an endpoint is delivering again");
+    }
+}
