@@ -276,7 +276,11 @@ async fn a_thousand_dead_letters_make_one_notice_a_minute() {
         "one notice within the minute, not a flood: {told:?}"
     );
     let first = told[0].1["count"].as_i64().unwrap();
-    assert_eq!(told[0].1["first_event_ids"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        told[0].1["first_event_ids"].as_array().unwrap().len() as i64,
+        first.min(5),
+        "the first few ids"
+    );
 
     // A minute later (the last notice's time moved back), the rest in one more.
     sqlx::query("UPDATE endpoints SET dead_letters_noticed_at = now() - interval '61 seconds' WHERE id = $1")

@@ -491,3 +491,97 @@ async fn a_thousand_keys_reach_the_endpoints_concurrency() {
     );
     app.stop().await;
 }
+
+/// Lanes and a disabled endpoint: disabling holds every waiting attempt; enabling again
+/// releases the lane's head only, and the rest follow in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_disabled_endpoint_keeps_its_lanes_in_order() {
+    let app = TestApp::spawn_with(with_retry("1s,1s")).await;
+    let rx = Rx::start().await;
+    let api = setup(&app, &rx).await;
+    let ids = api
+        .batch(vec![
+            keyed("k", json!({"n": "A", "slow_ms": 1000})),
+            keyed("k", json!({"n": "B"})),
+            keyed("k", json!({"n": "C"})),
+        ])
+        .await;
+    rx.wait_for(1, Duration::from_secs(10)).await;
+    // A is being answered; the endpoint is disabled meanwhile.
+    sqlx::query("UPDATE endpoints SET enabled = false")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(rx.seen().len(), 1, "nothing goes to a disabled endpoint");
+    // A's end released B, which stays parked while the endpoint is disabled; C waits.
+    let state: Vec<(String, bool, Option<String>)> = sqlx::query_as(
+        "SELECT event_id, parked, waits_for FROM deliveries WHERE status = 'pending' ORDER BY lane_seq",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        state,
+        vec![
+            (ids[1].clone(), true, None),
+            (ids[2].clone(), true, Some(ids[1].clone()))
+        ]
+    );
+    sqlx::query("UPDATE endpoints SET enabled = true")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let seen = rx.wait_for(3, Duration::from_secs(10)).await;
+    let order: Vec<&String> = seen.iter().map(|s| &s.event).collect();
+    assert_eq!(order, ids.iter().collect::<Vec<_>>());
+    app.stop().await;
+}
+
+/// A bulk replay joins the end of the key's queue: it waits for the chain in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_bulk_replay_joins_the_end_of_its_keys_queue() {
+    let app = TestApp::spawn_with(with_retry("1s,1s")).await;
+    let rx = Rx::start().await;
+    let api = setup(&app, &rx).await;
+    let first = api.event("k", json!({"n": "E"})).await;
+    rx.wait_for(1, Duration::from_secs(10)).await;
+    drained(&app.pool, Duration::from_secs(10)).await;
+    let slow = api.event("k", json!({"n": "S", "slow_ms": 1500})).await;
+    rx.wait_for(2, Duration::from_secs(10)).await;
+    // While S is being answered, replay E (the view: that event's attempts).
+    let project: i64 = sqlx::query_scalar("SELECT project_id FROM events WHERE event_id = $1")
+        .bind(&first)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let cfg = common::test_config(&app.db_url);
+    let filter = app::delivery_filter::DeliveryFilter {
+        q: Some(first.clone()),
+        ..Default::default()
+    };
+    app::ops::replays::start(
+        &app.pool,
+        &cfg,
+        &app::auth::system_access(project, "test"),
+        &filter,
+    )
+    .await
+    .unwrap();
+    let seen = rx.wait_for(3, Duration::from_secs(15)).await;
+    let order: Vec<(&String, u32)> = seen.iter().map(|s| (&s.event, s.attempt)).collect();
+    assert_eq!(
+        order,
+        vec![(&first, 1), (&slow, 1), (&first, 2)],
+        "the replay went after S"
+    );
+    let waited: Option<String> = sqlx::query_scalar(
+        "SELECT waits_for FROM deliveries WHERE event_id = $1 AND trigger = 'manual_retry'",
+    )
+    .bind(&first)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(waited, None, "released once S ended");
+    app.stop().await;
+}

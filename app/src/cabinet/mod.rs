@@ -2,10 +2,12 @@
 //! API keys, the audit log and event catalogue, the team. Each names its action to the
 //! authorization layer first; changes go through the use cases in `ops/`.
 
+mod alerts;
 mod catalogue;
 mod keys;
 mod team;
 
+pub use alerts::*;
 pub use catalogue::*;
 pub use keys::*;
 pub use team::*;

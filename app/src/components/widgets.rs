@@ -108,18 +108,27 @@ pub fn error_text(e: &ServerFnError) -> String {
     }
 }
 
-/// An attempt's ordering key (a link to the key's deliveries) and, while it waits its
-/// turn, the event it waits behind (a link to that event's attempts).
+/// An attempt's ordering key, as a link to the key's deliveries.
 #[component]
-pub fn OrderingKey(key: Option<String>, waits_for: Option<String>) -> impl IntoView {
+pub fn OrderingKey(key: String) -> impl IntoView {
     use crate::delivery_filter::encode_component;
-    let key = key.map(|k| {
-        let href = format!("/developers/deliveries?ordering_key={}", encode_component(&k));
-        view! { <a class="okey mono" data-testid="ordering-key" href=href title="All attempts with this ordering key">{format!("key {k}")}</a> }
-    });
-    let waits = waits_for.map(|e| {
-        let href = format!("/developers/deliveries?q={}", encode_component(&e));
-        view! { <a class="waiting" data-testid="waiting-behind" data-event-id=e.clone() href=href>"waiting behind "<span class="mono">{e.clone()}</span></a> }
-    });
-    view! { {key}{waits} }
+    let href = format!(
+        "/developers/deliveries?ordering_key={}",
+        encode_component(&key)
+    );
+    view! { <a class="okey mono" data-testid="ordering-key" href=href title="All attempts with this ordering key">{format!("key {key}")}</a> }
+}
+
+/// While an attempt waits its turn in its key's lane: the event right ahead of it, as a
+/// link to that event's attempts.
+#[component]
+pub fn WaitingBehind(event_id: String) -> impl IntoView {
+    use crate::delivery_filter::encode_component;
+    let href = format!("/developers/deliveries?q={}", encode_component(&event_id));
+    view! {
+        <a class="waiting" data-testid="waiting-behind" data-event-id=event_id.clone() href=href
+            title="Same ordering key: this attempt starts when that event's attempts end">
+            "waiting behind "<span class="mono">{event_id.clone()}</span>
+        </a>
+    }
 }

@@ -101,11 +101,22 @@ pub async fn tell_recovered(pool: &PgPool) -> AppResult<usize> {
     Ok(recovered.len())
 }
 
+/// An endpoint's dead letters, as one notice tells them.
+#[derive(sqlx::FromRow)]
+struct DeadLetters {
+    id: i64,
+    project_id: i64,
+    url: String,
+    count: i64,
+    first_ids: Vec<String>,
+    since: DateTime<Utc>,
+}
+
 /// Dead letters tallied since an endpoint's last `delivery.dead_lettered`, at most one
 /// notice per endpoint per `every`: a thousand at once make one notice with their count.
 pub async fn tell_dead_letters(pool: &PgPool, every: std::time::Duration) -> AppResult<usize> {
     let mut tx = pool.begin().await?;
-    let told: Vec<(i64, i64, String, i64, Vec<String>, DateTime<Utc>)> = sqlx::query_as(
+    let told: Vec<DeadLetters> = sqlx::query_as(
         "WITH due AS (
             DELETE FROM dead_letter_tally t USING endpoints e
              WHERE e.id = t.endpoint_id
@@ -119,12 +130,12 @@ pub async fn tell_dead_letters(pool: &PgPool, every: std::time::Duration) -> App
     .bind(chrono::Duration::from_std(every).unwrap_or(chrono::Duration::minutes(1)))
     .fetch_all(&mut *tx)
     .await?;
-    for (id, project_id, url, count, first_ids, since) in &told {
+    for t in &told {
         let data = json!({
-            "endpoint_id": id, "url": url, "count": count, "since": since,
-            "first_event_ids": first_ids,
+            "endpoint_id": t.id, "url": t.url, "count": t.count, "since": t.since,
+            "first_event_ids": t.first_ids,
         });
-        emit(&mut tx, *project_id, *id, "delivery.dead_lettered", &data).await?;
+        emit(&mut tx, t.project_id, t.id, "delivery.dead_lettered", &data).await?;
     }
     tx.commit().await?;
     Ok(told.len())
@@ -179,7 +190,7 @@ pub async fn email_alerts(pool: &PgPool, project_id: i64, user_id: i64) -> AppRe
 }
 
 pub async fn set_email_alerts(
-    pool: &PgPool,
+    db: impl sqlx::PgExecutor<'_>,
     project_id: i64,
     user_id: i64,
     on: bool,
@@ -190,7 +201,7 @@ pub async fn set_email_alerts(
     .bind(project_id)
     .bind(user_id)
     .bind(on)
-    .execute(pool)
+    .execute(db)
     .await?
     .rows_affected()
         > 0)
@@ -206,13 +217,17 @@ pub async fn failing_after(pool: &PgPool, project_id: i64) -> AppResult<i64> {
     .await?)
 }
 
-pub async fn set_failing_after(pool: &PgPool, project_id: i64, seconds: i64) -> AppResult<()> {
+pub async fn set_failing_after(
+    db: impl sqlx::PgExecutor<'_>,
+    project_id: i64,
+    seconds: i64,
+) -> AppResult<()> {
     sqlx::query(
         "UPDATE projects SET failing_alert_after = make_interval(secs => $2) WHERE id = $1",
     )
     .bind(project_id)
     .bind(seconds as f64)
-    .execute(pool)
+    .execute(db)
     .await?;
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! transaction and writes its audit entry inside it. The cabinet's server functions and
 //! the public API's handlers only parse, call one of these, and shape the answer.
 
+pub mod alerts;
 pub mod bins;
 pub mod deliveries;
 pub mod endpoints;

@@ -11,7 +11,7 @@ use crate::{
         layout::Cabinet,
         widgets::{
             absolute, error_text, pretty, relative, CopyButton, HeaderTable, OrderingKey,
-            StatusBadge, Time,
+            StatusBadge, Time, WaitingBehind,
         },
     },
     core::{
@@ -26,8 +26,9 @@ use crate::{
     model::DeliveryRow,
 };
 
-const FILTER_KEYS: [&str; 9] = [
+const FILTER_KEYS: [&str; 10] = [
     "status",
+    "ordering_key",
     "event_type",
     "endpoint",
     "code",
@@ -133,6 +134,7 @@ fn FilterBar(
             go.with_value(|go| go(f));
         }
     };
+    let key_ref = NodeRef::<html::Input>::new();
     let f = filter.get_untracked();
     let opt = |v: &Option<String>| v.clone().unwrap_or_default();
     let selected_range = match f.since {
@@ -156,11 +158,12 @@ fn FilterBar(
             let mut f = filter.get_untracked();
             f.cursor = None;
             f.q = search_ref.get().map(|i| i.value()).filter(|v| !v.trim().is_empty());
+            f.ordering_key = key_ref.get().map(|i| i.value().trim().to_string()).filter(|v| !v.is_empty());
             go.with_value(|go| go(f));
         }>
             <input type="search" name="q" placeholder="Search event id or request id  ( / )"
                 data-testid="search-input" node_ref=search_ref value=opt(&f.q) aria-label="Search by event id or request id"/>
-            <input type="search" name="ordering_key" data-testid="ordering-key-filter" placeholder="Ordering key"
+            <input type="search" name="ordering_key" data-testid="ordering-key-filter" placeholder="Ordering key" node_ref=key_ref
                 value=opt(&f.ordering_key) aria-label="Ordering key" maxlength="255"
                 on:change=set(|f, v| f.ordering_key = Some(v.trim().to_string()).filter(|v| !v.is_empty()))/>
             <select name="status" data-testid="status-filter" aria-label="Status" on:change=set(|f, v| f.status = DeliveryStatus::parse(&v))>
@@ -370,10 +373,11 @@ fn Row(
                 <span><StatusBadge status=row.status/></span>
                 <span class="etype">{row.event_type.clone()}{trigger.map(|t| view! { <em class="trigger">{t}</em> })}</span>
                 <span class="mono ellipsis" title=row.event_id.clone()>{row.event_id.clone()}
-                    <small class="ellipsis"><OrderingKey key=row.ordering_key.clone() waits_for=row.waits_for.clone()/></small>
+                    {row.ordering_key.clone().map(|k| view! { <small class="ellipsis"><OrderingKey key=k/></small> })}
                 </span>
                 <span class="ellipsis" title=row.target_url.clone()>{row.endpoint_url.clone()}
                     {error_line.map(|e| view! { <small class="err ellipsis" title=e.clone()>{e.clone()}</small> })}
+                    {row.waits_for.clone().map(|e| view! { <small class="ellipsis"><WaitingBehind event_id=e/></small> })}
                 </span>
                 <span class="num">{row.attempt}</span>
                 <span class=format!("num {code_class}")>{code}</span>
@@ -452,7 +456,7 @@ fn Detail(
                                 <dl class="facts">
                                     <dt>"Request id"</dt><dd class="mono" data-testid="detail-request-id">{r.request_id.clone()}" "<CopyButton text=r.request_id.clone()/></dd>
                                     <dt>"Event id"</dt><dd class="mono">{r.event_id.clone()}" "<CopyButton text=r.event_id.clone()/></dd>
-                                    {r.ordering_key.clone().map(|_| view! { <dt>"Ordering key"</dt><dd><OrderingKey key=r.ordering_key.clone() waits_for=r.waits_for.clone()/></dd> })}
+                                    {r.ordering_key.clone().map(|k| view! { <dt>"Ordering key"</dt><dd><OrderingKey key=k/>" "{r.waits_for.clone().map(|e| view! { <WaitingBehind event_id=e/> })}</dd> })}
                                     <dt>"Target URL"</dt><dd class="mono break">{r.target_url.clone()}</dd>
                                     <dt>"Attempt"</dt><dd>{r.attempt}" · "{r.trigger.label()}{r.triggered_by.clone().map(|b| format!(" by {b}"))}</dd>
                                     <dt>"Response"</dt><dd>{r.response_status.map(|s| s.to_string()).unwrap_or_else(|| "no response".into())}</dd>

@@ -1,5 +1,6 @@
 //! One module per page.
 
+pub mod alerts;
 pub mod audit;
 pub mod cabinet;
 pub mod deliveries;

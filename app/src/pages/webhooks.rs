@@ -114,6 +114,7 @@ pub fn WebhooksPage() -> impl IntoView {
                     view! { {gate.open()} {content} }
                 })}
             </Transition>
+            <super::alerts::AlertsPanel version/>
         </Cabinet>
     }
 }
@@ -239,7 +240,7 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
         <section class="endpoint" data-testid="endpoint-row" data-endpoint-id=id.to_string() data-enabled=enabled.to_string()>
             <div class="ephead">
                 <span class="mono break epurl">{ep.url.clone()}</span>
-                {stats.is_ops.then(|| view! { <span class="badge badge-pending" title="Receives endpoint.disabled notices">"Operations alerts"</span> })}
+                {stats.is_ops.then(|| view! { <span class="badge badge-pending" title="Receives the project's operational notices">"Operations alerts"</span> })}
                 {if enabled { view! { <span class="badge badge-succeeded">"Enabled"</span> }.into_any() } else {
                     view! { <span class="badge badge-dead_letter" title=ep.disabled_reason.clone().unwrap_or_default()>"Disabled"</span> }.into_any()
                 }}

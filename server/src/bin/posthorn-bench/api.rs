@@ -395,14 +395,25 @@ impl Rig {
         r["id"].as_i64().unwrap_or_else(|| panic!("endpoint: {r}"))
     }
 
-    /// Sends one event; returns its id and the answer's status.
-    async fn send(client: &reqwest::Client, base: &str, key: &str, i: u64) -> Option<String> {
+    /// Sends one event (with the ordering key `key-{i % keys}` when `keys` > 0); returns
+    /// its id.
+    async fn send(
+        client: &reqwest::Client,
+        base: &str,
+        key: &str,
+        i: u64,
+        keys: u64,
+    ) -> Option<String> {
+        let ordering = match keys {
+            0 => String::new(),
+            n => format!(r#","ordering_key":"key-{}""#, i % n),
+        };
         let r = client
             .post(format!("{base}/public/v1/events"))
             .bearer_auth(key)
             .header("content-type", "application/json")
             .body(format!(
-                r#"{{"event":"order.paid","data":{{"order":{i},"amount":4200,"currency":"EUR"}}}}"#
+                r#"{{"event":"order.paid","data":{{"order":{i},"amount":4200,"currency":"EUR"}}{ordering}}}"#
             ))
             .send()
             .await
@@ -417,6 +428,17 @@ impl Rig {
     /// Offers `rate` events per second for `seconds` on the schedule; returns each
     /// accepted event's id with its intended send time (unix µs), and the refused count.
     async fn paced(&self, key: &str, rate: u64, seconds: u64) -> (Vec<(String, i64)>, u64) {
+        self.paced_keyed(key, rate, seconds, 0).await
+    }
+
+    /// [`Self::paced`], the events spread over `keys` ordering keys.
+    async fn paced_keyed(
+        &self,
+        key: &str,
+        rate: u64,
+        seconds: u64,
+        keys: u64,
+    ) -> (Vec<(String, i64)>, u64) {
         let total = rate * seconds;
         let start = Instant::now() + Duration::from_millis(50);
         let start_unix = unix_micros() + 50_000;
@@ -430,7 +452,7 @@ impl Rig {
                 key.to_string(),
             );
             let intended = start_unix + offset.as_micros() as i64;
-            tasks.spawn(async move { (Self::send(&client, &base, &key, i).await, intended) });
+            tasks.spawn(async move { (Self::send(&client, &base, &key, i, keys).await, intended) });
         }
         let mut sent = Vec::with_capacity(total as usize);
         let mut refused = 0;
@@ -488,7 +510,7 @@ async fn make_backlog(rig: &Rig, kind: Backlog, rows: i64) {
     let url = rig.receiver_url("/slow");
     let endpoint = rig.endpoint(&key, &url).await;
     let (project, event): (i64, String) = {
-        let id = Rig::send(&rig.client, &rig.server.base, &key, 0)
+        let id = Rig::send(&rig.client, &rig.server.base, &key, 0, 0)
             .await
             .expect("backlog event");
         sqlx::query_as("SELECT project_id, event_id FROM events WHERE event_id = $1")
@@ -544,7 +566,7 @@ pub async fn latency(
     rate: u64,
     seconds: u64,
     backlog: Backlog,
-    rows: i64,
+    (rows, keys): (i64, u64),
     env: Vec<(String, String)>,
 ) {
     let rig = Rig::start(&env).await;
@@ -556,7 +578,7 @@ pub async fn latency(
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before = rig.cpu();
     let counters = pg_counters(&rig.pool).await;
-    let (sent, refused) = rig.paced(&rig.key, rate, seconds).await;
+    let (sent, refused) = rig.paced_keyed(&rig.key, rate, seconds, keys).await;
     let ids: Vec<&str> = sent.iter().map(|(id, _)| id.as_str()).collect();
     rig.wait_for(
         "SELECT count(*) FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
@@ -578,7 +600,11 @@ pub async fn latency(
         .collect();
     lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
     println!(
-        "{rate} events/s for {seconds} s through POST /public/v1/events: {} accepted, {refused} refused, {} received",
+        "{rate} events/s for {seconds} s through POST /public/v1/events{}: {} accepted, {refused} refused, {} received",
+        match keys {
+            0 => String::new(),
+            n => format!(" over {n} ordering keys"),
+        },
         ids.len(),
         lat.len()
     );
@@ -662,7 +688,7 @@ pub async fn ingest(concurrency: usize, seconds: u64, env: Vec<(String, String)>
         tasks.spawn(async move {
             let (mut ok, mut i) = (0u64, c as u64 * 1_000_000_000);
             while Instant::now() < until {
-                if Rig::send(&client, &base, &key, i).await.is_some() {
+                if Rig::send(&client, &base, &key, i, 0).await.is_some() {
                     ok += 1;
                 }
                 i += 1;

@@ -48,6 +48,9 @@ enum Mode {
         backlog: api::Backlog,
         #[arg(long, default_value_t = 300_000)]
         rows: i64,
+        /// Give event i the ordering key `key-{i % keys}` (0: no keys).
+        #[arg(long, default_value_t = 0)]
+        keys: u64,
         /// Settings for `posthorn serve`, KEY=VALUE (repeatable).
         #[arg(long = "env", value_parser = parse_env)]
         env: Vec<(String, String)>,
@@ -173,8 +176,9 @@ async fn run(args: Args) {
             seconds,
             backlog,
             rows,
+            keys,
             env,
-        } => return api::latency(rate, seconds, backlog, rows, env).await,
+        } => return api::latency(rate, seconds, backlog, (rows, keys), env).await,
         Mode::ApiFanout {
             endpoints,
             rate,
