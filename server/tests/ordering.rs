@@ -585,3 +585,58 @@ async fn a_bulk_replay_joins_the_end_of_its_keys_queue() {
     assert_eq!(waited, None, "released once S ended");
     app.stop().await;
 }
+
+/// The key is bounded like every text from the wire, and a bad one refuses the event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ordering_keys_are_checked() {
+    let app = TestApp::spawn().await;
+    let rx = Rx::start().await;
+    let api = setup(&app, &rx).await;
+    let long = "k".repeat(256);
+    for (key, why) in [
+        (json!(""), "empty"),
+        (json!(long), "256 characters"),
+        (json!("a\u{0}b"), "NUL"),
+        (json!(7), "not a string"),
+    ] {
+        let r = api
+            .client
+            .post(format!("{}/public/v1/events", api.base))
+            .bearer_auth(&api.key)
+            .json(&json!({"event": "order.updated", "data": {}, "ordering_key": key}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 422, "{why}");
+    }
+    // 255 characters, any script, is a key.
+    let fine = "ключ".repeat(63) + "abc";
+    assert_eq!(fine.chars().count(), 255);
+    let id = api.event(&fine, json!({})).await;
+    let got = api.get(&format!("/events/{id}")).await;
+    assert_eq!(got["ordering_key"], fine.as_str());
+    for bad in ["", "a%00b"] {
+        let r = api
+            .client
+            .get(format!(
+                "{}/public/v1/deliveries?ordering_key={bad}",
+                api.base
+            ))
+            .bearer_auth(&api.key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 422, "filter {bad:?}");
+    }
+    let n = api
+        .get(&format!(
+            "/deliveries?ordering_key={}",
+            app::delivery_filter::encode_component(&fine)
+        ))
+        .await["data"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(n, 1);
+    app.stop().await;
+}

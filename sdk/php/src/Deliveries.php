@@ -16,9 +16,9 @@ final class Deliveries
     }
 
     /** @param string|null $status pending, in_flight, succeeded, failed or dead_letter */
-    public function list(?string $cursor = null, ?int $limit = null, string|\DateTimeInterface|null $since = null, ?string $status = null, ?string $eventId = null): Page
+    public function list(?string $cursor = null, ?int $limit = null, string|\DateTimeInterface|null $since = null, ?string $status = null, ?string $eventId = null, ?string $orderingKey = null): Page
     {
-        $query = ['cursor' => $cursor, 'limit' => $limit, 'since' => Client::since($since), 'status' => $status, 'event_id' => $eventId];
+        $query = ['cursor' => $cursor, 'limit' => $limit, 'since' => Client::since($since), 'status' => $status, 'event_id' => $eventId, 'ordering_key' => $orderingKey];
         return Client::page($this->t, '/deliveries', $query, Delivery::class);
     }
 

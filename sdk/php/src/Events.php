@@ -18,11 +18,17 @@ final class Events
     /**
      * Stores the event and fans it out to every subscribed endpoint. An idempotency key is
      * made up when none is given, so a retry after a lost answer never sends it twice.
+     * Events with the same $orderingKey reach each endpoint one at a time, in the order
+     * they were accepted.
      */
-    public function send(string $event, mixed $data, ?string $idempotencyKey = null): EventAccepted
+    public function send(string $event, mixed $data, ?string $idempotencyKey = null, ?string $orderingKey = null): EventAccepted
     {
         $key = $idempotencyKey ?: 'phk-' . bin2hex(random_bytes(16));
-        $body = $this->t->request('POST', '/events', body: ['event' => $event, 'data' => $data], headers: ['Idempotency-Key' => $key]);
+        $out = ['event' => $event, 'data' => $data];
+        if ($orderingKey !== null) {
+            $out['ordering_key'] = $orderingKey;
+        }
+        $body = $this->t->request('POST', '/events', body: $out, headers: ['Idempotency-Key' => $key]);
         return EventAccepted::fromArray($body);
     }
 

@@ -131,6 +131,19 @@ final class ServerTest extends TestCase
         }
     }
 
+    public function testAnOrderingKeyIsSentAndReadBack(): void
+    {
+        $client = $this->client();
+        $hook = $client->webhooks->create('https://example.com/ordered-php', ['order.keyed_php']);
+        $sent = $client->events->send('order.keyed_php', ['n' => 1], orderingKey: 'customer-9');
+        $this->assertSame('customer-9', $client->events->get($sent->id)->ordering_key);
+        $page = $client->deliveries->list(orderingKey: 'customer-9');
+        // Its attempts (a retry may already be queued: example.com does not answer here).
+        $this->assertNotEmpty($page->data);
+        $this->assertSame([$sent->id . ' customer-9'], array_values(array_unique(array_map(fn ($d) => $d->event_id . ' ' . $d->ordering_key, $page->data))));
+        $client->webhooks->delete($hook->id);
+    }
+
     public function testTheIteratorWalks250EventsEachExactlyOnce(): void
     {
         $client = $this->client();

@@ -157,6 +157,17 @@ def test_webhooks_crud(base_url, business_key):
     assert (bad.value.status, bad.value.code) == (422, "invalid")
 
 
+def test_an_ordering_key_is_sent_and_read_back(base_url, business_key):
+    client = Client(business_key, base_url)
+    hook = client.webhooks.create("https://example.com/ordered", ["order.keyed"])
+    sent = client.events.send("order.keyed", {"n": 1}, ordering_key="customer-7")
+    assert client.events.get(sent.id).ordering_key == "customer-7"
+    # Its attempts (a retry may already be queued: example.com does not answer here).
+    page = client.deliveries.list(ordering_key="customer-7")
+    assert page.data and {(d.event_id, d.ordering_key) for d in page.data} == {(sent.id, "customer-7")}
+    client.webhooks.delete(hook.id)
+
+
 def test_the_iterator_walks_250_events_each_exactly_once(base_url, business_key):
     client = Client(business_key, base_url)
     kind = f"walk.py_{int(time.time())}"

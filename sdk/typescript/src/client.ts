@@ -122,6 +122,7 @@ export interface ListDeliveries {
   since?: Since;
   status?: DeliveryStatus;
   event_id?: string;
+  ordering_key?: string;
 }
 
 /** `/events`: send events; read them back by id or by cursor. */
@@ -131,12 +132,20 @@ export class Events {
   /**
    * Stores the event and fans it out to every subscribed endpoint. An idempotency key is
    * made up when none is given, so a retry after a lost answer never sends it twice.
+   * Events with the same `orderingKey` reach each endpoint one at a time, in the order
+   * they were accepted.
    */
-  async send(event: string, data: unknown, options: { idempotencyKey?: string } = {}): Promise<EventAccepted> {
+  async send(
+    event: string,
+    data: unknown,
+    options: { idempotencyKey?: string; orderingKey?: string } = {},
+  ): Promise<EventAccepted> {
     const key = options.idempotencyKey || `phk-${randomUUID()}`;
+    const body: Record<string, unknown> = { event, data };
+    if (options.orderingKey !== undefined) body.ordering_key = options.orderingKey;
     return decode(
       await this.t.request("POST", "/events", {
-        body: { event, data },
+        body,
         headers: { "Idempotency-Key": key },
         retrySafe: true,
       }),

@@ -28,6 +28,7 @@ export interface Event {
   event: string;
   data: unknown;
   deliveries: number;
+  ordering_key: string | null;
   created_at: Date;
 }
 
@@ -54,6 +55,9 @@ export interface Delivery {
   response_status: number | null;
   error_kind: string | null;
   error: string | null;
+  ordering_key: string | null;
+  /** While the attempt waits behind an earlier event with the same key: that event's id. */
+  waits_for: string | null;
 }
 
 /** An attempt with the exact body sent and the headers both ways. */

@@ -106,6 +106,20 @@ test("webhooks CRUD and API errors", async (t) => {
   await assert.rejects(client.webhooks.create({ url: "ftp://example.com", events: ["*"] }), (e) => e instanceof ApiError && e.status === 422 && e.code === "invalid");
 });
 
+test("an ordering key is sent and read back", async (t) => {
+  const base = env(t, "POSTHORN_TEST_URL");
+  if (!base) return;
+  const client = new Client(env(t, "POSTHORN_TEST_KEY_BUSINESS"), { baseUrl: base });
+  const hook = await client.webhooks.create({ url: "https://example.com/ordered-ts", events: ["order.keyed_ts"] });
+  const sent = await client.events.send("order.keyed_ts", { n: 1 }, { orderingKey: "customer-8" });
+  assert.equal((await client.events.get(sent.id)).ordering_key, "customer-8");
+  const page = await client.deliveries.list({ ordering_key: "customer-8" });
+  // Its attempts (a retry may already be queued: example.com does not answer here).
+  assert.ok(page.data.length > 0);
+  assert.deepEqual([...new Set(page.data.map((d) => `${d.event_id} ${d.ordering_key}`))], [`${sent.id} customer-8`]);
+  await client.webhooks.delete(hook.id);
+});
+
 test("the iterator walks 250 events, each exactly once", async (t) => {
   const base = env(t, "POSTHORN_TEST_URL");
   if (!base) return;

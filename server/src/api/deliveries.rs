@@ -4,6 +4,7 @@ use app::{
     core::cursor::Cursor,
     core::permissions::Action,
     core::status::{DeliveryStatus as Status, ErrorKind, Trigger},
+    core::text::no_nul,
     db::deliveries,
     model::DeliveryRow,
     ops,
@@ -176,7 +177,7 @@ pub struct ListDeliveries {
     /// Only attempts of this event.
     pub event_id: Option<String>,
     /// Only attempts of events with this ordering key.
-    #[param(min_length = 1, max_length = 255)]
+    #[param(min_length = 1, max_length = 255, pattern = r"^[^\u0000]+$")]
     pub ordering_key: Option<String>,
 }
 
@@ -207,6 +208,7 @@ pub async fn list(
                 "ordering_key: between 1 and 255 characters, not {n}"
             )));
         }
+        no_nul("ordering_key", k).map_err(ApiError::invalid)?;
     }
     let mut rows = deliveries::page(
         &pool,

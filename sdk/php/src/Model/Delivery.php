@@ -27,4 +27,7 @@ class Delivery extends Model
     public ?int $response_status;
     public ?string $error_kind;
     public ?string $error;
+    public ?string $ordering_key;
+    /** While the attempt waits behind an earlier event with the same key: that event's id. */
+    public ?string $waits_for;
 }

@@ -10,5 +10,6 @@ class Event extends Model
     public string $event;
     public mixed $data;
     public int $deliveries;
+    public ?string $ordering_key;
     public \DateTimeImmutable $created_at;
 }

@@ -162,18 +162,28 @@ class Events:
         self._t = transport
 
     def send(
-        self, event: str, data: Any, *, idempotency_key: Optional[str] = None
+        self,
+        event: str,
+        data: Any,
+        *,
+        idempotency_key: Optional[str] = None,
+        ordering_key: Optional[str] = None,
     ) -> EventAccepted:
         """Stores the event and fans it out to every subscribed endpoint.
 
         An idempotency key is made up when none is given, so a retry after a lost answer
         never sends the event twice; pass your own to de-duplicate across processes.
+        Events with the same `ordering_key` reach each endpoint one at a time, in the
+        order they were accepted.
         """
         key = idempotency_key or f"phk-{uuid.uuid4()}"
+        body_out: Dict[str, Any] = {"event": event, "data": data}
+        if ordering_key is not None:
+            body_out["ordering_key"] = ordering_key
         _, body = self._t.request(
             "POST",
             "/events",
-            body={"event": event, "data": data},
+            body=body_out,
             headers={"Idempotency-Key": key},
             retry_safe=True,
         )
@@ -221,6 +231,7 @@ class Deliveries:
         since: Since = None,
         status: Optional[str] = None,
         event_id: Optional[str] = None,
+        ordering_key: Optional[str] = None,
     ) -> Page[Delivery]:
         query = {
             "cursor": cursor,
@@ -228,6 +239,7 @@ class Deliveries:
             "since": _since(since),
             "status": status,
             "event_id": event_id,
+            "ordering_key": ordering_key,
         }
         return _page(self._t, "/deliveries", query, Delivery)
 

@@ -54,6 +54,7 @@ class Event:
     data: Any
     deliveries: int
     created_at: _dt.datetime
+    ordering_key: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +79,9 @@ class Delivery:
     response_status: Optional[int]
     error_kind: Optional[str]
     error: Optional[str]
+    ordering_key: Optional[str] = None
+    # While the attempt waits behind an earlier event with the same key: that event's id.
+    waits_for: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -70,6 +70,7 @@ export interface ListDeliveries {
     since?: Since;
     status?: DeliveryStatus;
     event_id?: string;
+    ordering_key?: string;
 }
 /** `/events`: send events; read them back by id or by cursor. */
 export declare class Events {
@@ -78,9 +79,12 @@ export declare class Events {
     /**
      * Stores the event and fans it out to every subscribed endpoint. An idempotency key is
      * made up when none is given, so a retry after a lost answer never sends it twice.
+     * Events with the same `orderingKey` reach each endpoint one at a time, in the order
+     * they were accepted.
      */
     send(event: string, data: unknown, options?: {
         idempotencyKey?: string;
+        orderingKey?: string;
     }): Promise<EventAccepted>;
     get(id: string): Promise<Event>;
     /** One page, oldest first. */

@@ -80,11 +80,16 @@ export class Events {
     /**
      * Stores the event and fans it out to every subscribed endpoint. An idempotency key is
      * made up when none is given, so a retry after a lost answer never sends it twice.
+     * Events with the same `orderingKey` reach each endpoint one at a time, in the order
+     * they were accepted.
      */
     async send(event, data, options = {}) {
         const key = options.idempotencyKey || `phk-${randomUUID()}`;
+        const body = { event, data };
+        if (options.orderingKey !== undefined)
+            body.ordering_key = options.orderingKey;
         return decode(await this.t.request("POST", "/events", {
-            body: { event, data },
+            body,
             headers: { "Idempotency-Key": key },
             retrySafe: true,
         }));
