@@ -322,10 +322,19 @@ async fn support_and_other_projects_are_refused_by_every_server_function() {
             403,
         ),
         ("set_ops_endpoint", vec![("id", &ep)], 403),
-        ("set_failing_alert", vec![("minutes", "1")], 403),
+        // A new threshold is refused; support staff are no project's members, so the
+        // e-mail choice, with the threshold unchanged, is refused as well.
+        (
+            "save_alert_settings",
+            vec![("minutes", "1"), ("email", "false")],
+            403,
+        ),
         ("alert_settings", vec![], 200),
-        // Support staff are no project's members: no alert e-mail for them.
-        ("set_email_alerts", vec![("on", "true")], 422),
+        (
+            "save_alert_settings",
+            vec![("minutes", "15"), ("email", "true")],
+            422,
+        ),
         ("delete_endpoint", vec![("id", &ep)], 403),
         ("reveal_secret", vec![("id", &ep)], 403),
         ("rotate_secret", vec![("id", &ep)], 403),

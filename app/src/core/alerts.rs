@@ -66,6 +66,50 @@ pub fn summary(kind: &str, data: &Value) -> String {
     }
 }
 
+/// Text made safe to place inside HTML elements and quoted attributes.
+pub fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The project's latest notices as an HTML table, `(kind, data, when: relative,
+/// absolute)` newest first; built on the server, so the browser bundle carries none of
+/// it. Every piece of text is escaped: notices quote tenants' URLs.
+pub fn notices_table(rows: &[(String, Value, String, String)]) -> String {
+    if rows.is_empty() {
+        return "<p class=\"empty\" data-testid=\"no-notices\">No notices yet. You will see \
+                endpoint.failing, endpoint.recovered, endpoint.disabled and \
+                delivery.dead_lettered here.</p>"
+            .into();
+    }
+    let mut html = String::from(
+        "<table class=\"grid\" data-testid=\"notices\"><thead><tr><th>Notice</th>\
+         <th>What happened</th><th class=\"num\">When</th></tr></thead><tbody>",
+    );
+    for (kind, data, relative, absolute) in rows {
+        let line = escape_html(&summary(kind, data));
+        let kind = escape_html(kind);
+        html.push_str(&format!(
+            "<tr data-testid=\"notice-row\" data-kind=\"{kind}\"><td class=\"mono\">{kind}</td>\
+             <td>{line}</td><td class=\"num\" title=\"{}\">{}</td></tr>",
+            escape_html(absolute),
+            escape_html(relative),
+        ));
+    }
+    html.push_str("</tbody></table>");
+    html
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +125,21 @@ mod tests {
             summary("delivery.dead_lettered", &json!({"url": "u", "count": 1})),
             "1 delivery to u dead-lettered"
         );
+    }
+
+    #[test]
+    fn a_hostile_url_in_a_notice_stays_text() {
+        let url = "https://x.example/<script>alert(1)</script>?a=\"b\"&c='d'";
+        let html = notices_table(&[(
+            "endpoint.recovered".into(),
+            json!({ "url": url }),
+            "now".into(),
+            "2026".into(),
+        )]);
+        assert!(!html.contains("<script>"), "{html}");
+        assert!(html
+            .contains("&lt;script&gt;alert(1)&lt;/script&gt;?a=&quot;b&quot;&amp;c=&#39;d&#39;"));
+        assert!(notices_table(&[]).contains("no-notices"));
     }
 
     #[test]

@@ -1,44 +1,28 @@
 //! The alerts panel under the endpoints: where notices go, after how long a failing
 //! endpoint is reported, whether the signed-in member gets them by e-mail, and the
-//! project's latest notices.
+//! project's latest notices. One form, one server function: the panel is part of the
+//! first download, so it is kept small.
 
-use leptos::prelude::*;
+use leptos::{html, prelude::*};
 
 use crate::{
-    cabinet::{alert_settings, set_email_alerts, set_failing_alert},
-    components::{
-        hydration::gate,
-        widgets::{error_text, Time},
-    },
+    cabinet::{alert_settings, save_alert_settings},
+    components::{hydration::gate, widgets::error_text},
 };
 
 #[component]
 pub fn AlertsPanel(version: RwSignal<u32>) -> impl IntoView {
     let settings = Resource::new(move || version.get(), |_| alert_settings());
     let gate = gate();
-    let minutes = RwSignal::new(String::new());
-    let message = RwSignal::new(None::<Result<String, String>>);
+    let minutes = NodeRef::<html::Input>::new();
+    let email = NodeRef::<html::Input>::new();
     let save = Action::new(move |_: &()| {
-        let m = minutes.get_untracked().trim().parse::<i64>().unwrap_or(0);
-        set_failing_alert(m)
-    });
-    let mail = Action::new(move |on: &bool| set_email_alerts(*on));
-    Effect::new(move |_| {
-        if let Some(r) = save.value().get() {
-            message.set(Some(
-                r.map(|_| "Alert threshold saved.".into())
-                    .map_err(|e| error_text(&e)),
-            ));
-        }
-    });
-    Effect::new(move |_| {
-        if let Some(r) = mail.value().get() {
-            message.set(Some(
-                r.map(|_| "E-mail preference saved.".into())
-                    .map_err(|e| error_text(&e)),
-            ));
-            version.update(|v| *v += 1);
-        }
+        let m = minutes
+            .get_untracked()
+            .map(|i| i.value())
+            .unwrap_or_default();
+        let on = email.get_untracked().is_some_and(|i| i.checked());
+        save_alert_settings(m.trim().parse().unwrap_or(0), on)
     });
     view! {
         <section class="alerts" data-testid="alerts-panel" aria-labelledby="alerts-title">
@@ -46,56 +30,33 @@ pub fn AlertsPanel(version: RwSignal<u32>) -> impl IntoView {
             <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     let content = match settings.await {
-                        Ok(s) => {
-                            minutes.set(s.failing_after_minutes.to_string());
-                            let ops = match s.ops_endpoint.clone() {
+                        Ok(s) => view! {
+                            {match s.ops_endpoint {
                                 Some(url) => view! { <p>"Notices go to "<code data-testid="alerts-ops-endpoint">{url}</code>", signed like every delivery."</p> }.into_any(),
                                 None => view! { <p class="note">"No operations endpoint yet: choose one with “Send operations alerts here” on its card."</p> }.into_any(),
-                            };
-                            view! {
-                                {ops}
-                                <form class="filters" on:submit=move |ev| { ev.prevent_default(); save.dispatch(()); }>
-                                    <label>"Report an endpoint as failing after "
-                                        <input type="number" min="1" max="10080" class="narrow" data-testid="failing-after-input"
-                                            aria-label="Minutes of failures before endpoint.failing"
-                                            prop:value=move || minutes.get() on:input=move |ev| minutes.set(event_target_value(&ev))/>
-                                        " minutes of failed attempts"</label>
-                                    <button type="submit" data-testid="save-alerts-button">"Save"</button>
-                                    <label class="check">
-                                        <input type="checkbox" data-testid="email-alerts-toggle" prop:checked=s.email_alerts
-                                            on:change=move |ev| { mail.dispatch(event_target_checked(&ev)); }/>
-                                        " E-mail me these alerts"
-                                        {(!s.mail_configured).then(|| view! { <small class="note">" (e-mail is off on this server: POSTHORN_SMTP_URL)"</small> })}
-                                    </label>
-                                </form>
-                                {if s.recent.is_empty() {
-                                    view! { <p class="empty" data-testid="no-notices">"No notices yet. You will see endpoint.failing, endpoint.recovered, endpoint.disabled and delivery.dead_lettered here."</p> }.into_any()
-                                } else {
-                                    view! {
-                                        <table class="grid" data-testid="notices">
-                                            <thead><tr><th>"Notice"</th><th>"What happened"</th><th class="num">"When"</th></tr></thead>
-                                            <tbody>
-                                                {s.recent.into_iter().map(|n| view! {
-                                                    <tr data-testid="notice-row" data-kind=n.kind.clone()>
-                                                        <td class="mono">{n.kind.clone()}</td>
-                                                        <td>{n.summary.clone()}</td>
-                                                        <td class="num"><Time at=n.at/></td>
-                                                    </tr>
-                                                }).collect_view()}
-                                            </tbody>
-                                        </table>
-                                    }.into_any()
-                                }}
-                            }.into_any()
-                        }
+                            }}
+                            <form class="filters" on:submit=move |ev| { ev.prevent_default(); save.dispatch(()); }>
+                                <label>"Report an endpoint as failing after "
+                                    <input type="number" min="1" max="10080" class="narrow" data-testid="failing-after-input" node_ref=minutes
+                                        aria-label="Minutes of failures before endpoint.failing" value=s.failing_after_minutes.to_string()/>
+                                    " minutes of failed attempts"</label>
+                                <label class="check">
+                                    <input type="checkbox" data-testid="email-alerts-toggle" node_ref=email checked=s.email_alerts/>
+                                    " E-mail me these alerts"
+                                    {(!s.mail_configured).then(|| view! { <small class="note">" (e-mail is off on this server: POSTHORN_SMTP_URL)"</small> })}
+                                </label>
+                                <button type="submit" data-testid="save-alerts-button">"Save"</button>
+                            </form>
+                            <div inner_html=s.recent_html></div>
+                        }.into_any(),
                         Err(e) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
                     };
                     view! { {gate.open()} {content} }
                 })}
             </Transition>
-            {move || message.get().map(|m| match m {
-                Ok(t) => view! { <p class="note ok" role="status" data-testid="alerts-message">{t}</p> }.into_any(),
-                Err(t) => view! { <p class="note error" role="alert" data-testid="alerts-message">{t}</p> }.into_any(),
+            {move || save.value().get().map(|r| match r {
+                Ok(()) => view! { <p class="note ok" role="status" data-testid="alerts-message">"Alert settings saved."</p> }.into_any(),
+                Err(e) => view! { <p class="note error" role="alert" data-testid="alerts-message">{error_text(&e)}</p> }.into_any(),
             })}
         </section>
     }

@@ -164,8 +164,7 @@ fn FilterBar(
             <input type="search" name="q" placeholder="Search event id or request id  ( / )"
                 data-testid="search-input" node_ref=search_ref value=opt(&f.q) aria-label="Search by event id or request id"/>
             <input type="search" name="ordering_key" data-testid="ordering-key-filter" placeholder="Ordering key" node_ref=key_ref
-                value=opt(&f.ordering_key) aria-label="Ordering key" maxlength="255"
-                on:change=set(|f, v| f.ordering_key = Some(v.trim().to_string()).filter(|v| !v.is_empty()))/>
+                value=opt(&f.ordering_key) aria-label="Ordering key" maxlength="255"/>
             <select name="status" data-testid="status-filter" aria-label="Status" on:change=set(|f, v| f.status = DeliveryStatus::parse(&v))>
                 <option value="">"All statuses"</option>
                 {DeliveryStatus::ALL.iter().map(|s| view! {
