@@ -284,18 +284,25 @@ impl Dispatcher {
             launch.forget_idle_endpoints();
             // An outcome recorded while this claim ran freed a slot it could not see.
             let raced = recorded.load(std::sync::atomic::Ordering::Acquire) != recorded_before;
-            if got < limit && !booked && !raced {
-                let sleep = match queue::next_due(&self.pool).await {
-                    Ok(Some(at)) => (at - chrono::Utc::now())
-                        .to_std()
-                        .unwrap_or_default()
-                        .clamp(Duration::from_millis(5), Duration::from_secs(1)),
-                    _ => Duration::from_secs(1),
+            if got < limit && !booked {
+                // Claims woken by freed slots are spaced out by a few ms, so a backlog
+                // answering one outcome at a time gets a claim per handful of outcomes,
+                // not one per outcome (each claim costs the database a scan).
+                let sleep = if raced {
+                    REFILL_PAUSE
+                } else {
+                    match queue::next_due(&self.pool).await {
+                        Ok(Some(at)) => (at - chrono::Utc::now())
+                            .to_std()
+                            .unwrap_or_default()
+                            .clamp(Duration::from_millis(5), Duration::from_secs(1)),
+                        _ => Duration::from_secs(1),
+                    }
                 };
                 tokio::select! {
                     Some(rows) = handed.recv() => launch.all(rows),
                     _ = wake.notified() => {}
-                    _ = progress.notified(), if capped => {}
+                    _ = progress.notified(), if capped => tokio::time::sleep(REFILL_PAUSE).await,
                     _ = tokio::time::sleep(sleep) => {}
                     _ = shutdown.changed() => {}
                 }
@@ -438,6 +445,9 @@ async fn write_outcomes(
         }
     }
 }
+
+/// How long a claim woken by freed slots waits for more outcomes to free theirs.
+const REFILL_PAUSE: Duration = Duration::from_millis(25);
 
 /// How many held rows each endpoint and project has, as the claim's arguments.
 #[derive(Default)]
