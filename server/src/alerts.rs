@@ -65,41 +65,43 @@ impl Mailer {
     }
 
     /// Mails the notices waiting for it; a notice is marked mailed once every recipient
-    /// was sent it, so an SMTP failure leaves it for the next round.
+    /// was sent it, so an SMTP failure leaves it (and the rest) for the next round.
     pub async fn send_waiting(&self, pool: &PgPool) -> app::error::AppResult<usize> {
-        let mut tx = pool.begin().await?;
-        let waiting = notices::to_mail(&mut tx, 20).await?;
+        let waiting = notices::to_mail(pool, 20).await?;
         let mut mailed = Vec::new();
         for n in &waiting {
-            let mut all_sent = true;
-            for to in &n.recipients {
-                let sent = match self.message(to, n) {
-                    Ok(m) => self
-                        .transport
-                        .send(m)
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| e.to_string()),
-                    Err(e) => {
-                        // An address that cannot be written to is skipped, not retried.
-                        tracing::warn!(notice = n.id, error = %e, "alert e-mail not built");
-                        Ok(())
-                    }
-                };
-                if let Err(e) = sent {
-                    tracing::warn!(notice = n.id, error = %e, "alert e-mail not sent; retrying later");
-                    all_sent = false;
-                    break;
-                }
-            }
-            if !all_sent {
+            if !self.send_to_all(n).await {
                 break;
             }
             mailed.push(n.id);
         }
-        notices::mark_mailed(&mut tx, &mailed).await?;
-        tx.commit().await?;
+        let unsent: Vec<i64> = waiting[mailed.len()..].iter().map(|n| n.id).collect();
+        notices::mark_mailed(pool, &mailed, &unsent).await?;
         Ok(mailed.len())
+    }
+
+    /// Whether every recipient of the notice was sent it.
+    async fn send_to_all(&self, n: &notices::ToMail) -> bool {
+        for to in &n.recipients {
+            let sent = match self.message(to, n) {
+                Ok(m) => self
+                    .transport
+                    .send(m)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+                Err(e) => {
+                    // An address that cannot be written to is skipped, not retried.
+                    tracing::warn!(notice = n.id, error = %e, "alert e-mail not built");
+                    Ok(())
+                }
+            };
+            if let Err(e) = sent {
+                tracing::warn!(notice = n.id, error = %e, "alert e-mail not sent; retrying later");
+                return false;
+            }
+        }
+        true
     }
 }
 

@@ -9,14 +9,6 @@ use sqlx::{PgConnection, PgPool};
 
 use crate::error::AppResult;
 
-/// The notice types, as the event catalogue lists them.
-pub const KINDS: [&str; 4] = [
-    "endpoint.disabled",
-    "endpoint.failing",
-    "endpoint.recovered",
-    "delivery.dead_lettered",
-];
-
 /// Dead letters named in one `delivery.dead_lettered` notice at most (the count is exact).
 pub const FIRST_IDS: usize = 5;
 
@@ -152,28 +144,41 @@ pub struct ToMail {
     pub recipients: Vec<String>,
 }
 
-/// Up to `limit` notices not yet mailed, locked until the transaction ends so two
-/// servers do not mail the same one.
-pub async fn to_mail(conn: &mut PgConnection, limit: i64) -> AppResult<Vec<ToMail>> {
-    Ok(sqlx::query_as(
-        "SELECT n.id, p.name AS project, n.kind, n.data, n.created_at,
-                coalesce((SELECT array_agg(u.email ORDER BY u.email) FROM memberships m
-                           JOIN users u ON u.id = m.user_id
-                          WHERE m.project_id = n.project_id AND m.email_alerts), '{}') AS recipients
-         FROM notices n JOIN projects p ON p.id = n.project_id
-         WHERE n.emailed_at IS NULL ORDER BY n.id LIMIT $1
-         FOR UPDATE OF n SKIP LOCKED",
+/// Up to `limit` notices not yet mailed, claimed for five minutes so that two servers
+/// do not mail the same one, oldest first. The claim commits at once: sending happens
+/// outside any transaction.
+pub async fn to_mail(pool: &PgPool, limit: i64) -> AppResult<Vec<ToMail>> {
+    let mut claimed: Vec<ToMail> = sqlx::query_as(
+        "UPDATE notices n SET mail_claimed_until = now() + interval '5 minutes'
+           FROM (SELECT id FROM notices
+                  WHERE emailed_at IS NULL AND (mail_claimed_until IS NULL OR mail_claimed_until < now())
+                  ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) c,
+                projects p
+          WHERE n.id = c.id AND p.id = n.project_id
+         RETURNING n.id, p.name AS project, n.kind, n.data, n.created_at,
+                   coalesce((SELECT array_agg(u.email ORDER BY u.email) FROM memberships m
+                              JOIN users u ON u.id = m.user_id
+                             WHERE m.project_id = n.project_id AND m.email_alerts), '{}') AS recipients",
     )
     .bind(limit)
-    .fetch_all(conn)
-    .await?)
+    .fetch_all(pool)
+    .await?;
+    claimed.sort_by_key(|n| n.id);
+    Ok(claimed)
 }
 
-pub async fn mark_mailed(conn: &mut PgConnection, ids: &[i64]) -> AppResult<()> {
-    sqlx::query("UPDATE notices SET emailed_at = now() WHERE id = ANY($1)")
-        .bind(ids)
-        .execute(conn)
-        .await?;
+/// Marks notices mailed, and gives back the claims of those that were not, for the
+/// next round.
+pub async fn mark_mailed(pool: &PgPool, mailed: &[i64], unsent: &[i64]) -> AppResult<()> {
+    sqlx::query(
+        "UPDATE notices SET emailed_at = CASE WHEN id = ANY($1) THEN now() END,
+                            mail_claimed_until = NULL
+          WHERE id = ANY($1) OR id = ANY($2)",
+    )
+    .bind(mailed)
+    .bind(unsent)
+    .execute(pool)
+    .await?;
     Ok(())
 }
 
