@@ -24,6 +24,10 @@ pub(crate) struct LocalHandoff {
     /// one endpoint would each see it below its share and together take a project past
     /// its own. Locked after `held`.
     promised: Mutex<Promised>,
+    /// The claim running now, if any: it counted the shares before its query ran, so
+    /// room reserved meanwhile must leave what the claim may still take. Locked after
+    /// `held`.
+    claim: Mutex<Option<ClaimWindow>>,
     pub(crate) max_held: usize,
     pub(crate) per_endpoint: usize,
     pub(crate) per_project: usize,
@@ -47,6 +51,7 @@ impl LocalHandoff {
             lease,
             held,
             promised: Mutex::new(Promised::default()),
+            claim: Mutex::new(None),
             max_held,
             per_endpoint,
             per_project,
@@ -70,10 +75,71 @@ impl LocalHandoff {
         (count(&promised.endpoints), count(&promised.projects))
     }
 
+    /// A claim of up to `limit` rows starts with these shares counted (held rows and
+    /// promised room, by endpoint and by project); `held` is locked by the caller.
+    pub(crate) fn begin_claim(
+        &self,
+        limit: usize,
+        endpoints: &[i64],
+        endpoint_held: &[i64],
+        projects: &[i64],
+        project_held: &[i64],
+    ) {
+        let window = ClaimWindow {
+            limit,
+            endpoints: endpoints
+                .iter()
+                .copied()
+                .zip(endpoint_held.iter().copied())
+                .collect(),
+            projects: projects
+                .iter()
+                .copied()
+                .zip(project_held.iter().copied())
+                .collect(),
+        };
+        *self.claim.lock().unwrap_or_else(|e| e.into_inner()) = Some(window);
+    }
+
+    /// The claim's rows are held now (or it failed); `held` is locked by the caller.
+    pub(crate) fn end_claim(&self) {
+        *self.claim.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
     /// Gives back the promises of one reservation; `held` is locked by the caller.
     fn release(&self, project_id: i64, endpoints: &[i64]) {
         let mut promised = self.promised.lock().unwrap_or_else(|e| e.into_inner());
         promised.take_back(project_id, endpoints);
+    }
+}
+
+/// What a running claim may still take, as it counted when it started.
+struct ClaimWindow {
+    limit: usize,
+    endpoints: HashMap<i64, i64>,
+    projects: HashMap<i64, i64>,
+}
+
+impl ClaimWindow {
+    /// The most the claim can take of one project, and of each of these endpoints.
+    fn may_take(
+        &self,
+        per_project: usize,
+        per_endpoint: usize,
+        project_id: i64,
+        endpoints: &[i64],
+    ) -> (usize, Vec<usize>) {
+        let room = |cap: usize, held: Option<&i64>| {
+            cap.saturating_sub(held.copied().unwrap_or(0).max(0) as usize)
+        };
+        let project = self
+            .limit
+            .min(room(per_project, self.projects.get(&project_id)));
+        let endpoints = endpoints
+            .iter()
+            .map(|e| project.min(room(per_endpoint, self.endpoints.get(e))))
+            .collect();
+        (project, endpoints)
     }
 }
 
@@ -119,9 +185,20 @@ impl Handoff for LocalHandoff {
         let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         let mut promised = self.promised.lock().unwrap_or_else(|e| e.into_inner());
         let reserved: usize = promised.projects.values().sum();
-        let free = self.max_held.saturating_sub(held.len() + reserved);
-        let mut project_held = 0;
-        let mut endpoint_held = vec![0usize; endpoints.len()];
+        let claim = self.claim.lock().unwrap_or_else(|e| e.into_inner());
+        // A running claim may yet take up to its limit, and up to the room it saw for
+        // this project and its endpoints: that room is spoken for.
+        let (claim_total, (mut project_held, mut endpoint_held)) = match claim.as_ref() {
+            Some(w) => (
+                w.limit,
+                w.may_take(self.per_project, self.per_endpoint, project_id, endpoints),
+            ),
+            None => (0, (0, vec![0usize; endpoints.len()])),
+        };
+        drop(claim);
+        let free = self
+            .max_held
+            .saturating_sub(held.len() + reserved + claim_total);
         for row in held.values() {
             if row.project_id == project_id {
                 project_held += 1;
@@ -183,5 +260,62 @@ impl Handoff for LocalHandoff {
     fn cancel(&self, project_id: i64, reserved: &[i64]) {
         let _held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         self.release(project_id, reserved);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handoff_holding(project_rows: usize) -> Arc<LocalHandoff> {
+        let held = Held::default();
+        {
+            let mut h = held.lock().unwrap();
+            for id in 0..project_rows as i64 {
+                let row = HeldRow {
+                    endpoint_id: 100 + id % 3,
+                    project_id: 1,
+                    throttled: false,
+                };
+                h.insert(id, row);
+            }
+        }
+        let (handoff, _rx) = LocalHandoff::new("w".into(), Duration::from_secs(5), held, 64, 4, 8);
+        handoff.open.store(true, Ordering::Release);
+        handoff
+    }
+
+    #[test]
+    fn a_reservation_leaves_a_running_claim_the_room_it_counted() {
+        // The project holds 6 of its 8; a claim has counted that and may take 2 more.
+        let handoff = handoff_holding(6);
+        {
+            let _held = handoff.held.lock().unwrap();
+            handoff.begin_claim(32, &[100, 101, 102], &[2, 2, 2], &[1], &[6]);
+        }
+        assert!(handoff.reserve(1, &[103, 104]).is_empty());
+        // Another project is untouched by this claim's room for project 1, but the
+        // claim may take up to 8 of its own: nothing is left for it either.
+        assert!(handoff.reserve(2, &[200]).is_empty());
+        {
+            let _held = handoff.held.lock().unwrap();
+            handoff.end_claim();
+        }
+        assert_eq!(handoff.reserve(1, &[103, 104]), vec![103, 104]);
+        assert_eq!(handoff.reserve(2, &[200]), vec![200]);
+    }
+
+    #[test]
+    fn a_claim_with_a_small_limit_leaves_the_rest() {
+        let handoff = handoff_holding(2);
+        {
+            let _held = handoff.held.lock().unwrap();
+            handoff.begin_claim(3, &[100, 101], &[1, 1], &[1], &[2]);
+        }
+        // 2 held + at most 3 for the claim: 3 of the project's 8 remain.
+        assert_eq!(
+            handoff.reserve(1, &[103, 104, 105, 106]),
+            vec![103, 104, 105]
+        );
     }
 }

@@ -201,13 +201,25 @@ impl Dispatcher {
                     Err(e) => tracing::warn!(error = %e, "lease recovery failed"),
                 }
             }
-            let (held_now, shares) = {
+            let (room, shares) = {
                 let h = held.lock().unwrap_or_else(|e| e.into_inner());
                 let promised = handoff.as_ref().map(|p| p.promised()).unwrap_or_default();
-                (h.len(), Shares::of(h.values(), promised))
+                let reserved = handoff.as_ref().map_or(0, |h| h.reserved());
+                let room = max_held.saturating_sub(h.len() + reserved);
+                let shares = Shares::of(h.values(), promised);
+                // Counted and marked under one lock: a reservation made while the claim
+                // runs leaves the claim its room (see `LocalHandoff::reserve`).
+                if let (Some(handoff), true) = (&handoff, room > 0) {
+                    handoff.begin_claim(
+                        room.min(self.cfg.batch_size.max(0) as usize),
+                        &shares.endpoints,
+                        &shares.endpoint_held,
+                        &shares.projects,
+                        &shares.project_held,
+                    );
+                }
+                (room as i64, shares)
             };
-            let reserved = handoff.as_ref().map_or(0, |h| h.reserved());
-            let room = max_held.saturating_sub(held_now + reserved) as i64;
             if room == 0 {
                 tokio::select! {
                     Some(rows) = handed.recv() => launch.all(rows),
@@ -240,6 +252,10 @@ impl Dispatcher {
             {
                 Ok(rows) => rows,
                 Err(e) => {
+                    if let Some(handoff) = &handoff {
+                        let _h = held.lock().unwrap_or_else(|e| e.into_inner());
+                        handoff.end_claim();
+                    }
                     tracing::warn!(error = %e, "claim failed; retrying in 1 s");
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_secs(1)) => {}
@@ -264,6 +280,9 @@ impl Dispatcher {
                             throttled: row.start_at.is_some(),
                         },
                     );
+                }
+                if let Some(handoff) = &handoff {
+                    handoff.end_claim();
                 }
             }
             // Rows this claim passed over because their endpoint or project is at its
