@@ -40,10 +40,17 @@ pub struct KeyOwner {
     pub plan: Plan,
 }
 
-/// Looks a presented key up; revoked keys are unknown. Marks it used (at most once a
-/// minute per key, to keep the hot path free of writes).
-pub async fn authenticate(pool: &PgPool, key: &str) -> AppResult<Option<KeyOwner>> {
-    let row = sqlx::query_as::<_, (i64, i64, String)>(
+/// Looks a presented key up (revoked keys are unknown) and, for a known key, counts one
+/// hit on its rate counter (the bucket [`key_bucket`] names) for the window starting at
+/// `window_start`, in one statement, so the count costs the request no round trip of
+/// its own. Marks the key used at most once a minute, to keep the hot path free of
+/// logged writes. Returns the owner and the count including this hit.
+pub async fn authenticate_counting(
+    pool: &PgPool,
+    key: &str,
+    window_start: i64,
+) -> AppResult<Option<(KeyOwner, u32)>> {
+    let row = sqlx::query_as::<_, (i64, i64, String, i32)>(
         "WITH k AS (
             SELECT k.id, k.project_id, p.plan, k.last_used_at FROM api_keys k
             JOIN projects p ON p.id = k.project_id
@@ -51,17 +58,31 @@ pub async fn authenticate(pool: &PgPool, key: &str) -> AppResult<Option<KeyOwner
          ), touched AS (
             UPDATE api_keys SET last_used_at = now()
             WHERE id IN (SELECT id FROM k WHERE last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+         ), counted AS (
+            INSERT INTO rate_counters (bucket, window_start, count)
+            SELECT 'key:' || id, $2, 1 FROM k
+            ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_counters.count + 1
+            RETURNING count
          )
-         SELECT id, project_id, plan FROM k",
+         SELECT k.id, k.project_id, k.plan, counted.count FROM k, counted",
     )
     .bind(hash_key(key))
+    .bind(window_start)
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|(key_id, project_id, plan)| KeyOwner {
-        key_id,
-        project_id,
-        plan: Plan::parse(&plan).unwrap_or(Plan::Trial),
+    Ok(row.map(|(key_id, project_id, plan, count)| {
+        let owner = KeyOwner {
+            key_id,
+            project_id,
+            plan: Plan::parse(&plan).unwrap_or(Plan::Trial),
+        };
+        (owner, count.max(0) as u32)
     }))
+}
+
+/// The rate counter of one API key (requests and event units count against it).
+pub fn key_bucket(key_id: i64) -> String {
+    format!("key:{key_id}")
 }
 
 pub async fn list(pool: &PgPool, access: &Access) -> AppResult<Vec<ApiKeyView>> {

@@ -140,23 +140,34 @@ pub async fn ingest_handing(
     super::lanes::join(&mut tx, &mut attempts).await?;
     // Reserved only now, so a repeated event never holds room; given back on any error.
     // An attempt waiting its turn in a lane is not sendable yet.
-    let reserved = handoff.map(|h| {
-        let plain: Vec<i64> = targets
-            .iter()
-            .zip(&attempts)
-            .filter(|(t, a)| !t.throttled && !a.lane.is_waiting())
-            .map(|(t, _)| t.id)
-            .collect();
-        Reserved {
-            handoff: h,
-            project_id,
-            endpoints: if plain.is_empty() {
-                Vec::new()
-            } else {
-                h.reserve(project_id, &plain)
-            },
+    let reserved = match handoff {
+        Some(h) => {
+            let plain: Vec<i64> = targets
+                .iter()
+                .zip(&attempts)
+                .filter(|(t, a)| !t.throttled && !a.lane.is_waiting())
+                .map(|(t, _)| t.id)
+                .collect();
+            let endpoints = match plain.is_empty() {
+                true => Vec::new(),
+                // A claim is running that may take this room: it ends within
+                // milliseconds, and the event then still goes the short way.
+                false => match h.reserve(project_id, &plain) {
+                    Ok(taken) => taken,
+                    Err(busy) => {
+                        busy.wait(CLAIM_WAIT).await;
+                        h.reserve(project_id, &plain).unwrap_or_default()
+                    }
+                },
+            };
+            Some(Reserved {
+                handoff: h,
+                project_id,
+                endpoints,
+            })
         }
-    });
+        None => None,
+    };
     let handed_to = reserved.as_ref().filter(|r| !r.endpoints.is_empty());
     let taken: Vec<bool> = targets
         .iter()
@@ -217,6 +228,10 @@ pub async fn ingest_handing(
         repeated: false,
     })
 }
+
+/// The longest an ingest waits for a running claim before it leaves its attempts to the
+/// next claim instead.
+const CLAIM_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 #[derive(Clone, Debug, serde::Serialize, sqlx::FromRow)]
 pub struct StoredEvent {

@@ -35,14 +35,26 @@ pub struct Claimed {
     pub start_at: Option<DateTime<Utc>>,
 }
 
+/// The dispatcher is claiming, and the claim may take the room asked for.
+#[derive(Debug)]
+pub struct Busy(pub tokio::sync::watch::Receiver<bool>);
+
+impl Busy {
+    /// Waits until the claim has ended, at most `limit`.
+    pub async fn wait(mut self, limit: Duration) {
+        let _ = tokio::time::timeout(limit, self.0.wait_for(|running| !running)).await;
+    }
+}
+
 /// A dispatcher that takes attempts directly from ingest in its process.
 pub trait Handoff: Send + Sync {
     /// The worker name the rows are leased to, and for how long.
     fn worker(&self) -> &str;
     fn lease(&self) -> Duration;
     /// Which of these endpoints (of one project, none throttled) it has room for now;
-    /// the room stays reserved until [`Handoff::deliver`] or [`Handoff::cancel`].
-    fn reserve(&self, project_id: i64, endpoints: &[i64]) -> Vec<i64>;
+    /// the room stays reserved until [`Handoff::deliver`] or [`Handoff::cancel`]. Busy
+    /// (nothing reserved) when a claim running now may take room this would need.
+    fn reserve(&self, project_id: i64, endpoints: &[i64]) -> Result<Vec<i64>, Busy>;
     /// The committed rows of a reservation (the project and the endpoints reserved).
     fn deliver(&self, rows: Vec<Claimed>, project_id: i64, reserved: &[i64]);
     /// A reservation that was not used (the transaction failed or was a repeat).

@@ -185,26 +185,38 @@ async fn authenticate_and_limit(
                 .or_else(|| v.strip_prefix("bearer "))
         })
         .map(|k| k.trim().to_string());
-    let owner = match &bearer {
-        Some(key) => match api_keys::authenticate(&state.pool, key).await {
-            Ok(o) => o,
-            Err(e) => return ApiError::from(e).into_response(),
-        },
+    // A known key is looked up and counted in one statement; anything else counts
+    // against the caller's address.
+    let counted = match &bearer {
+        Some(key) => {
+            match api_keys::authenticate_counting(&state.pool, key, window_start(now)).await {
+                Ok(c) => c,
+                Err(e) => return ApiError::from(e).into_response(),
+            }
+        }
         None => None,
     };
-    let (bucket, limit) = match &owner {
-        Some(o) => (
-            format!("key:{}", o.key_id),
-            state.cfg.plan_limits.per_minute(o.plan),
-        ),
-        None => (
-            format!("ip:{}", address_bucket(addr.ip())),
-            state.cfg.plan_limits.per_minute(Plan::Trial),
-        ),
-    };
-    let count = match rate_counters::hit(&state.pool, &bucket, window_start(now)).await {
-        Ok(c) => c,
-        Err(e) => return ApiError::from(e).into_response(),
+    let (owner, bucket, limit, count) = match counted {
+        Some((o, count)) => {
+            let (limit, bucket) = (
+                state.cfg.plan_limits.per_minute(o.plan),
+                api_keys::key_bucket(o.key_id),
+            );
+            (Some(o), bucket, limit, count)
+        }
+        None => {
+            let bucket = format!("ip:{}", address_bucket(addr.ip()));
+            let count = match rate_counters::hit(&state.pool, &bucket, window_start(now)).await {
+                Ok(c) => c,
+                Err(e) => return ApiError::from(e).into_response(),
+            };
+            (
+                None,
+                bucket,
+                state.cfg.plan_limits.per_minute(Plan::Trial),
+                count,
+            )
+        }
     };
     let q = quota(limit, count, now);
     let mut response = if !q.allowed {

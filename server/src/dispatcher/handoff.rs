@@ -10,8 +10,8 @@ use std::{
     time::Duration,
 };
 
-use app::db::handoff::{Claimed, Handoff};
-use tokio::sync::mpsc;
+use app::db::handoff::{Busy, Claimed, Handoff};
+use tokio::sync::{mpsc, watch};
 
 use super::{Held, HeldRow};
 
@@ -28,6 +28,8 @@ pub(crate) struct LocalHandoff {
     /// room reserved meanwhile must leave what the claim may still take. Locked after
     /// `held`.
     claim: Mutex<Option<ClaimWindow>>,
+    /// True while a claim runs; ingest that found its room spoken for waits on it.
+    claiming: watch::Sender<bool>,
     pub(crate) max_held: usize,
     pub(crate) per_endpoint: usize,
     pub(crate) per_project: usize,
@@ -52,6 +54,7 @@ impl LocalHandoff {
             held,
             promised: Mutex::new(Promised::default()),
             claim: Mutex::new(None),
+            claiming: watch::Sender::new(false),
             max_held,
             per_endpoint,
             per_project,
@@ -99,11 +102,58 @@ impl LocalHandoff {
                 .collect(),
         };
         *self.claim.lock().unwrap_or_else(|e| e.into_inner()) = Some(window);
+        self.claiming.send_replace(true);
     }
 
     /// The claim's rows are held now (or it failed); `held` is locked by the caller.
     pub(crate) fn end_claim(&self) {
         *self.claim.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.claiming.send_replace(false);
+    }
+
+    /// Which of `endpoints` (of one project) have room beside the rows held, the room
+    /// promised, and what a running claim may still take.
+    fn fit(
+        &self,
+        held: &HashMap<i64, HeldRow>,
+        promised: &Promised,
+        claim: Option<&ClaimWindow>,
+        project_id: i64,
+        endpoints: &[i64],
+    ) -> Vec<i64> {
+        let reserved: usize = promised.projects.values().sum();
+        // A running claim may yet take up to its limit, and up to the room it saw for
+        // this project and its endpoints: that room is spoken for.
+        let (claim_total, (mut project_held, mut endpoint_held)) = match claim {
+            Some(w) => (
+                w.limit,
+                w.may_take(self.per_project, self.per_endpoint, project_id, endpoints),
+            ),
+            None => (0, (0, vec![0usize; endpoints.len()])),
+        };
+        let free = self
+            .max_held
+            .saturating_sub(held.len() + reserved + claim_total);
+        for row in held.values() {
+            if row.project_id == project_id {
+                project_held += 1;
+                if let Some(i) = endpoints.iter().position(|e| *e == row.endpoint_id) {
+                    endpoint_held[i] += 1;
+                }
+            }
+        }
+        project_held += promised.projects.get(&project_id).copied().unwrap_or(0);
+        for (i, e) in endpoints.iter().enumerate() {
+            endpoint_held[i] += promised.endpoints.get(e).copied().unwrap_or(0);
+        }
+        let room = free.min(self.per_project.saturating_sub(project_held));
+        endpoints
+            .iter()
+            .zip(&endpoint_held)
+            .filter(|(_, n)| **n < self.per_endpoint)
+            .map(|(e, _)| *e)
+            .take(room)
+            .collect()
     }
 
     /// Gives back the promises of one reservation; `held` is locked by the caller.
@@ -177,55 +227,34 @@ impl Handoff for LocalHandoff {
         self.lease
     }
 
-    fn reserve(&self, project_id: i64, endpoints: &[i64]) -> Vec<i64> {
+    fn reserve(&self, project_id: i64, endpoints: &[i64]) -> Result<Vec<i64>, Busy> {
         if !self.open.load(Ordering::Acquire) {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         // Under the held lock, so two reservations never both take the last room.
         let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         let mut promised = self.promised.lock().unwrap_or_else(|e| e.into_inner());
-        let reserved: usize = promised.projects.values().sum();
         let claim = self.claim.lock().unwrap_or_else(|e| e.into_inner());
-        // A running claim may yet take up to its limit, and up to the room it saw for
-        // this project and its endpoints: that room is spoken for.
-        let (claim_total, (mut project_held, mut endpoint_held)) = match claim.as_ref() {
-            Some(w) => (
-                w.limit,
-                w.may_take(self.per_project, self.per_endpoint, project_id, endpoints),
-            ),
-            None => (0, (0, vec![0usize; endpoints.len()])),
-        };
+        let taken = self.fit(&held, &promised, claim.as_ref(), project_id, endpoints);
+        // Room a running claim may still take is not promised twice; rather than send
+        // the event the long way (a wake-up and the next claim), its ingest waits for
+        // the claim to end and asks again.
+        if claim.is_some()
+            && taken.len()
+                < self
+                    .fit(&held, &promised, None, project_id, endpoints)
+                    .len()
+        {
+            return Err(Busy(self.claiming.subscribe()));
+        }
         drop(claim);
-        let free = self
-            .max_held
-            .saturating_sub(held.len() + reserved + claim_total);
-        for row in held.values() {
-            if row.project_id == project_id {
-                project_held += 1;
-                if let Some(i) = endpoints.iter().position(|e| *e == row.endpoint_id) {
-                    endpoint_held[i] += 1;
-                }
-            }
-        }
-        project_held += promised.projects.get(&project_id).copied().unwrap_or(0);
-        for (i, e) in endpoints.iter().enumerate() {
-            endpoint_held[i] += promised.endpoints.get(e).copied().unwrap_or(0);
-        }
-        let room = free.min(self.per_project.saturating_sub(project_held));
-        let taken: Vec<i64> = endpoints
-            .iter()
-            .zip(&endpoint_held)
-            .filter(|(_, n)| **n < self.per_endpoint)
-            .map(|(e, _)| *e)
-            .take(room)
-            .collect();
         for e in &taken {
             *promised.endpoints.entry(*e).or_default() += 1;
         }
         if !taken.is_empty() {
             *promised.projects.entry(project_id).or_default() += taken.len();
         }
-        taken
+        Ok(taken)
     }
 
     fn deliver(&self, rows: Vec<Claimed>, project_id: i64, reserved: &[i64]) {
@@ -285,24 +314,27 @@ mod tests {
         handoff
     }
 
-    #[test]
-    fn a_reservation_leaves_a_running_claim_the_room_it_counted() {
+    #[tokio::test]
+    async fn a_reservation_leaves_a_running_claim_the_room_it_counted() {
         // The project holds 6 of its 8; a claim has counted that and may take 2 more.
         let handoff = handoff_holding(6);
         {
             let _held = handoff.held.lock().unwrap();
             handoff.begin_claim(32, &[100, 101, 102], &[2, 2, 2], &[1], &[6]);
         }
-        assert!(handoff.reserve(1, &[103, 104]).is_empty());
-        // Another project is untouched by this claim's room for project 1, but the
-        // claim may take up to 8 of its own: nothing is left for it either.
-        assert!(handoff.reserve(2, &[200]).is_empty());
+        assert!(handoff.reserve(1, &[103, 104]).is_err());
+        // The claim may take up to 8 of another project too: it waits as well.
+        let busy = handoff.reserve(2, &[200]).unwrap_err();
         {
             let _held = handoff.held.lock().unwrap();
             handoff.end_claim();
         }
-        assert_eq!(handoff.reserve(1, &[103, 104]), vec![103, 104]);
-        assert_eq!(handoff.reserve(2, &[200]), vec![200]);
+        // The waiting ingest is let go as soon as the claim ends.
+        tokio::time::timeout(Duration::from_secs(1), busy.wait(Duration::from_secs(5)))
+            .await
+            .expect("the wait ends with the claim");
+        assert_eq!(handoff.reserve(1, &[103, 104]).unwrap(), vec![103, 104]);
+        assert_eq!(handoff.reserve(2, &[200]).unwrap(), vec![200]);
     }
 
     #[test]
@@ -312,9 +344,11 @@ mod tests {
             let _held = handoff.held.lock().unwrap();
             handoff.begin_claim(3, &[100, 101], &[1, 1], &[1], &[2]);
         }
-        // 2 held + at most 3 for the claim: 3 of the project's 8 remain.
+        // 2 held + at most 3 for the claim: 3 of the project's 8 remain, and a
+        // reservation that fits beside the claim need not wait.
+        assert!(handoff.reserve(1, &[103, 104, 105, 106]).is_err());
         assert_eq!(
-            handoff.reserve(1, &[103, 104, 105, 106]),
+            handoff.reserve(1, &[103, 104, 105]).unwrap(),
             vec![103, 104, 105]
         );
     }

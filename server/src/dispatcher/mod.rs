@@ -318,12 +318,31 @@ impl Dispatcher {
                         _ => Duration::from_secs(1),
                     }
                 };
-                tokio::select! {
-                    Some(rows) = handed.recv() => launch.all(rows),
-                    _ = wake.notified() => {}
-                    _ = progress.notified(), if capped => tokio::time::sleep(REFILL_PAUSE).await,
-                    _ = tokio::time::sleep(sleep) => {}
-                    _ = shutdown.changed() => {}
+                // Attempts handed over from ingest are launched as they come without a
+                // claim: they leave nothing new in the queue, and a claim (with its
+                // `next_due`) per handed event was two statements of every event's cost.
+                // A freed slot brings the claim forward to a few ms from now, and a
+                // new attempt (a wake-up) to now: the pause that lets outcomes gather
+                // never holds back another tenant's fresh event.
+                let mut until = tokio::time::Instant::now() + sleep;
+                let mut refill = false;
+                loop {
+                    tokio::select! {
+                        Some(rows) = handed.recv() => {
+                            launch.all(rows);
+                            while launch.tasks.try_join_next().is_some() {}
+                            continue;
+                        }
+                        _ = progress.notified(), if capped && !refill => {
+                            refill = true;
+                            until = until.min(tokio::time::Instant::now() + REFILL_PAUSE);
+                            continue;
+                        }
+                        _ = wake.notified() => {}
+                        _ = tokio::time::sleep_until(until) => {}
+                        _ = shutdown.changed() => {}
+                    }
+                    break;
                 }
             }
         }

@@ -322,6 +322,48 @@ async fn pg_counters(pool: &PgPool) -> (i64, i64) {
     .unwrap_or((0, 0))
 }
 
+/// Starts counting statements in the scratch database afresh when the cluster preloads
+/// `pg_stat_statements`; false (and nothing is printed later) when it does not.
+async fn statements_reset(pool: &PgPool) -> bool {
+    sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        .execute(pool)
+        .await
+        .is_ok()
+        && sqlx::query("SELECT pg_stat_statements_reset()")
+            .execute(pool)
+            .await
+            .is_ok()
+}
+
+/// The statements that cost the database most, per unit of work: calls, and ms spent
+/// executing and planning (planning is counted when `pg_stat_statements.track_planning`
+/// is on). The benchmark's own polling shows up here too, and is labelled by its text.
+async fn statements_report(pool: &PgPool, counting: bool, units: u64, unit: &str) {
+    if !counting {
+        return;
+    }
+    let rows: Vec<(i64, f64, f64, String)> = sqlx::query_as(
+        "SELECT calls, total_exec_time, total_plan_time,
+                left(regexp_replace(query, '\\s+', ' ', 'g'), 110)
+         FROM pg_stat_statements
+         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+         ORDER BY total_exec_time + total_plan_time DESC LIMIT 12",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap_or_default();
+    let units = units.max(1) as f64;
+    println!("statements by database time, per {unit}: calls | ms executing | ms planning | text");
+    for (calls, exec, plan, text) in rows {
+        println!(
+            "  {:>6.3} | {:>6.3} | {:>6.3} | {text}",
+            calls as f64 / units,
+            exec / units,
+            plan / units
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The rig: scratch database, server, receiver, a project with a key.
 
@@ -578,6 +620,7 @@ pub async fn latency(
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before = rig.cpu();
     let counters = pg_counters(&rig.pool).await;
+    let counting = statements_reset(&rig.pool).await;
     let (sent, refused) = rig.paced_keyed(&rig.key, rate, seconds, keys).await;
     let ids: Vec<&str> = sent.iter().map(|(id, _)| id.as_str()).collect();
     rig.wait_for(
@@ -589,6 +632,7 @@ pub async fn latency(
     .await;
     let after = rig.cpu();
     let counters_after = pg_counters(&rig.pool).await;
+    statements_report(&rig.pool, counting, sent.len() as u64, "event").await;
     let Rig {
         receiver, server, ..
     } = rig;
@@ -632,6 +676,7 @@ pub async fn fanout(endpoints: usize, rate: u64, seconds: u64, env: Vec<(String,
         rig.endpoint(&rig.key, &url).await;
     }
     let before = rig.cpu();
+    let counting = statements_reset(&rig.pool).await;
     let started = unix_micros();
     let (sent, refused) = rig.paced(&rig.key, rate, seconds).await;
     let expected = sent.len() as i64 * endpoints as i64;
@@ -642,6 +687,7 @@ pub async fn fanout(endpoints: usize, rate: u64, seconds: u64, env: Vec<(String,
     )
     .await;
     let after = rig.cpu();
+    statements_report(&rig.pool, counting, expected as u64, "delivery").await;
     let Rig {
         receiver, server, ..
     } = rig;
@@ -681,6 +727,7 @@ pub async fn ingest(concurrency: usize, seconds: u64, env: Vec<(String, String)>
     let url = rig.receiver_url("/hook");
     rig.endpoint(&rig.key, &url).await;
     let before = rig.cpu();
+    let counting = statements_reset(&rig.pool).await;
     let until = Instant::now() + Duration::from_secs(seconds);
     let mut tasks = tokio::task::JoinSet::new();
     for c in 0..concurrency {
@@ -701,6 +748,7 @@ pub async fn ingest(concurrency: usize, seconds: u64, env: Vec<(String, String)>
         accepted += n.unwrap();
     }
     let after = rig.cpu();
+    statements_report(&rig.pool, counting, accepted, "event").await;
     let Rig {
         receiver, server, ..
     } = rig;
