@@ -60,7 +60,7 @@ pub async fn authenticate_counting(
             WHERE id IN (SELECT id FROM k WHERE last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
          ), counted AS (
             INSERT INTO rate_counters (bucket, window_start, count)
-            SELECT 'key:' || id, $2, 1 FROM k
+            SELECT $3 || id, $2, 1 FROM k
             ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_counters.count + 1
             RETURNING count
          )
@@ -68,6 +68,7 @@ pub async fn authenticate_counting(
     )
     .bind(hash_key(key))
     .bind(window_start)
+    .bind(KEY_BUCKET)
     .fetch_optional(pool)
     .await?;
     Ok(row.map(|(key_id, project_id, plan, count)| {
@@ -80,9 +81,12 @@ pub async fn authenticate_counting(
     }))
 }
 
-/// The rate counter of one API key (requests and event units count against it).
+/// The rate counter of one API key (requests and event units count against it) is
+/// this prefix and the key's id.
+const KEY_BUCKET: &str = "key:";
+
 pub fn key_bucket(key_id: i64) -> String {
-    format!("key:{key_id}")
+    format!("{KEY_BUCKET}{key_id}")
 }
 
 pub async fn list(pool: &PgPool, access: &Access) -> AppResult<Vec<ApiKeyView>> {

@@ -201,24 +201,25 @@ impl Dispatcher {
                     Err(e) => tracing::warn!(error = %e, "lease recovery failed"),
                 }
             }
-            let (room, shares) = {
+            let (room, limit, shares) = {
                 let h = held.lock().unwrap_or_else(|e| e.into_inner());
                 let promised = handoff.as_ref().map(|p| p.promised()).unwrap_or_default();
                 let reserved = handoff.as_ref().map_or(0, |h| h.reserved());
-                let room = max_held.saturating_sub(h.len() + reserved);
+                let room = max_held.saturating_sub(h.len() + reserved) as i64;
+                let limit = room.min(self.cfg.batch_size);
                 let shares = Shares::of(h.values(), promised);
                 // Counted and marked under one lock: a reservation made while the claim
                 // runs leaves the claim its room (see `LocalHandoff::reserve`).
                 if let (Some(handoff), true) = (&handoff, room > 0) {
                     handoff.begin_claim(
-                        room.min(self.cfg.batch_size.max(0) as usize),
+                        limit.max(0) as usize,
                         &shares.endpoints,
                         &shares.endpoint_held,
                         &shares.projects,
                         &shares.project_held,
                     );
                 }
-                (room as i64, shares)
+                (room, limit, shares)
             };
             if room == 0 {
                 tokio::select! {
@@ -229,7 +230,6 @@ impl Dispatcher {
                 }
                 continue;
             }
-            let limit = room.min(self.cfg.batch_size);
             let claim_started = std::time::Instant::now();
             let recorded_before = recorded.load(std::sync::atomic::Ordering::Acquire);
             let caps = queue::Caps {
