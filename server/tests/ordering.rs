@@ -108,6 +108,7 @@ async fn answer(
         .into_response()
 }
 
+#[derive(Clone)]
 struct Api {
     base: String,
     key: String,
@@ -640,5 +641,54 @@ async fn ordering_keys_are_checked() {
         .unwrap()
         .len();
     assert_eq!(n, 1);
+    app.stop().await;
+}
+
+/// Batches naming the same keys in opposite orders, sent at once: a batch is one
+/// transaction, and it locks all its lanes together in one global order before the
+/// first joins, so no two batches wait on each other (PostgreSQL would end one with a
+/// deadlock error, a 500). Each key's events still go out in acceptance order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_naming_keys_in_opposite_orders_never_deadlock() {
+    let app = TestApp::spawn().await;
+    let rx = Rx::start().await;
+    let api = setup(&app, &rx).await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..16 {
+        let api = api.clone();
+        tasks.spawn(async move {
+            let mut keys = ["k-a", "k-b", "k-c"];
+            if i % 2 == 1 {
+                keys.reverse();
+            }
+            let events = keys
+                .iter()
+                .map(|k| keyed(k, json!({"batch": i, "key": k})))
+                .collect();
+            api.batch(events).await
+        });
+    }
+    let mut sent = 0;
+    while let Some(ids) = tasks.join_next().await {
+        sent += ids.unwrap().len();
+    }
+    assert_eq!(sent, 48);
+    let seen = rx.wait_for(48, Duration::from_secs(30)).await;
+    assert_eq!(seen.len(), 48);
+    // Per key, receipts follow the order the events were stored in.
+    for key in ["k-a", "k-b", "k-c"] {
+        let stored: Vec<String> =
+            sqlx::query_scalar("SELECT event_id FROM events WHERE ordering_key = $1 ORDER BY id")
+                .bind(key)
+                .fetch_all(&app.pool)
+                .await
+                .unwrap();
+        let received: Vec<String> = seen
+            .iter()
+            .filter(|s| stored.contains(&s.event))
+            .map(|s| s.event.clone())
+            .collect();
+        assert_eq!(received, stored, "{key}");
+    }
     app.stop().await;
 }

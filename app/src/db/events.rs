@@ -45,12 +45,25 @@ pub async fn ingest(
 /// An endpoint an event fans out to, with what a handed-off attempt needs to be sent.
 #[derive(sqlx::FromRow)]
 struct Target {
+    /// The event type it was found for.
+    event_type: String,
     id: i64,
     url: String,
     throttled: bool,
     secret: String,
     previous_secret: Option<String>,
     custom_headers: sqlx::types::Json<Vec<(String, String)>>,
+}
+
+/// One event to store, as [`ingest_all`] takes it.
+#[derive(Clone, Copy, Debug)]
+pub struct NewEvent<'a> {
+    pub event_type: &'a EventType,
+    /// Valid JSON text, stored byte for byte.
+    pub data_json: &'a str,
+    /// The client's idempotency key.
+    pub client_id: Option<&'a str>,
+    pub ordering_key: Option<&'a str>,
 }
 
 /// [`ingest`] with an ordering key (each first attempt joins the end of its endpoint's
@@ -66,167 +79,225 @@ pub async fn ingest_handing(
     ordering_key: Option<&str>,
     handoff: Option<&dyn Handoff>,
 ) -> AppResult<Ingested> {
+    let event = NewEvent {
+        event_type,
+        data_json,
+        client_id,
+        ordering_key,
+    };
+    let mut stored = ingest_all(pool, project_id, &[event], handoff).await?;
+    stored.pop().ok_or(AppError::Db(sqlx::Error::RowNotFound))
+}
+
+/// Stores the events in one transaction, in order (a batch is taken whole or not at
+/// all, with one commit), each fanned out as [`ingest_handing`] does; an event whose
+/// idempotency key was seen before, earlier in the batch too, answers as first stored.
+pub async fn ingest_all(
+    pool: &PgPool,
+    project_id: i64,
+    events: &[NewEvent<'_>],
+    handoff: Option<&dyn Handoff>,
+) -> AppResult<Vec<Ingested>> {
     let mut tx = pool.begin().await?;
+    let mut types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+    types.sort_unstable();
+    types.dedup();
     // The dispatchers are woken after the commit, not by the insert trigger (see the
     // `notify_after_commit` migration for why); setting it in the first query saves a
-    // round trip.
+    // round trip. One query finds the endpoints of every type in the batch.
     let targets: Vec<Target> = sqlx::query_as(
-        "SELECT e.id, e.url, e.rate_limit IS NOT NULL AS throttled, e.secret,
+        "SELECT t.event_type, e.id, e.url, e.rate_limit IS NOT NULL AS throttled, e.secret,
                 CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
                 e.custom_headers
-         FROM endpoints e, set_config('posthorn.defer_notify', 'on', true)
+         FROM unnest($2::text[]) AS t(event_type)
+         JOIN endpoints e ON e.event_types @> ARRAY['*'] OR e.event_types @> ARRAY[t.event_type],
+              set_config('posthorn.defer_notify', 'on', true)
          WHERE e.project_id = $1 AND e.enabled AND e.deleted_at IS NULL
-           AND (e.event_types @> ARRAY['*'] OR e.event_types @> ARRAY[$2])
-         ORDER BY e.id",
+         ORDER BY t.event_type, e.id",
     )
     .bind(project_id)
-    .bind(event_type.as_str())
+    .bind(&types)
     .fetch_all(&mut *tx)
     .await?;
-    let deliveries = targets.len() as i32;
-    let event_id = new_event_id();
-    let inserted: Option<DateTime<Utc>> = sqlx::query_scalar(
-        "INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key)
-         VALUES ($1, $2, $3, $4::json, $5, $6, $7)
-         ON CONFLICT (project_id, client_id) WHERE client_id IS NOT NULL DO NOTHING
-         RETURNING created_at",
-    )
-    .bind(&event_id)
-    .bind(project_id)
-    .bind(event_type.as_str())
-    .bind(data_json)
-    .bind(client_id)
-    .bind(deliveries)
-    .bind(ordering_key)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some(created_at) = inserted else {
-        tx.rollback().await?;
-        let (event_id, deliveries, created_at) = sqlx::query_as::<_, (String, i32, DateTime<Utc>)>(
-            "SELECT event_id, deliveries, created_at FROM events WHERE project_id = $1 AND client_id = $2",
+    let targets_of = |event_type: &str| -> Vec<&Target> {
+        targets
+            .iter()
+            .filter(|t| t.event_type == event_type)
+            .collect()
+    };
+    // Several events may join lanes: every lane is locked at once, in the global order,
+    // before the first joins, or two batches could each hold a lane the other waits for.
+    if events.iter().filter(|e| e.ordering_key.is_some()).count() > 1 {
+        let lanes: Vec<super::lanes::LaneId> = events
+            .iter()
+            .filter_map(|e| e.ordering_key.map(|k| (e.event_type.as_str(), k)))
+            .flat_map(|(t, k)| {
+                targets_of(t)
+                    .into_iter()
+                    .map(move |e| (e.id, k.to_string()))
+            })
+            .collect();
+        super::lanes::lock_all(&mut tx, lanes).await?;
+    }
+    let mut stored = Vec::with_capacity(events.len());
+    let mut handed: Vec<(Reserved, Vec<Claimed>)> = Vec::new();
+    let mut waiting = false;
+    for event in events {
+        let targets = targets_of(event.event_type.as_str());
+        let deliveries = targets.len() as i32;
+        let event_id = new_event_id();
+        let inserted: Option<DateTime<Utc>> = sqlx::query_scalar(
+            "INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key)
+             VALUES ($1, $2, $3, $4::json, $5, $6, $7)
+             ON CONFLICT (project_id, client_id) WHERE client_id IS NOT NULL DO NOTHING
+             RETURNING created_at",
         )
+        .bind(&event_id)
         .bind(project_id)
-        .bind(client_id)
-        .fetch_one(pool)
+        .bind(event.event_type.as_str())
+        .bind(event.data_json)
+        .bind(event.client_id)
+        .bind(deliveries)
+        .bind(event.ordering_key)
+        .fetch_optional(&mut *tx)
         .await?;
-        return Ok(Ingested {
+        let Some(created_at) = inserted else {
+            // Seen before: committed by another request (the insert waited for it) or
+            // stored earlier in this transaction.
+            let (event_id, deliveries, created_at) =
+                sqlx::query_as::<_, (String, i32, DateTime<Utc>)>(
+                    "SELECT event_id, deliveries, created_at FROM events WHERE project_id = $1 AND client_id = $2",
+                )
+                .bind(project_id)
+                .bind(event.client_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            stored.push(Ingested {
+                event_id,
+                deliveries,
+                created_at,
+                repeated: true,
+            });
+            continue;
+        };
+        let mut attempts: Vec<NewAttempt> = targets
+            .iter()
+            .map(|t| NewAttempt {
+                project_id,
+                event_id: event_id.clone(),
+                event_type: event.event_type.as_str().to_string(),
+                endpoint_id: t.id,
+                target_url: t.url.clone(),
+                attempt: 1,
+                trigger: Trigger::Auto,
+                triggered_by: None,
+                scheduled_at: None,
+                chain_started_at: None,
+                request_id: new_request_id(),
+                ordering_key: event.ordering_key.map(str::to_string),
+                lane: match event.ordering_key {
+                    Some(_) => Lane::Join { waits_for: None },
+                    None => Lane::Off,
+                },
+            })
+            .collect();
+        super::lanes::join(&mut tx, &mut attempts).await?;
+        // Reserved only now, so a repeated event never holds room; given back on any
+        // error. An attempt waiting its turn in a lane is not sendable yet.
+        let reserved = match handoff {
+            Some(h) => {
+                let plain: Vec<i64> = targets
+                    .iter()
+                    .zip(&attempts)
+                    .filter(|(t, a)| !t.throttled && !a.lane.is_waiting())
+                    .map(|(t, _)| t.id)
+                    .collect();
+                let endpoints = match (plain.is_empty(), events.len()) {
+                    (true, _) => Vec::new(),
+                    // A claim is running that may take this room: it ends within
+                    // milliseconds, and a single event then still goes the short way.
+                    // A batch's transaction does not wait: its events go to the claim.
+                    (false, 1) => match h.reserve(project_id, &plain) {
+                        Ok(taken) => taken,
+                        Err(busy) => {
+                            busy.wait(CLAIM_WAIT).await;
+                            h.reserve(project_id, &plain).unwrap_or_default()
+                        }
+                    },
+                    (false, _) => h.reserve(project_id, &plain).unwrap_or_default(),
+                };
+                Some(Reserved {
+                    handoff: h,
+                    project_id,
+                    endpoints,
+                })
+            }
+            None => None,
+        };
+        let handed_to = reserved.as_ref().filter(|r| !r.endpoints.is_empty());
+        let taken: Vec<bool> = targets
+            .iter()
+            .map(|t| handed_to.is_some_and(|r| r.endpoints.contains(&t.id)))
+            .collect();
+        let lease_to = handed_to.map(|r| LeaseTo {
+            worker: r.handoff.worker(),
+            lease: chrono::Duration::from_std(r.handoff.lease()).unwrap_or_default(),
+            taken: &taken,
+        });
+        let rows = super::attempts::insert_leased(&mut tx, &attempts, lease_to).await?;
+        let mut claimed: Vec<Claimed> = Vec::new();
+        for row in rows {
+            let Some(lease_expires_at) = row.lease_expires_at else {
+                continue;
+            };
+            let Some((a, t)) = attempts
+                .iter()
+                .zip(&targets)
+                .find(|(a, _)| a.request_id == row.request_id)
+            else {
+                continue;
+            };
+            claimed.push(Claimed {
+                id: row.id,
+                created_at: row.created_at,
+                project_id,
+                event_id: event_id.clone(),
+                event_type: a.event_type.clone(),
+                endpoint_id: a.endpoint_id,
+                target_url: a.target_url.clone(),
+                attempt: 1,
+                trigger: Trigger::Auto,
+                request_id: row.request_id,
+                chain_started_at: None,
+                lease_expires_at,
+                event_created_at: created_at,
+                data: event.data_json.to_string(),
+                endpoint_url: t.url.clone(),
+                secret: t.secret.clone(),
+                previous_secret: t.previous_secret.clone(),
+                custom_headers: t.custom_headers.clone(),
+                start_at: None,
+            });
+        }
+        waiting |= deliveries as usize > claimed.len();
+        if let Some(r) = reserved {
+            handed.push((r, claimed));
+        }
+        stored.push(Ingested {
             event_id,
             deliveries,
             created_at,
-            repeated: true,
-        });
-    };
-    let mut attempts: Vec<NewAttempt> = targets
-        .iter()
-        .map(|t| NewAttempt {
-            project_id,
-            event_id: event_id.clone(),
-            event_type: event_type.as_str().to_string(),
-            endpoint_id: t.id,
-            target_url: t.url.clone(),
-            attempt: 1,
-            trigger: Trigger::Auto,
-            triggered_by: None,
-            scheduled_at: None,
-            chain_started_at: None,
-            request_id: new_request_id(),
-            ordering_key: ordering_key.map(str::to_string),
-            lane: match ordering_key {
-                Some(_) => Lane::Join { waits_for: None },
-                None => Lane::Off,
-            },
-        })
-        .collect();
-    super::lanes::join(&mut tx, &mut attempts).await?;
-    // Reserved only now, so a repeated event never holds room; given back on any error.
-    // An attempt waiting its turn in a lane is not sendable yet.
-    let reserved = match handoff {
-        Some(h) => {
-            let plain: Vec<i64> = targets
-                .iter()
-                .zip(&attempts)
-                .filter(|(t, a)| !t.throttled && !a.lane.is_waiting())
-                .map(|(t, _)| t.id)
-                .collect();
-            let endpoints = match plain.is_empty() {
-                true => Vec::new(),
-                // A claim is running that may take this room: it ends within
-                // milliseconds, and the event then still goes the short way.
-                false => match h.reserve(project_id, &plain) {
-                    Ok(taken) => taken,
-                    Err(busy) => {
-                        busy.wait(CLAIM_WAIT).await;
-                        h.reserve(project_id, &plain).unwrap_or_default()
-                    }
-                },
-            };
-            Some(Reserved {
-                handoff: h,
-                project_id,
-                endpoints,
-            })
-        }
-        None => None,
-    };
-    let handed_to = reserved.as_ref().filter(|r| !r.endpoints.is_empty());
-    let taken: Vec<bool> = targets
-        .iter()
-        .map(|t| handed_to.is_some_and(|r| r.endpoints.contains(&t.id)))
-        .collect();
-    let lease_to = handed_to.map(|r| LeaseTo {
-        worker: r.handoff.worker(),
-        lease: chrono::Duration::from_std(r.handoff.lease()).unwrap_or_default(),
-        taken: &taken,
-    });
-    let rows = super::attempts::insert_leased(&mut tx, &attempts, lease_to).await?;
-    let mut handed: Vec<Claimed> = Vec::new();
-    for row in rows {
-        let Some(lease_expires_at) = row.lease_expires_at else {
-            continue;
-        };
-        let Some((a, t)) = attempts
-            .iter()
-            .zip(&targets)
-            .find(|(a, _)| a.request_id == row.request_id)
-        else {
-            continue;
-        };
-        handed.push(Claimed {
-            id: row.id,
-            created_at: row.created_at,
-            project_id,
-            event_id: event_id.clone(),
-            event_type: a.event_type.clone(),
-            endpoint_id: a.endpoint_id,
-            target_url: a.target_url.clone(),
-            attempt: 1,
-            trigger: Trigger::Auto,
-            request_id: row.request_id,
-            chain_started_at: None,
-            lease_expires_at,
-            event_created_at: created_at,
-            data: data_json.to_string(),
-            endpoint_url: t.url.clone(),
-            secret: t.secret.clone(),
-            previous_secret: t.previous_secret.clone(),
-            custom_headers: t.custom_headers.clone(),
-            start_at: None,
+            repeated: false,
         });
     }
     tx.commit().await?;
-    let waiting = deliveries as usize > handed.len();
-    if let Some(r) = reserved {
-        r.deliver(handed);
+    for (r, rows) in handed {
+        r.deliver(rows);
     }
     if waiting {
         super::wakeup::wake_dispatchers(pool).await;
     }
-    Ok(Ingested {
-        event_id,
-        deliveries,
-        created_at,
-        repeated: false,
-    })
+    Ok(stored)
 }
 
 /// The longest an ingest waits for a running claim before it leaves its attempts to the

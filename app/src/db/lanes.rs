@@ -34,6 +34,16 @@ async fn lock(conn: &mut PgConnection, lanes: &[LaneId]) -> Result<(), sqlx::Err
     Ok(())
 }
 
+/// Takes the locks of all these lanes at once, for a transaction that joins several in
+/// turn (a batch of events): each join then finds its lane already held.
+pub async fn lock_all(conn: &mut PgConnection, lanes: Vec<LaneId>) -> Result<(), sqlx::Error> {
+    let lanes = distinct(lanes.into_iter());
+    match lanes.is_empty() {
+        true => Ok(()),
+        false => lock(conn, &lanes).await,
+    }
+}
+
 fn distinct(lanes: impl Iterator<Item = LaneId>) -> Vec<LaneId> {
     let mut lanes: Vec<LaneId> = lanes.collect();
     lanes.sort();

@@ -215,23 +215,34 @@ pub async fn create_batch(
             return Ok(r);
         }
     }
-    let mut data = Vec::with_capacity(n);
-    for item in items {
-        let ingested = events::ingest_handing(
-            &pool,
-            caller.project_id,
-            &item.event_type,
-            &item.data,
-            item.key.as_deref(),
-            item.ordering_key,
-            handoff.as_deref(),
-        )
-        .await?;
-        data.push(EventAccepted {
-            id: ingested.event_id,
-            deliveries: ingested.deliveries,
-        });
-    }
+    let batch: Vec<events::NewEvent> = items
+        .iter()
+        .map(|item| events::NewEvent {
+            event_type: &item.event_type,
+            data_json: &item.data,
+            client_id: item.key.as_deref(),
+            ordering_key: item.ordering_key,
+        })
+        .collect();
+    // One transaction: the batch is stored whole or not at all.
+    let stored = events::ingest_all(&pool, caller.project_id, &batch, handoff.as_deref()).await;
+    let stored = match stored {
+        Ok(stored) => stored,
+        Err(e) => {
+            // Nothing was stored: the units counted for the batch's other events go back.
+            if extra > 0 {
+                let _ = rate_counters::hit_by(&pool, &rate.bucket, rate.window, -extra).await;
+            }
+            return Err(e.into());
+        }
+    };
+    let data = stored
+        .into_iter()
+        .map(|e| EventAccepted {
+            id: e.event_id,
+            deliveries: e.deliveries,
+        })
+        .collect();
     let mut r = (StatusCode::ACCEPTED, Json(EventBatchAccepted { data })).into_response();
     r.extensions_mut().insert(super::ExtraUnits(extra as u32));
     Ok(r)

@@ -8,7 +8,7 @@
 //! Through the public HTTP API (`posthorn serve` and the receiver in processes of their own):
 //! posthorn-bench api-latency --rate 200 --seconds 30 [--backlog held|deep --rows 300000]
 //! posthorn-bench api-fanout --endpoints 100 --rate 72 --seconds 60
-//! posthorn-bench api-ingest --concurrency 32 --seconds 20
+//! posthorn-bench api-ingest --concurrency 32 --seconds 20 [--batch 100]
 //!
 //! Needs DATABASE_URL (a server where it may create a scratch database).
 
@@ -73,6 +73,9 @@ enum Mode {
         concurrency: usize,
         #[arg(long, default_value_t = 20)]
         seconds: u64,
+        /// Events per request: above 1, `POST /public/v1/events/batch`.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+        batch: u64,
         #[arg(long = "env", value_parser = parse_env)]
         env: Vec<(String, String)>,
     },
@@ -188,8 +191,9 @@ async fn run(args: Args) {
         Mode::ApiIngest {
             concurrency,
             seconds,
+            batch,
             env,
-        } => return api::ingest(concurrency, seconds, env).await,
+        } => return api::ingest(concurrency, seconds, batch, env).await,
         _ => {}
     }
     if let Mode::Queries {
