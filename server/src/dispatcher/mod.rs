@@ -83,6 +83,8 @@ impl Drop for HandBackOnDrop {
 
 pub struct Dispatcher {
     pool: PgPool,
+    /// The claim's own connection (see [`queue::claim_pool`]).
+    claims: PgPool,
     cfg: Arc<Config>,
     metrics: Arc<Metrics>,
     worker: String,
@@ -95,6 +97,7 @@ impl Dispatcher {
     pub fn new(pool: PgPool, cfg: Arc<Config>, metrics: Arc<Metrics>) -> Dispatcher {
         let worker = format!("{}-{}", std::process::id(), ulid::Ulid::new());
         Dispatcher {
+            claims: queue::claim_pool(&pool),
             pool,
             cfg,
             metrics,
@@ -241,29 +244,24 @@ impl Dispatcher {
                 project_held: &shares.project_held,
                 throttled_held: shares.throttled_held,
             };
-            let claimed = match queue::claim_due(
-                &self.pool,
-                &self.worker,
-                limit,
-                self.cfg.lease,
-                &caps,
-            )
-            .await
-            {
-                Ok(rows) => rows,
-                Err(e) => {
-                    if let Some(handoff) = &handoff {
-                        let _h = held.lock().unwrap_or_else(|e| e.into_inner());
-                        handoff.end_claim();
+            let claimed =
+                match queue::claim_due(&self.claims, &self.worker, limit, self.cfg.lease, &caps)
+                    .await
+                {
+                    Ok(rows) => rows,
+                    Err(e) => {
+                        if let Some(handoff) = &handoff {
+                            let _h = held.lock().unwrap_or_else(|e| e.into_inner());
+                            handoff.end_claim();
+                        }
+                        tracing::warn!(error = %e, "claim failed; retrying in 1 s");
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                            _ = shutdown.changed() => {}
+                        }
+                        continue;
                     }
-                    tracing::warn!(error = %e, "claim failed; retrying in 1 s");
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                        _ = shutdown.changed() => {}
-                    }
-                    continue;
-                }
-            };
+                };
             let got = claimed.len() as i64;
             // Booking a throttled endpoint's slots may have crowded others out of this
             // claim; the next claim skips that endpoint, so it comes at once.
@@ -310,7 +308,7 @@ impl Dispatcher {
                 let sleep = if raced {
                     REFILL_PAUSE
                 } else {
-                    match queue::next_due(&self.pool).await {
+                    match queue::next_due(&self.claims).await {
                         Ok(Some(at)) => (at - chrono::Utc::now())
                             .to_std()
                             .unwrap_or_default()
@@ -484,8 +482,11 @@ async fn write_outcomes(
     }
 }
 
-/// How long a claim woken by freed slots waits for more outcomes to free theirs.
-const REFILL_PAUSE: Duration = Duration::from_millis(25);
+/// How long a claim woken by freed slots waits for more outcomes to free theirs. Short:
+/// an endpoint's share comes back a batch of outcomes at a time, and the pause bounds
+/// how fast one endpoint's backlog drains (16 slots per pause and claim: 25 ms let a
+/// fast endpoint take ~450 attempts/s, too few to catch up after a stall at 500/s).
+const REFILL_PAUSE: Duration = Duration::from_millis(5);
 
 /// How many held rows each endpoint and project has, as the claim's arguments.
 #[derive(Default)]

@@ -63,7 +63,7 @@ macro_rules! claimable {
 /// refused (no endpoint or project at its share, no throttled endpoint booked ahead).
 const OLDEST_FIRST: &str = concat!(
     "WITH candidates AS (
-        SELECT d.id, d.created_at, d.scheduled_at, d.endpoint_id, d.project_id,
+        SELECT d.id, d.created_at, d.scheduled_at, d.endpoint_id, d.project_id, d.tableoid, d.ctid,
                (d.trigger <> 'redirect' AND e.rate_limit IS NOT NULL) AS throttled
         FROM deliveries d
         JOIN endpoints e ON e.id = d.endpoint_id
@@ -92,12 +92,13 @@ const BY_ENDPOINT: &str = concat!(
                  ORDER BY d.endpoint_id LIMIT 1)
         FROM ready r WHERE r.endpoint_id IS NOT NULL
      ), candidates AS (
-        SELECT c.id, c.created_at, c.scheduled_at, c.endpoint_id, c.project_id, c.throttled
+        SELECT c.id, c.created_at, c.scheduled_at, c.endpoint_id, c.project_id, c.tableoid, c.ctid,
+               c.throttled
         FROM ready r
         JOIN endpoints e ON e.id = r.endpoint_id
         CROSS JOIN LATERAL (
-            SELECT d.id, d.created_at, d.scheduled_at, d.endpoint_id, d.project_id,
-                   (d.trigger <> 'redirect' AND e.rate_limit IS NOT NULL) AS throttled
+            SELECT d.id, d.created_at, d.scheduled_at, d.endpoint_id, d.project_id, d.tableoid,
+                   d.ctid, (d.trigger <> 'redirect' AND e.rate_limit IS NOT NULL) AS throttled
             FROM deliveries d
             -- As a range of the by-endpoint index (a row comparison only it can
             -- serve): given `endpoint_id = …`, the planner may walk the due index in
@@ -115,6 +116,32 @@ const BY_ENDPOINT: &str = concat!(
         LIMIT $2 * 4
      )"
 );
+
+/// A connection for the claim whose plans cannot depend on the statistics. A queue's
+/// statistics are always out of date: a burst of 100,000 rows lands between two ANALYZEs
+/// of the day's partition, and a plan built on "15 due rows" reads every due row and sorts
+/// them (on disk) to take a few, 60 ms a claim. Here the claim can only walk the due
+/// indexes in order and look rows up by key, whatever the statistics say, and keeps one
+/// generic plan (a custom plan over the day partitions costs more to plan than to run).
+pub fn claim_pool(pool: &PgPool) -> PgPool {
+    let options = (*pool.connect_options()).clone().options([
+        // Every join of the claim is a key lookup into few rows: on a table the
+        // statistics call empty, a seq scan and hash join read all 100,000 rows instead.
+        ("enable_seqscan", "off"),
+        ("enable_hashjoin", "off"),
+        ("enable_mergejoin", "off"),
+        ("enable_sort", "off"),
+        ("enable_bitmapscan", "off"),
+        ("plan_cache_mode", "force_generic_plan"),
+        // The costs those settings add would have every claim compiled by the JIT
+        // (seconds each).
+        ("jit", "off"),
+    ]);
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(std::time::Duration::from_secs(10))
+        .connect_lazy_with(options)
+}
 
 /// Claims up to `limit` due rows, skipping rows other workers hold, and taking no more
 /// for one endpoint or one project than its share allows: a customer whose endpoints
@@ -142,7 +169,7 @@ pub async fn claim_due(
     };
     sqlx::query_as::<_, Claimed>(&format!(
         "{candidates}, ranked AS (
-            SELECT c.id, c.created_at, c.scheduled_at, c.endpoint_id, c.throttled,
+            SELECT c.id, c.created_at, c.scheduled_at, c.endpoint_id, c.throttled, c.tableoid, c.ctid,
                    coalesce(he.n, 0) + row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.scheduled_at, c.id) AS endpoint_rank,
                    coalesce(hp.n, 0) + row_number() OVER (PARTITION BY c.project_id ORDER BY c.scheduled_at, c.id) AS project_rank,
                    row_number() OVER (PARTITION BY c.endpoint_id, c.throttled ORDER BY c.scheduled_at, c.id) AS throttle_rank
@@ -163,14 +190,15 @@ pub async fn claim_due(
                    greatest(0, ceil(extract(epoch FROM now() + $12 - first_slot) * rate_limit))::bigint AS slots
             FROM throttle
          ), due AS (
-            SELECT r.id, r.created_at, r.scheduled_at, r.endpoint_id, r.throttled FROM ranked r
+            SELECT r.id, r.created_at, r.scheduled_at, r.endpoint_id, r.throttled, r.tableoid, r.ctid
+            FROM ranked r
             LEFT JOIN room t ON t.id = r.endpoint_id
             WHERE r.endpoint_rank <= $10 AND r.project_rank <= $11
               AND (NOT r.throttled OR r.throttle_rank <= coalesce(t.slots, 0))
             ORDER BY r.scheduled_at
             LIMIT $2
          ), slotted AS (
-            SELECT due.id, due.created_at, due.endpoint_id, due.throttled,
+            SELECT due.id, due.created_at, due.endpoint_id, due.throttled, due.tableoid, due.ctid,
                    row_number() OVER (PARTITION BY due.endpoint_id, due.throttled ORDER BY due.scheduled_at, due.id) AS k
             FROM due
          ), booked AS (
@@ -185,7 +213,9 @@ pub async fn claim_due(
             SET status = 'in_flight', started_at = now(), claimed_by = $1,
                 lease_expires_at = now() + $3
            FROM slotted s LEFT JOIN room t ON t.id = s.endpoint_id AND s.throttled, events ev, endpoints e
-          WHERE d.id = s.id AND d.created_at = s.created_at
+          -- By the row's address, which the claim's lock keeps: a lookup by key can be
+          -- planned as a walk of the whole partition when its statistics say it is empty.
+          WHERE d.tableoid = s.tableoid AND d.ctid = s.ctid AND d.id = s.id
             AND ev.event_id = d.event_id AND e.id = d.endpoint_id
          RETURNING d.id, d.created_at, d.project_id, d.event_id, d.event_type, d.endpoint_id,
                    d.target_url, d.attempt, d.trigger, d.request_id, d.chain_started_at,
