@@ -39,6 +39,18 @@ impl Caps<'_> {
             || self.project_held.iter().any(|n| *n >= self.per_project)
     }
 
+    /// Whether to find the candidates endpoint by endpoint: something due is refused, or
+    /// an endpoint holds half its share or more. Oldest first, such an endpoint's backlog
+    /// fills the candidates with rows it has no room for (800 read and locked to take
+    /// one, at every outcome of an endpoint that answers slowly).
+    fn by_endpoint(&self) -> bool {
+        self.blocked_somewhere()
+            || self
+                .endpoint_held
+                .iter()
+                .any(|n| n * 2 >= self.per_endpoint)
+    }
+
     fn saturated(ids: &[i64], held: &[i64], cap: i64) -> Vec<i64> {
         ids.iter()
             .zip(held)
@@ -79,9 +91,10 @@ const OLDEST_FIRST: &str = concat!(
 
 /// Candidates endpoint by endpoint: a skip scan finds each endpoint with waiting rows
 /// (one index descent each), endpoints and projects at their share are passed over whole,
-/// and each other endpoint gives its oldest due rows. Its cost grows with the number of
-/// endpoints that have work, never with the rows queued behind one of them, so an
-/// endpoint with 100,000 due rows that answers in a second slows no one else's claim.
+/// and each other endpoint gives its oldest due rows, as many as it has room for. Its
+/// cost grows with the number of endpoints that have work, never with the rows queued
+/// behind one of them, so an endpoint with 100,000 due rows that answers in a second
+/// slows no one else's claim.
 const BY_ENDPOINT: &str = concat!(
     "WITH RECURSIVE ready(endpoint_id) AS (
         (SELECT endpoint_id FROM deliveries
@@ -108,7 +121,10 @@ const BY_ENDPOINT: &str = concat!(
     claimable!(),
     "
             ORDER BY d.endpoint_id, d.scheduled_at
-            LIMIT $10
+            -- No more than the endpoint has room for.
+            LIMIT greatest(0, $10 - coalesce(
+                (SELECT h.n FROM unnest($6::bigint[], $7::bigint[]) AS h(endpoint_id, n)
+                  WHERE h.endpoint_id = r.endpoint_id), 0))
             FOR UPDATE OF d SKIP LOCKED
         ) c
         WHERE NOT (r.endpoint_id = ANY($4)) AND NOT (e.project_id = ANY($5))
@@ -162,7 +178,7 @@ pub async fn claim_due(
 ) -> Result<Vec<Claimed>, sqlx::Error> {
     let full_endpoints = Caps::saturated(caps.endpoints, caps.endpoint_held, caps.per_endpoint);
     let full_projects = Caps::saturated(caps.projects, caps.project_held, caps.per_project);
-    let candidates = if caps.blocked_somewhere() {
+    let candidates = if caps.by_endpoint() {
         BY_ENDPOINT
     } else {
         OLDEST_FIRST
