@@ -450,12 +450,17 @@ async fn a_panic_inside_an_attempt_leaks_no_slot_and_no_row() {
 }
 
 /// Median milliseconds of a claim that finds another project's one due row, released
-/// after each, by a worker in which the `busy` endpoints are at their share.
+/// after each, by a worker in which the `busy` endpoints are at their share, on a
+/// connection set up as the dispatcher's own.
 async fn claim_median_ms(pool: &sqlx::PgPool, busy: &[i64]) -> f64 {
+    let claims = server::dispatcher::queue::claim_pool(pool);
+    claim_median_ms_on(&claims, busy, 1).await
+}
+
+/// Median milliseconds of a claim on `pool` that takes `expect` rows (released after
+/// each), by a worker in which the `busy` endpoints are at their share.
+async fn claim_median_ms_on(pool: &sqlx::PgPool, busy: &[i64], expect: usize) -> f64 {
     use server::dispatcher::queue;
-    // On a connection set up as the dispatcher's own.
-    let claims = queue::claim_pool(pool);
-    let pool = &claims;
     let held = vec![16; busy.len()];
     let caps = queue::Caps {
         per_endpoint: 16,
@@ -473,7 +478,7 @@ async fn claim_median_ms(pool: &sqlx::PgPool, busy: &[i64]) -> f64 {
             .await
             .unwrap();
         times.push(t.elapsed().as_secs_f64() * 1000.0);
-        assert_eq!(rows.len(), 1, "only the other project's row is sendable");
+        assert_eq!(rows.len(), expect, "only these rows are sendable");
         let held: Vec<_> = rows.iter().map(|r| (r.id, r.created_at)).collect();
         queue::release(pool, "probe", &held).await.unwrap();
     }
@@ -688,33 +693,7 @@ async fn a_burst_between_two_analyzes_does_not_slow_the_claim() {
             .unwrap();
     }
     let claims = queue::claim_pool(&app.pool);
-    // Median ms of a claim that takes what is due (up to the endpoint's share) and hands
-    // it back.
-    async fn median(pool: &sqlx::PgPool, expect: usize) -> f64 {
-        let caps = queue::Caps {
-            per_endpoint: 16,
-            per_project: 128,
-            endpoints: &[],
-            endpoint_held: &[],
-            projects: &[],
-            project_held: &[],
-            throttled_held: false,
-        };
-        let mut times = Vec::new();
-        for _ in 0..11 {
-            let t = Instant::now();
-            let rows = queue::claim_due(pool, "probe", 200, Duration::from_secs(30), &caps)
-                .await
-                .unwrap();
-            times.push(t.elapsed().as_secs_f64() * 1000.0);
-            assert_eq!(rows.len(), expect);
-            let held: Vec<_> = rows.iter().map(|r| (r.id, r.created_at)).collect();
-            queue::release(pool, "probe", &held).await.unwrap();
-        }
-        times.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        times[times.len() / 2]
-    }
-    let without = median(&claims, 1).await;
+    let without = claim_median_ms_on(&claims, &[], 1).await;
     let burst = |from: i64, to: i64| {
         sqlx::query(
             "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
@@ -731,11 +710,11 @@ async fn a_burst_between_two_analyzes_does_not_slow_the_claim() {
     };
     // A burst just past what one claim reads (800 candidates), then 100,000.
     burst(1, 2_000).execute(&app.pool).await.unwrap();
-    let small = median(&claims, 16).await;
+    let small = claim_median_ms_on(&claims, &[], 16).await;
     burst(2_001, 100_000).execute(&app.pool).await.unwrap();
-    let with = median(&claims, 16).await;
+    let with = claim_median_ms_on(&claims, &[], 16).await;
     // The same claim on an ordinary connection, planned from those statistics.
-    let plain = median(&app.pool, 16).await;
+    let plain = claim_median_ms_on(&app.pool, &[], 16).await;
     println!(
         "claim median: {without:.2} ms before the burst, {small:.2} ms beside 2,000 due attempts and \
          {with:.2} ms beside 100,000 that the statistics do not know of ({plain:.2} ms on an \

@@ -1,6 +1,8 @@
 //! Event ingestion: the one way events enter Posthorn. The event row and one pending
 //! delivery per subscribed endpoint are written in one transaction.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
@@ -119,23 +121,19 @@ pub async fn ingest_all(
     .bind(&types)
     .fetch_all(&mut *tx)
     .await?;
-    let targets_of = |event_type: &str| -> Vec<&Target> {
-        targets
-            .iter()
-            .filter(|t| t.event_type == event_type)
-            .collect()
-    };
+    let mut by_type: HashMap<&str, Vec<&Target>> = HashMap::new();
+    for t in &targets {
+        by_type.entry(t.event_type.as_str()).or_default().push(t);
+    }
+    let targets_of =
+        |event_type: &str| -> &[&Target] { by_type.get(event_type).map_or(&[], Vec::as_slice) };
     // Several events may join lanes: every lane is locked at once, in the global order,
     // before the first joins, or two batches could each hold a lane the other waits for.
     if events.iter().filter(|e| e.ordering_key.is_some()).count() > 1 {
         let lanes: Vec<super::lanes::LaneId> = events
             .iter()
             .filter_map(|e| e.ordering_key.map(|k| (e.event_type.as_str(), k)))
-            .flat_map(|(t, k)| {
-                targets_of(t)
-                    .into_iter()
-                    .map(move |e| (e.id, k.to_string()))
-            })
+            .flat_map(|(t, k)| targets_of(t).iter().map(move |e| (e.id, k.to_string())))
             .collect();
         super::lanes::lock_all(&mut tx, lanes).await?;
     }
@@ -252,7 +250,7 @@ pub async fn ingest_all(
             };
             let Some((a, t)) = attempts
                 .iter()
-                .zip(&targets)
+                .zip(targets)
                 .find(|(a, _)| a.request_id == row.request_id)
             else {
                 continue;
