@@ -521,8 +521,8 @@ async fn a_disabled_endpoints_backlog_costs_the_claim_nothing() {
         .await
         .unwrap();
     sqlx::query(
-        "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
-                                 trigger, status, scheduled_at, request_id)
+        "INSERT INTO delivery_queue (project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                                     trigger, status, scheduled_at, request_id)
          SELECT $1, $2, 'order.paid', $3, 'http://127.0.0.1:9/hook', 1, 'auto', 'pending',
                 now() - interval '1 hour' + g * interval '1 ms', 'req_backlog_' || g
          FROM generate_series(1, 300000) g",
@@ -557,7 +557,7 @@ async fn a_disabled_endpoints_backlog_costs_the_claim_nothing() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    sqlx::query("VACUUM ANALYZE deliveries")
+    sqlx::query("VACUUM ANALYZE delivery_queue")
         .execute(&app.pool)
         .await
         .unwrap();
@@ -576,7 +576,7 @@ async fn a_disabled_endpoints_backlog_costs_the_claim_nothing() {
         // What the claim's walk does, to read in the log when this fails.
         let plan: Vec<String> = sqlx::query_scalar(
             "EXPLAIN (ANALYZE, BUFFERS)
-             SELECT d.id FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+             SELECT d.id FROM delivery_queue d JOIN endpoints e ON e.id = d.endpoint_id
               WHERE d.status = 'pending' AND NOT d.parked AND d.scheduled_at <= now()
                 AND (d.trigger IN ('redirect', 'test') OR (e.enabled AND e.deleted_at IS NULL))
               ORDER BY d.scheduled_at LIMIT 800 FOR UPDATE OF d SKIP LOCKED",
@@ -585,7 +585,7 @@ async fn a_disabled_endpoints_backlog_costs_the_claim_nothing() {
         .await
         .unwrap();
         let stats: Vec<(String, i64, i64)> = sqlx::query_as(
-            "SELECT relname::text, n_live_tup, n_dead_tup FROM pg_stat_user_tables WHERE relname LIKE 'deliveries%' AND n_live_tup + n_dead_tup > 0",
+            "SELECT relname::text, n_live_tup, n_dead_tup FROM pg_stat_user_tables WHERE relname LIKE 'deliver%' AND n_live_tup + n_dead_tup > 0",
         )
         .fetch_all(&app.pool)
         .await
@@ -632,8 +632,8 @@ async fn a_deep_backlog_behind_a_busy_endpoint_costs_the_claim_nothing() {
     let without = claim_median_ms(&app.pool, &[busy]).await;
 
     sqlx::query(
-        "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
-                                 trigger, status, scheduled_at, request_id)
+        "INSERT INTO delivery_queue (project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                                     trigger, status, scheduled_at, request_id)
          SELECT $1, $2, 'order.paid', $3, 'http://127.0.0.1:9/busy', 1, 'auto', 'pending',
                 now() - interval '1 hour' + g * interval '1 ms', 'req_deep_' || g
          FROM generate_series(1, 100000) g",
@@ -644,7 +644,7 @@ async fn a_deep_backlog_behind_a_busy_endpoint_costs_the_claim_nothing() {
     .execute(&app.pool)
     .await
     .unwrap();
-    sqlx::query("ANALYZE deliveries")
+    sqlx::query("ANALYZE delivery_queue")
         .execute(&app.pool)
         .await
         .unwrap();
@@ -659,7 +659,7 @@ async fn a_deep_backlog_behind_a_busy_endpoint_costs_the_claim_nothing() {
     app.stop().await;
 }
 
-/// A burst lands between two ANALYZEs: the day's partition holds 100,000 due attempts
+/// A burst lands between two ANALYZEs: the queue holds 100,000 due attempts
 /// while its statistics still say it is empty (the state of every queue table after a
 /// burst). A plan built on those statistics reads every due row and sorts them to take a
 /// few; the dispatcher's claim connection walks the due index in order whatever they say.
@@ -675,29 +675,20 @@ async fn a_burst_between_two_analyzes_does_not_slow_the_claim() {
         .ingest(project, "order.paid", serde_json::json!({}))
         .await;
     // Statistics of an almost empty queue, kept as they are.
-    sqlx::query("ANALYZE deliveries")
+    sqlx::query("ANALYZE delivery_queue")
         .execute(&app.pool)
         .await
         .unwrap();
-    let partitions: Vec<String> = sqlx::query_scalar(
-        "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-          WHERE i.inhparent = 'deliveries'::regclass",
-    )
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
-    for p in partitions {
-        sqlx::query(&format!("ALTER TABLE {p} SET (autovacuum_enabled = off)"))
-            .execute(&app.pool)
-            .await
-            .unwrap();
-    }
+    sqlx::query("ALTER TABLE delivery_queue SET (autovacuum_enabled = off)")
+        .execute(&app.pool)
+        .await
+        .unwrap();
     let claims = queue::claim_pool(&app.pool);
     let without = claim_median_ms_on(&claims, &[], 1).await;
     let burst = |from: i64, to: i64| {
         sqlx::query(
-            "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
-                                     trigger, status, scheduled_at, request_id)
+            "INSERT INTO delivery_queue (project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                                         trigger, status, scheduled_at, request_id)
              SELECT $1, $2, 'order.paid', $3, 'http://127.0.0.1:9/burst', 1, 'auto', 'pending',
                     now() - interval '1 minute' + g * interval '0.1 ms', 'req_burst_' || g
              FROM generate_series($4::bigint, $5::bigint) g",

@@ -1,4 +1,4 @@
-//! The one way attempts enter the deliveries table: event fan-out, the dispatcher's
+//! The one way attempts enter the queue (`delivery_queue`, read through `deliveries`): event fan-out, the dispatcher's
 //! follow-ups, Retry, Redirect, test sends and bulk replay all queue through [`insert`].
 //! A new column is one field of [`NewAttempt`], one array and one name below.
 
@@ -119,7 +119,7 @@ pub async fn insert_leased(
         })
         .collect();
     sqlx::query_as(
-        "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url, attempt,
+        "INSERT INTO delivery_queue (project_id, event_id, event_type, endpoint_id, target_url, attempt,
                                  trigger, triggered_by, status, scheduled_at, chain_started_at,
                                  request_id, started_at, claimed_by, lease_expires_at,
                                  ordering_key, lane_seq, waits_for, parked)

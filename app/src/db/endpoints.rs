@@ -214,10 +214,18 @@ pub async fn delete(tx: &mut sqlx::PgConnection, access: &Access, id: i64) -> Ap
     if found == 0 {
         return Err(AppError::NotFound);
     }
+    // Out of the queue and into the log, finished.
     sqlx::query(
-        "UPDATE deliveries SET status = 'dead_letter', finished_at = now(),
-            error_kind = 'endpoint_deleted', error = 'endpoint deleted'
-         WHERE endpoint_id = $1 AND status = 'pending'",
+        "WITH gone AS (
+            DELETE FROM delivery_queue WHERE endpoint_id = $1 AND status = 'pending' RETURNING *)
+         INSERT INTO delivery_log (id, created_at, project_id, event_id, event_type, endpoint_id,
+                target_url, attempt, trigger, triggered_by, status, scheduled_at, finished_at,
+                chain_started_at, request_id, error_kind, error, ordering_key, lane_seq)
+         SELECT id, created_at, project_id, event_id, event_type, endpoint_id, target_url,
+                attempt, trigger, triggered_by, 'dead_letter', scheduled_at, now(),
+                chain_started_at, request_id, 'endpoint_deleted', 'endpoint deleted',
+                ordering_key, lane_seq
+         FROM gone",
     )
     .bind(id)
     .execute(&mut *tx)

@@ -73,9 +73,9 @@ pub async fn join(conn: &mut PgConnection, attempts: &mut [NewAttempt]) -> Resul
         "SELECT l.endpoint_id, l.key, t.event_id
          FROM unnest($1::bigint[], $2::text[]) AS l(endpoint_id, key)
          CROSS JOIN LATERAL (
-            SELECT d.event_id FROM deliveries d
+            SELECT d.event_id FROM delivery_queue d
             WHERE d.endpoint_id = l.endpoint_id AND d.ordering_key = l.key
-              AND d.lane_seq IS NOT NULL AND d.status IN ('pending', 'in_flight')
+              AND d.lane_seq IS NOT NULL
             ORDER BY d.lane_seq DESC LIMIT 1) t",
     )
     .bind(&endpoints)
@@ -109,15 +109,15 @@ pub async fn advance(conn: &mut PgConnection, ended: &[LaneId]) -> Result<u64, s
     // A head that is not waiting (a chain still running) is left alone: the lane is not
     // free yet, whatever ended.
     Ok(sqlx::query(
-        "UPDATE deliveries d
+        "UPDATE delivery_queue d
             SET waits_for = NULL, parked = NOT (e.enabled AND e.deleted_at IS NULL),
                 scheduled_at = greatest(d.scheduled_at, now())
            FROM (SELECT h.id, h.created_at
                    FROM unnest($1::bigint[], $2::text[]) AS l(endpoint_id, key)
                    CROSS JOIN LATERAL (
-                      SELECT x.id, x.created_at, x.waits_for FROM deliveries x
+                      SELECT x.id, x.created_at, x.waits_for FROM delivery_queue x
                       WHERE x.endpoint_id = l.endpoint_id AND x.ordering_key = l.key
-                        AND x.lane_seq IS NOT NULL AND x.status IN ('pending', 'in_flight')
+                        AND x.lane_seq IS NOT NULL
                       ORDER BY x.lane_seq LIMIT 1) h
                   WHERE h.waits_for IS NOT NULL) n, endpoints e
           WHERE d.id = n.id AND d.created_at = n.created_at AND e.id = d.endpoint_id",

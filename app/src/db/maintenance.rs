@@ -37,8 +37,7 @@ pub async fn sweep(pool: &PgPool, retention_days: u32) -> AppResult<Swept> {
         "DELETE FROM events WHERE id IN (
             SELECT e.id FROM events e
             WHERE e.created_at < now() - make_interval(days => $1 + 1)
-              AND NOT EXISTS (SELECT 1 FROM deliveries d
-                              WHERE d.event_id = e.event_id AND d.status IN ('pending', 'in_flight'))
+              AND NOT EXISTS (SELECT 1 FROM delivery_queue d WHERE d.event_id = e.event_id)
             LIMIT 10000)",
     )
     .bind(retention_days as i32)

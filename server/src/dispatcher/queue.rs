@@ -1,5 +1,7 @@
-//! The deliveries table as a queue: claim due rows with a lease, renew leases, record
-//! outcomes in batches, hand back what a stopping worker did not finish.
+//! The queue (`delivery_queue`): claim due rows with a lease, renew leases, record
+//! outcomes in batches (each moves its row into `delivery_log`), hand back what a
+//! stopping worker did not finish. Claims, releases and renewals change no indexed
+//! column of the queue, so they write no index entries.
 
 use app::{
     core::{
@@ -77,7 +79,7 @@ const OLDEST_FIRST: &str = concat!(
     "WITH candidates AS (
         SELECT d.id, d.created_at, d.scheduled_at, d.endpoint_id, d.project_id, d.tableoid, d.ctid,
                (d.trigger <> 'redirect' AND e.rate_limit IS NOT NULL) AS throttled
-        FROM deliveries d
+        FROM delivery_queue d
         JOIN endpoints e ON e.id = d.endpoint_id
         WHERE ",
     claimable!(),
@@ -85,7 +87,6 @@ const OLDEST_FIRST: &str = concat!(
           AND NOT (d.endpoint_id = ANY($4)) AND NOT (d.project_id = ANY($5))
         ORDER BY d.scheduled_at
         LIMIT $2 * 4
-        FOR UPDATE OF d SKIP LOCKED
      )"
 );
 
@@ -97,11 +98,11 @@ const OLDEST_FIRST: &str = concat!(
 /// slows no one else's claim.
 const BY_ENDPOINT: &str = concat!(
     "WITH RECURSIVE ready(endpoint_id) AS (
-        (SELECT endpoint_id FROM deliveries
-          WHERE status = 'pending' AND NOT parked ORDER BY endpoint_id LIMIT 1)
+        (SELECT endpoint_id FROM delivery_queue
+          WHERE NOT parked ORDER BY endpoint_id LIMIT 1)
         UNION ALL
-        SELECT (SELECT d.endpoint_id FROM deliveries d
-                 WHERE d.status = 'pending' AND NOT d.parked AND d.endpoint_id > r.endpoint_id
+        SELECT (SELECT d.endpoint_id FROM delivery_queue d
+                 WHERE NOT d.parked AND d.endpoint_id > r.endpoint_id
                  ORDER BY d.endpoint_id LIMIT 1)
         FROM ready r WHERE r.endpoint_id IS NOT NULL
      ), candidates AS (
@@ -112,7 +113,7 @@ const BY_ENDPOINT: &str = concat!(
         CROSS JOIN LATERAL (
             SELECT d.id, d.created_at, d.scheduled_at, d.endpoint_id, d.project_id, d.tableoid,
                    d.ctid, (d.trigger <> 'redirect' AND e.rate_limit IS NOT NULL) AS throttled
-            FROM deliveries d
+            FROM delivery_queue d
             -- As a range of the by-endpoint index (a row comparison only it can
             -- serve): given `endpoint_id = …`, the planner may walk the due index in
             -- time order instead, past every row of the endpoints ahead of this one.
@@ -125,7 +126,6 @@ const BY_ENDPOINT: &str = concat!(
             LIMIT greatest(0, $10 - coalesce(
                 (SELECT h.n FROM unnest($6::bigint[], $7::bigint[]) AS h(endpoint_id, n)
                   WHERE h.endpoint_id = r.endpoint_id), 0))
-            FOR UPDATE OF d SKIP LOCKED
         ) c
         WHERE NOT (r.endpoint_id = ANY($4)) AND NOT (e.project_id = ANY($5))
         ORDER BY c.scheduled_at
@@ -193,9 +193,9 @@ pub async fn claim_due(
             LEFT JOIN unnest($6::bigint[], $7::bigint[]) AS he(endpoint_id, n) ON he.endpoint_id = c.endpoint_id
             LEFT JOIN unnest($8::bigint[], $9::bigint[]) AS hp(project_id, n) ON hp.project_id = c.project_id
          ), throttle AS (
-            -- The claim already holds the rows it ranked; an endpoint being changed (its
-            -- trigger parks those very rows) is skipped, not waited for, or the two would
-            -- wait on each other. Its rows find no slot this time and stay pending.
+            -- An endpoint being changed (its trigger parks those very rows) is skipped,
+            -- not waited for: the claim waits on nothing. Its rows find no slot this time
+            -- and stay pending.
             SELECT e.id, e.rate_limit, greatest(e.next_start_at, now() + $13) AS first_slot
             FROM endpoints e
             WHERE e.id IN (SELECT endpoint_id FROM ranked WHERE throttled) AND e.rate_limit IS NOT NULL
@@ -213,10 +213,18 @@ pub async fn claim_due(
               AND (NOT r.throttled OR r.throttle_rank <= coalesce(t.slots, 0))
             ORDER BY r.scheduled_at
             LIMIT $2
+         ), locked AS (
+            -- Only the rows taken are locked (a lock is a write: the candidates passed
+            -- over cost nothing); one another worker holds, or took since, is skipped.
+            SELECT due.id, due.created_at, due.scheduled_at, due.endpoint_id, due.throttled,
+                   d.tableoid, d.ctid
+            FROM due JOIN delivery_queue d ON d.id = due.id
+            WHERE d.status = 'pending' AND NOT d.parked AND d.scheduled_at <= now()
+            FOR UPDATE OF d SKIP LOCKED
          ), slotted AS (
-            SELECT due.id, due.created_at, due.endpoint_id, due.throttled, due.tableoid, due.ctid,
-                   row_number() OVER (PARTITION BY due.endpoint_id, due.throttled ORDER BY due.scheduled_at, due.id) AS k
-            FROM due
+            SELECT l.id, l.created_at, l.endpoint_id, l.throttled, l.tableoid, l.ctid,
+                   row_number() OVER (PARTITION BY l.endpoint_id, l.throttled ORDER BY l.scheduled_at, l.id) AS k
+            FROM locked l
          ), booked AS (
             UPDATE endpoints e SET next_start_at = t.first_slot + n.taken * interval '1 second' / t.rate_limit
               FROM room t
@@ -225,7 +233,7 @@ pub async fn claim_due(
              WHERE e.id = t.id
             RETURNING e.id
          )
-         UPDATE deliveries d
+         UPDATE delivery_queue d
             SET status = 'in_flight', started_at = now(), claimed_by = $1,
                 lease_expires_at = now() + $3
            FROM slotted s LEFT JOIN room t ON t.id = s.endpoint_id AND s.throttled, events ev, endpoints e
@@ -267,7 +275,7 @@ pub async fn release(
     let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
     let created: Vec<DateTime<Utc>> = rows.iter().map(|r| r.1).collect();
     Ok(sqlx::query(
-        "UPDATE deliveries d SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL
+        "UPDATE delivery_queue d SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL
            FROM unnest($2::bigint[], $3::timestamptz[]) AS r(id, created_at)
           WHERE d.id = r.id AND d.created_at = r.created_at
             AND d.status = 'in_flight' AND d.claimed_by = $1",
@@ -288,7 +296,7 @@ pub async fn renew_leases(
     lease: std::time::Duration,
 ) -> Result<u64, sqlx::Error> {
     Ok(sqlx::query(
-        "UPDATE deliveries SET lease_expires_at = now() + $3
+        "UPDATE delivery_queue SET lease_expires_at = now() + $3
          WHERE id = ANY($2) AND status = 'in_flight' AND claimed_by = $1",
     )
     .bind(worker)
@@ -302,7 +310,7 @@ pub async fn renew_leases(
 /// Rows whose worker vanished go back to the queue with the same request id.
 pub async fn recover_expired(pool: &PgPool) -> Result<u64, sqlx::Error> {
     Ok(sqlx::query(
-        "UPDATE deliveries SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL
+        "UPDATE delivery_queue SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL
          WHERE status = 'in_flight' AND lease_expires_at < now()",
     )
     .execute(pool)
@@ -313,7 +321,7 @@ pub async fn recover_expired(pool: &PgPool) -> Result<u64, sqlx::Error> {
 /// A stopping worker hands back what it holds but did not finish.
 pub async fn release_all(pool: &PgPool, worker: &str) -> Result<u64, sqlx::Error> {
     Ok(sqlx::query(
-        "UPDATE deliveries SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL
+        "UPDATE delivery_queue SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL
          WHERE status = 'in_flight' AND claimed_by = $1",
     )
     .bind(worker)
@@ -379,17 +387,28 @@ pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u6
     let error: Vec<Option<String>> = batch.iter().map(|o| o.error.clone()).collect();
     let chain: Vec<DateTime<Utc>> = batch.iter().map(|o| o.chain_started_at).collect();
     let updated: Vec<Recorded> = sqlx::query_as(
-        "UPDATE deliveries d SET status = u.status, finished_at = u.finished_at, duration_ms = u.duration_ms,
-                request_headers = u.request_headers, response_status = u.response_status,
-                response_headers = u.response_headers, response_body = u.response_body,
-                error_kind = u.error_kind, error = u.error, chain_started_at = u.chain_started_at,
-                lease_expires_at = NULL
-           FROM unnest($2::bigint[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::int[], $7::jsonb[],
-                       $8::smallint[], $9::jsonb[], $10::text[], $11::text[], $12::text[], $13::timestamptz[])
+        // The row leaves the queue and is written once, finished, into the log.
+        "WITH u AS (
+            SELECT * FROM unnest($2::bigint[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::int[],
+                                 $7::jsonb[], $8::smallint[], $9::jsonb[], $10::text[], $11::text[], $12::text[],
+                                 $13::timestamptz[])
                 AS u(id, created_at, status, finished_at, duration_ms, request_headers, response_status,
                      response_headers, response_body, error_kind, error, chain_started_at)
-          WHERE d.id = u.id AND d.created_at = u.created_at AND d.status = 'in_flight' AND d.claimed_by = $1
-          RETURNING d.id, d.endpoint_id, d.event_id, d.trigger, d.ordering_key, d.lane_seq",
+         ), done AS (
+            DELETE FROM delivery_queue d USING u
+             WHERE d.id = u.id AND d.created_at = u.created_at AND d.status = 'in_flight' AND d.claimed_by = $1
+            RETURNING d.id, d.created_at, d.project_id, d.event_id, d.event_type, d.endpoint_id, d.target_url,
+                      d.attempt, d.trigger, d.triggered_by, u.status, d.scheduled_at, d.started_at,
+                      u.finished_at, u.duration_ms, d.claimed_by, u.chain_started_at, d.request_id,
+                      u.request_headers, u.response_status, u.response_headers, u.response_body,
+                      u.error_kind, u.error, d.ordering_key, d.lane_seq
+         )
+         INSERT INTO delivery_log (id, created_at, project_id, event_id, event_type, endpoint_id, target_url,
+                attempt, trigger, triggered_by, status, scheduled_at, started_at, finished_at, duration_ms,
+                claimed_by, chain_started_at, request_id, request_headers, response_status, response_headers,
+                response_body, error_kind, error, ordering_key, lane_seq)
+         SELECT * FROM done
+         RETURNING id, endpoint_id, event_id, trigger, ordering_key, lane_seq",
     )
     .bind(worker)
     .bind(&ids)
@@ -501,7 +520,7 @@ fn health_of(written: &[(&Outcome, &Recorded)]) -> Vec<Health> {
 pub async fn queue_stats(pool: &PgPool) -> Result<(i64, f64), sqlx::Error> {
     sqlx::query_as(
         "SELECT count(*), coalesce(extract(epoch FROM now() - min(scheduled_at)), 0)::float8
-         FROM deliveries WHERE status = 'pending' AND NOT parked AND scheduled_at <= now()",
+         FROM delivery_queue WHERE status = 'pending' AND NOT parked AND scheduled_at <= now()",
     )
     .fetch_one(pool)
     .await
@@ -509,7 +528,7 @@ pub async fn queue_stats(pool: &PgPool) -> Result<(i64, f64), sqlx::Error> {
 
 /// When the next scheduled row falls due (so the loop can sleep exactly that long).
 pub async fn next_due(pool: &PgPool) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-    sqlx::query_scalar("SELECT min(scheduled_at) FROM deliveries WHERE status = 'pending' AND NOT parked AND scheduled_at > now()")
+    sqlx::query_scalar("SELECT min(scheduled_at) FROM delivery_queue WHERE status = 'pending' AND NOT parked AND scheduled_at > now()")
         .fetch_one(pool)
         .await
 }

@@ -432,8 +432,10 @@ async fn queries(rows: i64, projects: i64, reuse: Option<String>) {
             let mut from = 1;
             while from <= rows {
                 let to = (from + chunk - 1).min(rows);
-                sqlx::query(
-                    "INSERT INTO deliveries (created_at, project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                // Finished rows into the log, waiting ones (s = 19) into the queue.
+                for (table, waiting) in [("delivery_log", false), ("delivery_queue", true)] {
+                    sqlx::query(&format!(
+                    "INSERT INTO {table} (created_at, project_id, event_id, event_type, endpoint_id, target_url, attempt,
                         trigger, status, scheduled_at, started_at, finished_at, duration_ms, request_id, response_status,
                         error_kind, error)
                      SELECT ts, p, 'evt_' || lpad(to_hex(g / 2), 24, '0'),
@@ -447,14 +449,16 @@ async fn queries(rows: i64, projects: i64, reuse: Option<String>) {
                      FROM generate_series($1::bigint, $2::bigint) g,
                           LATERAL (SELECT now() - interval '14 days' * (1 - g::float8 / $3) + interval '1 second' AS ts,
                                           CASE WHEN g % 10 = 0 THEN 1 ELSE 2 + (g * 7919) % ($4 - 1) END AS p,
-                                          (hashint8(g) & 1023) % 20 AS s, (hashint8(g + 1) & 1023) % 6 AS h) x",
-                )
+                                          (hashint8(g) & 1023) % 20 AS s, (hashint8(g + 1) & 1023) % 6 AS h) x
+                     WHERE (s = 19) = {waiting}",
+                ))
                 .bind(from).bind(to).bind(rows as f64).bind(projects)
                 .execute(&pool).await.unwrap();
+                }
                 eprintln!("generated {to} rows ({:.0} s)", t.elapsed().as_secs_f64());
                 from = to + 1;
             }
-            sqlx::query("VACUUM ANALYZE deliveries")
+            sqlx::query("VACUUM ANALYZE delivery_log, delivery_queue")
                 .execute(&pool)
                 .await
                 .unwrap();
