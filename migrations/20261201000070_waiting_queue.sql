@@ -18,8 +18,10 @@ DROP TRIGGER deliveries_notify ON delivery_log;
 DROP INDEX deliveries_due, deliveries_parked, deliveries_ready, deliveries_leased, deliveries_lane;
 
 CREATE TABLE delivery_queue (LIKE delivery_log INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
-    -- Room on each page for a claim's and a release's new row versions (HOT).
-    WITH (fillfactor = 60, autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_cost_delay = 0);
+    -- Room on each page for a new version of every row on it: a claim takes the oldest
+    -- rows, which sit together, so it updates pages whole, and a version that does not
+    -- fit on its page is not HOT.
+    WITH (fillfactor = 40, autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_cost_delay = 0);
 ALTER TABLE delivery_queue ADD PRIMARY KEY (id);
 ALTER TABLE delivery_queue ADD CONSTRAINT delivery_queue_waiting CHECK (status IN ('pending', 'in_flight'));
 

@@ -1,4 +1,4 @@
-//! The dispatcher: claims due attempts from the deliveries table, sends them, records
+//! The dispatcher: claims due attempts from the queue, sends them, records
 //! the outcomes. Any number may run against one database; leases and `SKIP LOCKED` keep
 //! any two live dispatchers from sending the same attempt.
 

@@ -123,9 +123,7 @@ const BY_ENDPOINT: &str = concat!(
     "
             ORDER BY d.endpoint_id, d.scheduled_at
             -- No more than the endpoint has room for.
-            LIMIT greatest(0, $10 - coalesce(
-                (SELECT h.n FROM unnest($6::bigint[], $7::bigint[]) AS h(endpoint_id, n)
-                  WHERE h.endpoint_id = r.endpoint_id), 0))
+            LIMIT greatest(0, $10 - coalesce(($7::bigint[])[array_position($6::bigint[], r.endpoint_id)], 0))
         ) c
         WHERE NOT (r.endpoint_id = ANY($4)) AND NOT (e.project_id = ANY($5))
         ORDER BY c.scheduled_at
@@ -186,12 +184,15 @@ pub async fn claim_due(
     sqlx::query_as::<_, Claimed>(&format!(
         "{candidates}, ranked AS (
             SELECT c.id, c.created_at, c.scheduled_at, c.endpoint_id, c.throttled, c.tableoid, c.ctid,
-                   coalesce(he.n, 0) + row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.scheduled_at, c.id) AS endpoint_rank,
-                   coalesce(hp.n, 0) + row_number() OVER (PARTITION BY c.project_id ORDER BY c.scheduled_at, c.id) AS project_rank,
+                   -- What each endpoint and project already holds, looked up in the
+                   -- arrays (joined to them, with hash joins off, the arrays were
+                   -- unnested again for every candidate: 10 ms of an 800-row claim).
+                   coalesce(($7::bigint[])[array_position($6::bigint[], c.endpoint_id)], 0)
+                     + row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.scheduled_at, c.id) AS endpoint_rank,
+                   coalesce(($9::bigint[])[array_position($8::bigint[], c.project_id)], 0)
+                     + row_number() OVER (PARTITION BY c.project_id ORDER BY c.scheduled_at, c.id) AS project_rank,
                    row_number() OVER (PARTITION BY c.endpoint_id, c.throttled ORDER BY c.scheduled_at, c.id) AS throttle_rank
             FROM candidates c
-            LEFT JOIN unnest($6::bigint[], $7::bigint[]) AS he(endpoint_id, n) ON he.endpoint_id = c.endpoint_id
-            LEFT JOIN unnest($8::bigint[], $9::bigint[]) AS hp(project_id, n) ON hp.project_id = c.project_id
          ), throttle AS (
             -- An endpoint being changed (its trigger parks those very rows) is skipped,
             -- not waited for: the claim waits on nothing. Its rows find no slot this time
@@ -361,8 +362,9 @@ pub struct NextAttempt {
 }
 
 /// Writes a batch of outcomes and their follow-up attempts in one transaction: one
-/// UPDATE and at most one INSERT however large the batch. Rows this worker no longer
-/// holds (its lease was taken over) are left alone, and their follow-ups are not queued.
+/// statement moves the finished rows from the queue into the log, and at most one INSERT
+/// queues the follow-ups, however large the batch. Rows this worker no longer holds (its
+/// lease was taken over) are left alone, and their follow-ups are not queued.
 pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u64, sqlx::Error> {
     if batch.is_empty() {
         return Ok(0);

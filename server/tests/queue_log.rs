@@ -1,0 +1,210 @@
+//! An attempt lives in the queue while it waits and in the log once it is finished:
+//! claims write no index entries, an outcome moves the row whole, and writes through
+//! the `deliveries` view land where their status says, never twice.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestApp, TestDb};
+
+/// Updates of the queue so far, and how many of them were HOT (no index entry written).
+async fn queue_updates(pool: &sqlx::PgPool) -> (i64, i64) {
+    sqlx::query_as(
+        "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'delivery_queue'",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+/// Asks the connections of `pool` to publish their statistics now.
+async fn flush_stats(pool: &sqlx::PgPool) {
+    sqlx::query("SELECT pg_stat_force_next_flush()")
+        .execute(pool)
+        .await
+        .unwrap();
+    // The flush happens as the connection goes idle after its next statement.
+    sqlx::query("SELECT 1").execute(pool).await.unwrap();
+}
+
+/// The queue's life of an attempt: inserted, claimed (a HOT update), recorded (moved
+/// whole into the log).
+#[tokio::test]
+async fn claims_write_no_index_entries_and_outcomes_move_rows_to_the_log() {
+    use app::core::status::DeliveryStatus;
+    use server::dispatcher::queue::{self, Outcome};
+    let db = TestDb::new().await;
+    let app = TestApp::spawn_on(db, |_| {}, false).await;
+    let (project, _) = app.project("business").await;
+    for i in 0..4 {
+        app.endpoint(project, &format!("http://127.0.0.1:9/hot{i}"))
+            .await;
+    }
+    let claims = queue::claim_pool(&app.pool);
+    let caps = queue::Caps {
+        per_endpoint: 16,
+        per_project: 128,
+        endpoints: &[],
+        endpoint_held: &[],
+        projects: &[],
+        project_held: &[],
+        throttled_held: false,
+    };
+    for round in 0..5 {
+        // 16 events to 4 endpoints: 64 attempts, all claimable at once.
+        for i in 0..16 {
+            app.ingest(project, "order.paid", serde_json::json!({ "i": i }))
+                .await;
+        }
+        flush_stats(&claims).await;
+        let (updates, hot) = queue_updates(&app.pool).await;
+        let rows = queue::claim_due(&claims, "probe", 200, Duration::from_secs(30), &caps)
+            .await
+            .unwrap();
+        flush_stats(&claims).await;
+        let (updates, hot) = {
+            let after = queue_updates(&app.pool).await;
+            (after.0 - updates, after.1 - hot)
+        };
+        println!(
+            "round {round}: a claim of {}: {updates} row updates, {hot} of them HOT",
+            rows.len()
+        );
+        assert_eq!((rows.len(), updates), (64, 64));
+        // A page without room for the new version cannot take a HOT update; an index
+        // on the status would make it none.
+        assert!(
+            hot * 10 >= updates * 9,
+            "{hot} of {updates} updates were HOT"
+        );
+
+        let now = chrono::Utc::now();
+        let outcomes: Vec<Outcome> = rows
+            .iter()
+            .map(|r| Outcome {
+                id: r.id,
+                created_at: r.created_at,
+                status: DeliveryStatus::Succeeded,
+                finished_at: now,
+                duration_ms: 3,
+                request_headers: vec![("webhook-id".into(), r.event_id.clone())],
+                response_status: Some(204),
+                response_headers: Some(vec![]),
+                response_body: None,
+                error_kind: None,
+                error: None,
+                chain_started_at: now,
+                next: None,
+            })
+            .collect();
+        assert_eq!(
+            queue::record(&app.pool, "probe", &outcomes).await.unwrap(),
+            64
+        );
+        let (queued, logged): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM delivery_queue),
+                    (SELECT count(*) FROM delivery_log WHERE status = 'succeeded' AND response_status = 204)",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        assert_eq!((queued, logged), (0, 64 * (round + 1)));
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn writes_through_the_view_land_where_the_status_says() {
+    let db = TestDb::new().await;
+    let app = TestApp::spawn_on(db, |_| {}, false).await;
+    let (project, _) = app.project("business").await;
+    let (endpoint, _) = app.endpoint(project, "http://127.0.0.1:9/view").await;
+    let event = app
+        .ingest(project, "order.paid", serde_json::json!({}))
+        .await;
+    let where_is = |id: i64| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_as::<_, (i64, i64)>(
+                "SELECT (SELECT count(*) FROM delivery_queue WHERE id = $1),
+                        (SELECT count(*) FROM delivery_log WHERE id = $1)",
+            )
+            .bind(id)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    // Inserted through the view: waiting goes to the queue, finished to the log.
+    let insert = |status: &'static str| {
+        let pool = app.pool.clone();
+        let event = event.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(
+                "INSERT INTO deliveries (project_id, event_id, event_type, endpoint_id, target_url,
+                                         attempt, trigger, status, request_id)
+                 VALUES ($1, $2, 'order.paid', $3, 'http://127.0.0.1:9/view', 2, 'auto', $4,
+                         'req_view_' || $4)
+                 RETURNING id",
+            )
+            .bind(project)
+            .bind(&event)
+            .bind(endpoint)
+            .bind(status)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let waiting = insert("pending").await;
+    let finished = insert("succeeded").await;
+    assert_eq!(where_is(waiting).await, (1, 0));
+    assert_eq!(where_is(finished).await, (0, 1));
+
+    // Two writers change the same waiting row at once: the first moves it to the log,
+    // the second finds it changed and changes nothing (it is not written twice).
+    let mut first = app.pool.begin().await.unwrap();
+    let n = sqlx::query("UPDATE deliveries SET status = 'failed', error = 'first' WHERE id = $1")
+        .bind(waiting)
+        .execute(&mut *first)
+        .await
+        .unwrap()
+        .rows_affected();
+    assert_eq!(n, 1);
+    let pool = app.pool.clone();
+    let second = tokio::spawn(async move {
+        sqlx::query("UPDATE deliveries SET status = 'dead_letter', error = 'second' WHERE id = $1")
+            .bind(waiting)
+            .execute(&pool)
+            .await
+            .unwrap()
+            .rows_affected()
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !second.is_finished(),
+        "the second writer waits for the first"
+    );
+    first.commit().await.unwrap();
+    assert_eq!(second.await.unwrap(), 0);
+    assert_eq!(where_is(waiting).await, (0, 1));
+    let (status, error): (String, String) =
+        sqlx::query_as("SELECT status, error FROM deliveries WHERE id = $1")
+            .bind(waiting)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!((status.as_str(), error.as_str()), ("failed", "first"));
+
+    // Deleted through the view, from wherever it is.
+    let n = sqlx::query("DELETE FROM deliveries WHERE event_id = $1")
+        .bind(&event)
+        .execute(&app.pool)
+        .await
+        .unwrap()
+        .rows_affected();
+    assert_eq!(n, 3, "the fan-out's attempt and the two inserted here");
+    assert_eq!(where_is(waiting).await, (0, 0));
+    app.stop().await;
+}
