@@ -460,8 +460,18 @@ async fn claim_median_ms(pool: &sqlx::PgPool, busy: &[i64]) -> f64 {
 /// Median milliseconds of a claim on `pool` that takes `expect` rows (released after
 /// each), by a worker in which the `busy` endpoints are at their share.
 async fn claim_median_ms_on(pool: &sqlx::PgPool, busy: &[i64], expect: usize) -> f64 {
+    claim_median_ms_holding(pool, busy, 16, expect).await
+}
+
+/// [`claim_median_ms_on`], the `busy` endpoints holding `holding` rows each.
+async fn claim_median_ms_holding(
+    pool: &sqlx::PgPool,
+    busy: &[i64],
+    holding: i64,
+    expect: usize,
+) -> f64 {
     use server::dispatcher::queue;
-    let held = vec![16; busy.len()];
+    let held = vec![holding; busy.len()];
     let caps = queue::Caps {
         per_endpoint: 16,
         per_project: 128,
@@ -630,6 +640,9 @@ async fn a_deep_backlog_behind_a_busy_endpoint_costs_the_claim_nothing() {
     app.endpoint(other, "http://127.0.0.1:9/other").await;
     app.ingest(other, "order.paid", serde_json::json!({})).await;
     let without = claim_median_ms(&app.pool, &[busy]).await;
+    // The busy endpoint with room for 7 more, on the dispatcher's claim connection.
+    let claims = server::dispatcher::queue::claim_pool(&app.pool);
+    let room_without = claim_median_ms_holding(&claims, &[busy], 9, 2).await;
 
     sqlx::query(
         "INSERT INTO delivery_queue (project_id, event_id, event_type, endpoint_id, target_url, attempt,
@@ -649,8 +662,14 @@ async fn a_deep_backlog_behind_a_busy_endpoint_costs_the_claim_nothing() {
         .await
         .unwrap();
     let with = claim_median_ms(&app.pool, &[busy]).await;
+    let room_with = claim_median_ms_holding(&claims, &[busy], 9, 8).await;
     println!(
-        "claim median: {without:.2} ms without the backlog, {with:.2} ms beside 100,000 due attempts of a busy endpoint"
+        "claim median: {without:.2} ms without the backlog, {with:.2} ms beside 100,000 due attempts of a busy endpoint; \
+         with room for 7 of them: {room_without:.2} ms and {room_with:.2} ms"
+    );
+    assert!(
+        room_with < (room_without * 3.0).max(room_without + 5.0),
+        "{room_with:.2} ms vs {room_without:.2} ms"
     );
     assert!(
         with < (without * 3.0).max(without + 5.0),
