@@ -1,7 +1,8 @@
 //! The queue (`delivery_queue`): claim due rows with a lease, renew leases, record
 //! outcomes in batches (each moves its row into `delivery_log`), hand back what a
 //! stopping worker did not finish. Claims, releases and renewals change no indexed
-//! column of the queue, so they write no index entries.
+//! column of the queue, so where the page has room (the fill factor keeps it for a
+//! claim) they are HOT updates and write no index entries.
 
 use app::{
     core::{
