@@ -28,6 +28,19 @@ async fn flush_stats(pool: &sqlx::PgPool) {
     sqlx::query("SELECT 1").execute(pool).await.unwrap();
 }
 
+/// Shares with nothing held yet, roomy enough for every test here.
+fn nothing_held() -> server::dispatcher::queue::Caps<'static> {
+    server::dispatcher::queue::Caps {
+        per_endpoint: 16,
+        per_project: 128,
+        endpoints: &[],
+        endpoint_held: &[],
+        projects: &[],
+        project_held: &[],
+        throttled_held: false,
+    }
+}
+
 /// The queue's life of an attempt: inserted, claimed (a HOT update), recorded (moved
 /// whole into the log).
 #[tokio::test]
@@ -42,15 +55,7 @@ async fn claims_write_no_index_entries_and_outcomes_move_rows_to_the_log() {
             .await;
     }
     let claims = queue::claim_pool(&app.pool);
-    let caps = queue::Caps {
-        per_endpoint: 16,
-        per_project: 128,
-        endpoints: &[],
-        endpoint_held: &[],
-        projects: &[],
-        project_held: &[],
-        throttled_held: false,
-    };
+    let caps = nothing_held();
     for round in 0..5 {
         // 16 events to 4 endpoints: 64 attempts, all claimable at once.
         for i in 0..16 {
@@ -206,5 +211,78 @@ async fn writes_through_the_view_land_where_the_status_says() {
         .rows_affected();
     assert_eq!(n, 3, "the fan-out's attempt and the two inserted here");
     assert_eq!(where_is(waiting).await, (0, 0));
+    app.stop().await;
+}
+
+/// Seq scans of the queue so far.
+async fn queue_seq_scans(pool: &sqlx::PgPool) -> i64 {
+    sqlx::query_scalar("SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'delivery_queue'")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// The queue's statistics lag its pages: analysed with one row, then a burst comes and
+/// goes before autovacuum does. The writer's connection (the claim's settings) still
+/// finds an outcome's row by its key and reads no other page; a seq scan here read the
+/// whole burst's dead pages for every outcome.
+#[tokio::test]
+async fn an_outcome_is_found_by_key_in_a_queue_full_of_dead_rows() {
+    use app::core::status::DeliveryStatus;
+    use server::dispatcher::queue::{self, Outcome};
+    let db = TestDb::new().await;
+    let app = TestApp::spawn_on(db, |_| {}, false).await;
+    let (project, _) = app.project("business").await;
+    app.endpoint(project, "http://127.0.0.1:9/bloat").await;
+    let sql = |s: &'static str| {
+        let pool = app.pool.clone();
+        async move { sqlx::query(s).execute(&pool).await.unwrap() }
+    };
+    sql("ALTER TABLE delivery_queue SET (autovacuum_enabled = false)").await;
+    app.ingest(project, "order.paid", serde_json::json!({}))
+        .await;
+    sql("ANALYZE delivery_queue").await;
+    sql("INSERT INTO delivery_queue (project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                                     trigger, status, scheduled_at, request_id)
+         SELECT project_id, event_id, event_type, endpoint_id, target_url, attempt, trigger, status,
+                scheduled_at + interval '1 hour', 'req_burst_' || g
+         FROM delivery_queue, generate_series(1, 5000) AS g")
+    .await;
+    sql("DELETE FROM delivery_queue WHERE request_id LIKE 'req_burst_%'").await;
+
+    let writer = queue::claim_pool(&app.pool);
+    let caps = nothing_held();
+    let rows = queue::claim_due(&writer, "probe", 10, Duration::from_secs(30), &caps)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    let now = chrono::Utc::now();
+    let outcome = Outcome {
+        id: rows[0].id,
+        created_at: rows[0].created_at,
+        status: DeliveryStatus::Succeeded,
+        finished_at: now,
+        duration_ms: 3,
+        request_headers: vec![],
+        response_status: Some(204),
+        response_headers: Some(vec![]),
+        response_body: None,
+        error_kind: None,
+        error: None,
+        chain_started_at: now,
+        next: None,
+    };
+    flush_stats(&writer).await;
+    let before = queue_seq_scans(&app.pool).await;
+    assert_eq!(
+        queue::record(&writer, "probe", &[outcome]).await.unwrap(),
+        1
+    );
+    flush_stats(&writer).await;
+    assert_eq!(
+        queue_seq_scans(&app.pool).await - before,
+        0,
+        "the outcome's row was looked for by a seq scan"
+    );
     app.stop().await;
 }

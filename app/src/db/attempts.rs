@@ -99,27 +99,12 @@ pub struct Inserted {
     pub lease_expires_at: Option<DateTime<Utc>>,
 }
 
-/// [`insert`], with some attempts inserted already leased to a dispatcher.
-pub async fn insert_leased(
-    conn: &mut PgConnection,
-    attempts: &[NewAttempt],
-    lease_to: Option<LeaseTo<'_>>,
-) -> Result<Vec<Inserted>, sqlx::Error> {
-    if attempts.is_empty() {
-        return Ok(Vec::new());
-    }
-    fn column<T>(attempts: &[NewAttempt], f: impl Fn(&NewAttempt) -> T) -> Vec<T> {
-        attempts.iter().map(f).collect()
-    }
-    let taken: Vec<bool> = (0..attempts.len())
-        .map(|i| {
-            lease_to
-                .as_ref()
-                .is_some_and(|l| l.taken.get(i).copied().unwrap_or(false))
-        })
-        .collect();
-    sqlx::query_as(
-        "INSERT INTO delivery_queue (project_id, event_id, event_type, endpoint_id, target_url, attempt,
+/// The statement that queues attempts from the arrays [`bind_attempts`] binds as $1–$17;
+/// `$from` joins more relations to the source (one row each, or the insert is skipped).
+macro_rules! queue_insert {
+    ($from:literal) => {
+        concat!(
+            "INSERT INTO delivery_queue (project_id, event_id, event_type, endpoint_id, target_url, attempt,
                                  trigger, triggered_by, status, scheduled_at, chain_started_at,
                                  request_id, started_at, claimed_by, lease_expires_at,
                                  ordering_key, lane_seq, waits_for, parked)
@@ -138,26 +123,60 @@ pub async fn insert_leased(
                      $12::bool[], $15::text[], $16::bigint[], $17::text[])
               AS n(project_id, event_id, event_type, endpoint_id, target_url, attempt,
                    trigger, triggered_by, scheduled_at, chain_started_at, request_id, taken,
-                   ordering_key, lane_seq, waits_for)
-         RETURNING id, request_id, created_at, lease_expires_at",
+                   ordering_key, lane_seq, waits_for)",
+            $from,
+            " RETURNING id, request_id, created_at, lease_expires_at"
+        )
+    };
+}
+pub(crate) use queue_insert;
+
+/// Binds the attempts as [`queue_insert`] reads them, as parameters $1–$17.
+pub(crate) fn bind_attempts<'q, O>(
+    query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
+    attempts: &[NewAttempt],
+    lease_to: Option<&LeaseTo<'_>>,
+) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
+    fn column<T>(attempts: &[NewAttempt], f: impl Fn(&NewAttempt) -> T) -> Vec<T> {
+        attempts.iter().map(f).collect()
+    }
+    let taken: Vec<bool> = (0..attempts.len())
+        .map(|i| lease_to.is_some_and(|l| l.taken.get(i).copied().unwrap_or(false)))
+        .collect();
+    query
+        .bind(column(attempts, |a| a.project_id))
+        .bind(column(attempts, |a| a.event_id.clone()))
+        .bind(column(attempts, |a| a.event_type.clone()))
+        .bind(column(attempts, |a| a.endpoint_id))
+        .bind(column(attempts, |a| a.target_url.clone()))
+        .bind(column(attempts, |a| a.attempt))
+        .bind(column(attempts, |a| a.trigger.as_str()))
+        .bind(column(attempts, |a| a.triggered_by.clone()))
+        .bind(column(attempts, |a| a.scheduled_at))
+        .bind(column(attempts, |a| a.chain_started_at))
+        .bind(column(attempts, |a| a.request_id.clone()))
+        .bind(taken)
+        .bind(lease_to.map(|l| l.worker.to_string()))
+        .bind(lease_to.map_or(chrono::Duration::zero(), |l| l.lease))
+        .bind(column(attempts, |a| a.ordering_key.clone()))
+        .bind(column(attempts, |a| a.lane.seq()))
+        .bind(column(attempts, |a| a.lane.waits_for()))
+}
+
+/// [`insert`], with some attempts inserted already leased to a dispatcher.
+pub async fn insert_leased(
+    conn: &mut PgConnection,
+    attempts: &[NewAttempt],
+    lease_to: Option<LeaseTo<'_>>,
+) -> Result<Vec<Inserted>, sqlx::Error> {
+    if attempts.is_empty() {
+        return Ok(Vec::new());
+    }
+    bind_attempts(
+        sqlx::query_as(queue_insert!("")),
+        attempts,
+        lease_to.as_ref(),
     )
-    .bind(column(attempts, |a| a.project_id))
-    .bind(column(attempts, |a| a.event_id.clone()))
-    .bind(column(attempts, |a| a.event_type.clone()))
-    .bind(column(attempts, |a| a.endpoint_id))
-    .bind(column(attempts, |a| a.target_url.clone()))
-    .bind(column(attempts, |a| a.attempt))
-    .bind(column(attempts, |a| a.trigger.as_str()))
-    .bind(column(attempts, |a| a.triggered_by.clone()))
-    .bind(column(attempts, |a| a.scheduled_at))
-    .bind(column(attempts, |a| a.chain_started_at))
-    .bind(column(attempts, |a| a.request_id.clone()))
-    .bind(&taken)
-    .bind(lease_to.as_ref().map(|l| l.worker))
-    .bind(lease_to.as_ref().map_or(chrono::Duration::zero(), |l| l.lease))
-    .bind(column(attempts, |a| a.ordering_key.clone()))
-    .bind(column(attempts, |a| a.lane.seq()))
-    .bind(column(attempts, |a| a.lane.waits_for()))
     .fetch_all(conn)
     .await
 }

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::{
-    attempts::{Lane, LeaseTo, NewAttempt},
+    attempts::{Inserted, Lane, LeaseTo, NewAttempt},
     handoff::{Claimed, Handoff, Reserved},
 };
 use crate::{
@@ -100,27 +100,19 @@ pub async fn ingest_all(
     events: &[NewEvent<'_>],
     handoff: Option<&dyn Handoff>,
 ) -> AppResult<Vec<Ingested>> {
+    // The common request, one event without an ordering key, needs no lane: it is
+    // stored by one statement, its own transaction.
+    if let [event @ NewEvent {
+        ordering_key: None, ..
+    }] = events
+    {
+        return Ok(vec![ingest_one(pool, project_id, event, handoff).await?]);
+    }
     let mut tx = pool.begin().await?;
     let mut types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
     types.sort_unstable();
     types.dedup();
-    // The dispatchers are woken after the commit, not by the insert trigger (see the
-    // `notify_after_commit` migration for why); setting it in the first query saves a
-    // round trip. One query finds the endpoints of every type in the batch.
-    let targets: Vec<Target> = sqlx::query_as(
-        "SELECT t.event_type, e.id, e.url, e.rate_limit IS NOT NULL AS throttled, e.secret,
-                CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
-                e.custom_headers
-         FROM unnest($2::text[]) AS t(event_type)
-         JOIN endpoints e ON e.event_types @> ARRAY['*'] OR e.event_types @> ARRAY[t.event_type],
-              set_config('posthorn.defer_notify', 'on', true)
-         WHERE e.project_id = $1 AND e.enabled AND e.deleted_at IS NULL
-         ORDER BY t.event_type, e.id",
-    )
-    .bind(project_id)
-    .bind(&types)
-    .fetch_all(&mut *tx)
-    .await?;
+    let targets = find_targets(&mut *tx, project_id, &types).await?;
     let mut by_type: HashMap<&str, Vec<&Target>> = HashMap::new();
     for t in &targets {
         by_type.entry(t.event_type.as_str()).or_default().push(t);
@@ -162,121 +154,20 @@ pub async fn ingest_all(
         let Some(created_at) = inserted else {
             // Seen before: committed by another request (the insert waited for it) or
             // stored earlier in this transaction.
-            let (event_id, deliveries, created_at) =
-                sqlx::query_as::<_, (String, i32, DateTime<Utc>)>(
-                    "SELECT event_id, deliveries, created_at FROM events WHERE project_id = $1 AND client_id = $2",
-                )
-                .bind(project_id)
-                .bind(event.client_id)
-                .fetch_one(&mut *tx)
-                .await?;
-            stored.push(Ingested {
-                event_id,
-                deliveries,
-                created_at,
-                repeated: true,
-            });
+            stored.push(first_stored(&mut *tx, project_id, event.client_id).await?);
             continue;
         };
-        let mut attempts: Vec<NewAttempt> = targets
-            .iter()
-            .map(|t| NewAttempt {
-                project_id,
-                event_id: event_id.clone(),
-                event_type: event.event_type.as_str().to_string(),
-                endpoint_id: t.id,
-                target_url: t.url.clone(),
-                attempt: 1,
-                trigger: Trigger::Auto,
-                triggered_by: None,
-                scheduled_at: None,
-                chain_started_at: None,
-                request_id: new_request_id(),
-                ordering_key: event.ordering_key.map(str::to_string),
-                lane: match event.ordering_key {
-                    Some(_) => Lane::Join { waits_for: None },
-                    None => Lane::Off,
-                },
-            })
-            .collect();
+        let mut attempts = first_attempts(project_id, &event_id, event, targets);
         super::lanes::join(&mut tx, &mut attempts).await?;
-        // Reserved only now, so a repeated event never holds room; given back on any
-        // error. An attempt waiting its turn in a lane is not sendable yet.
-        let reserved = match handoff {
-            Some(h) => {
-                let plain: Vec<i64> = targets
-                    .iter()
-                    .zip(&attempts)
-                    .filter(|(t, a)| !t.throttled && !a.lane.is_waiting())
-                    .map(|(t, _)| t.id)
-                    .collect();
-                let endpoints = match (plain.is_empty(), events.len()) {
-                    (true, _) => Vec::new(),
-                    // A claim is running that may take this room: it ends within
-                    // milliseconds, and a single event then still goes the short way.
-                    // A batch's transaction does not wait: its events go to the claim.
-                    (false, 1) => match h.reserve(project_id, &plain) {
-                        Ok(taken) => taken,
-                        Err(busy) => {
-                            busy.wait(CLAIM_WAIT).await;
-                            h.reserve(project_id, &plain).unwrap_or_default()
-                        }
-                    },
-                    (false, _) => h.reserve(project_id, &plain).unwrap_or_default(),
-                };
-                Some(Reserved {
-                    handoff: h,
-                    project_id,
-                    endpoints,
-                })
-            }
-            None => None,
-        };
-        let handed_to = reserved.as_ref().filter(|r| !r.endpoints.is_empty());
-        let taken: Vec<bool> = targets
-            .iter()
-            .map(|t| handed_to.is_some_and(|r| r.endpoints.contains(&t.id)))
-            .collect();
-        let lease_to = handed_to.map(|r| LeaseTo {
-            worker: r.handoff.worker(),
-            lease: chrono::Duration::from_std(r.handoff.lease()).unwrap_or_default(),
-            taken: &taken,
-        });
+        // A batch's transaction does not wait for a running claim: its events go to
+        // the claim.
+        let reserved = reserve(handoff, project_id, targets, &attempts, events.len() == 1).await;
+        let taken = taken_by(reserved.as_ref(), targets);
+        let lease_to = lease_to(reserved.as_ref(), &taken);
         let rows = super::attempts::insert_leased(&mut tx, &attempts, lease_to).await?;
-        let mut claimed: Vec<Claimed> = Vec::new();
-        for row in rows {
-            let Some(lease_expires_at) = row.lease_expires_at else {
-                continue;
-            };
-            let Some((a, t)) = attempts
-                .iter()
-                .zip(targets)
-                .find(|(a, _)| a.request_id == row.request_id)
-            else {
-                continue;
-            };
-            claimed.push(Claimed {
-                id: row.id,
-                created_at: row.created_at,
-                project_id,
-                event_id: event_id.clone(),
-                event_type: a.event_type.clone(),
-                endpoint_id: a.endpoint_id,
-                target_url: a.target_url.clone(),
-                attempt: 1,
-                trigger: Trigger::Auto,
-                request_id: row.request_id,
-                chain_started_at: None,
-                lease_expires_at,
-                event_created_at: created_at,
-                data: event.data_json.to_string(),
-                endpoint_url: t.url.clone(),
-                secret: t.secret.clone(),
-                previous_secret: t.previous_secret.clone(),
-                custom_headers: t.custom_headers.clone(),
-                start_at: None,
-            });
-        }
+        let claimed = handed_rows(
+            project_id, &event_id, created_at, event, &attempts, targets, rows,
+        );
         waiting |= deliveries as usize > claimed.len();
         if let Some(r) = reserved {
             handed.push((r, claimed));
@@ -296,6 +187,272 @@ pub async fn ingest_all(
         super::wakeup::wake_dispatchers(pool).await;
     }
     Ok(stored)
+}
+
+/// One event without an ordering key: its endpoints are read, room is reserved with
+/// the dispatcher, then one statement stores the event and its attempts (two round
+/// trips and one commit in all). An endpoint disabled between the two is one disabled
+/// just after the event was accepted: its attempt waits in the queue as it would then.
+async fn ingest_one(
+    pool: &PgPool,
+    project_id: i64,
+    event: &NewEvent<'_>,
+    handoff: Option<&dyn Handoff>,
+) -> AppResult<Ingested> {
+    let found = find_targets(pool, project_id, &[event.event_type.as_str()]).await?;
+    let targets: Vec<&Target> = found.iter().collect();
+    let deliveries = targets.len() as i32;
+    let event_id = new_event_id();
+    let attempts = first_attempts(project_id, &event_id, event, &targets);
+    let reserved = reserve(handoff, project_id, &targets, &attempts, true).await;
+    let taken = taken_by(reserved.as_ref(), &targets);
+    let lease_to = lease_to(reserved.as_ref(), &taken);
+    // The insert trigger's wake-up is sent after the commit instead (see `ingest_all`).
+    let rows: Vec<StoredWithAttempt> = super::attempts::bind_attempts(
+            sqlx::query_as(concat!(
+                "WITH ev AS (
+                    INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key)
+                    VALUES ($18, $19, $20, $21::json, $22, $23, NULL)
+                    ON CONFLICT (project_id, client_id) WHERE client_id IS NOT NULL DO NOTHING
+                    RETURNING created_at
+                 ), q AS (",
+                super::attempts::queue_insert!(", ev, set_config('posthorn.defer_notify', 'on', true)"),
+                ") SELECT ev.created_at AS event_created_at, q.id, q.request_id, q.created_at, q.lease_expires_at
+                   FROM ev LEFT JOIN q ON true"
+            )),
+            &attempts,
+            lease_to.as_ref(),
+        )
+        .bind(&event_id)
+        .bind(project_id)
+        .bind(event.event_type.as_str())
+        .bind(event.data_json)
+        .bind(event.client_id)
+        .bind(deliveries)
+        .fetch_all(pool)
+        .await?;
+    let Some(created_at) = rows.first().map(|r| r.event_created_at) else {
+        // Seen before (the insert waited for the request that stored it); the
+        // reservation goes back as it drops.
+        return first_stored(pool, project_id, event.client_id).await;
+    };
+    let inserted: Vec<Inserted> = rows
+        .into_iter()
+        .filter_map(|r| {
+            Some(Inserted {
+                id: r.id?,
+                request_id: r.request_id?,
+                created_at: r.created_at?,
+                lease_expires_at: r.lease_expires_at,
+            })
+        })
+        .collect();
+    let claimed = handed_rows(
+        project_id, &event_id, created_at, event, &attempts, &targets, inserted,
+    );
+    let waiting = deliveries as usize > claimed.len();
+    if let Some(r) = reserved {
+        r.deliver(claimed);
+    }
+    if waiting {
+        super::wakeup::wake_dispatchers(pool).await;
+    }
+    Ok(Ingested {
+        event_id,
+        deliveries,
+        created_at,
+        repeated: false,
+    })
+}
+
+/// The new event, once with each of its attempts (no attempt: the columns are null).
+#[derive(sqlx::FromRow)]
+struct StoredWithAttempt {
+    event_created_at: DateTime<Utc>,
+    id: Option<i64>,
+    request_id: Option<String>,
+    created_at: Option<DateTime<Utc>>,
+    lease_expires_at: Option<DateTime<Utc>>,
+}
+
+/// The enabled endpoints of the project subscribed to each of `types`.
+async fn find_targets<'c>(
+    conn: impl sqlx::PgExecutor<'c>,
+    project_id: i64,
+    types: &[&str],
+) -> Result<Vec<Target>, sqlx::Error> {
+    // The dispatchers are woken after the commit, not by the insert trigger (see the
+    // `notify_after_commit` migration for why); setting it in the first query of a
+    // transaction saves a round trip.
+    sqlx::query_as(
+        "SELECT t.event_type, e.id, e.url, e.rate_limit IS NOT NULL AS throttled, e.secret,
+                CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
+                e.custom_headers
+         FROM unnest($2::text[]) AS t(event_type)
+         JOIN endpoints e ON e.event_types @> ARRAY['*'] OR e.event_types @> ARRAY[t.event_type],
+              set_config('posthorn.defer_notify', 'on', true)
+         WHERE e.project_id = $1 AND e.enabled AND e.deleted_at IS NULL
+         ORDER BY t.event_type, e.id",
+    )
+    .bind(project_id)
+    .bind(types)
+    .fetch_all(conn)
+    .await
+}
+
+/// The event stored first under this idempotency key.
+async fn first_stored<'c>(
+    conn: impl sqlx::PgExecutor<'c>,
+    project_id: i64,
+    client_id: Option<&str>,
+) -> AppResult<Ingested> {
+    let (event_id, deliveries, created_at) = sqlx::query_as::<_, (String, i32, DateTime<Utc>)>(
+        "SELECT event_id, deliveries, created_at FROM events WHERE project_id = $1 AND client_id = $2",
+    )
+    .bind(project_id)
+    .bind(client_id)
+    .fetch_one(conn)
+    .await?;
+    Ok(Ingested {
+        event_id,
+        deliveries,
+        created_at,
+        repeated: true,
+    })
+}
+
+/// The first attempt of the event to each endpoint, in the order of `targets`.
+fn first_attempts(
+    project_id: i64,
+    event_id: &str,
+    event: &NewEvent<'_>,
+    targets: &[&Target],
+) -> Vec<NewAttempt> {
+    targets
+        .iter()
+        .map(|t| NewAttempt {
+            project_id,
+            event_id: event_id.to_string(),
+            event_type: event.event_type.as_str().to_string(),
+            endpoint_id: t.id,
+            target_url: t.url.clone(),
+            attempt: 1,
+            trigger: Trigger::Auto,
+            triggered_by: None,
+            scheduled_at: None,
+            chain_started_at: None,
+            request_id: new_request_id(),
+            ordering_key: event.ordering_key.map(str::to_string),
+            lane: match event.ordering_key {
+                Some(_) => Lane::Join { waits_for: None },
+                None => Lane::Off,
+            },
+        })
+        .collect()
+}
+
+/// Room with the dispatcher of this process for the attempts it can send at once
+/// (unthrottled endpoints, not waiting in a lane). Reserved only once the event is
+/// known to be new or about to be, so a repeated event holds no room for long; given
+/// back on any error. A single event may wait for a running claim that could take the
+/// room (it ends within milliseconds); otherwise its attempts are left to the claim.
+async fn reserve<'h>(
+    handoff: Option<&'h dyn Handoff>,
+    project_id: i64,
+    targets: &[&Target],
+    attempts: &[NewAttempt],
+    may_wait: bool,
+) -> Option<Reserved<'h>> {
+    let h = handoff?;
+    let plain: Vec<i64> = targets
+        .iter()
+        .zip(attempts)
+        .filter(|(t, a)| !t.throttled && !a.lane.is_waiting())
+        .map(|(t, _)| t.id)
+        .collect();
+    let endpoints = if plain.is_empty() {
+        Vec::new()
+    } else {
+        match h.reserve(project_id, &plain) {
+            Ok(taken) => taken,
+            Err(busy) if may_wait => {
+                busy.wait(CLAIM_WAIT).await;
+                h.reserve(project_id, &plain).unwrap_or_default()
+            }
+            Err(_) => Vec::new(),
+        }
+    };
+    Some(Reserved {
+        handoff: h,
+        project_id,
+        endpoints,
+    })
+}
+
+/// Which of the targets go to the dispatcher already leased.
+fn taken_by(reserved: Option<&Reserved<'_>>, targets: &[&Target]) -> Vec<bool> {
+    let handed_to = reserved.filter(|r| !r.endpoints.is_empty());
+    targets
+        .iter()
+        .map(|t| handed_to.is_some_and(|r| r.endpoints.contains(&t.id)))
+        .collect()
+}
+
+fn lease_to<'a>(reserved: Option<&'a Reserved<'_>>, taken: &'a [bool]) -> Option<LeaseTo<'a>> {
+    reserved
+        .filter(|r| !r.endpoints.is_empty())
+        .map(|r| LeaseTo {
+            worker: r.handoff.worker(),
+            lease: chrono::Duration::from_std(r.handoff.lease()).unwrap_or_default(),
+            taken,
+        })
+}
+
+/// The rows inserted already leased, as the dispatcher sends them.
+fn handed_rows(
+    project_id: i64,
+    event_id: &str,
+    created_at: DateTime<Utc>,
+    event: &NewEvent<'_>,
+    attempts: &[NewAttempt],
+    targets: &[&Target],
+    rows: Vec<Inserted>,
+) -> Vec<Claimed> {
+    let mut claimed: Vec<Claimed> = Vec::new();
+    for row in rows {
+        let Some(lease_expires_at) = row.lease_expires_at else {
+            continue;
+        };
+        let Some((a, t)) = attempts
+            .iter()
+            .zip(targets)
+            .find(|(a, _)| a.request_id == row.request_id)
+        else {
+            continue;
+        };
+        claimed.push(Claimed {
+            id: row.id,
+            created_at: row.created_at,
+            project_id,
+            event_id: event_id.to_string(),
+            event_type: a.event_type.clone(),
+            endpoint_id: a.endpoint_id,
+            target_url: a.target_url.clone(),
+            attempt: 1,
+            trigger: Trigger::Auto,
+            request_id: row.request_id,
+            chain_started_at: None,
+            lease_expires_at,
+            event_created_at: created_at,
+            data: event.data_json.to_string(),
+            endpoint_url: t.url.clone(),
+            secret: t.secret.clone(),
+            previous_secret: t.previous_secret.clone(),
+            custom_headers: t.custom_headers.clone(),
+            start_at: None,
+        });
+    }
+    claimed
 }
 
 /// The longest an ingest waits for a running claim before it leaves its attempts to the

@@ -132,7 +132,8 @@ const BY_ENDPOINT: &str = concat!(
      )"
 );
 
-/// A connection for the claim whose plans cannot depend on the statistics. A queue's
+/// A connection for the claim (and, a second one, for the outcome writer) whose plans
+/// cannot depend on the statistics. A queue's
 /// statistics are always out of date: a burst of 100,000 rows lands between two ANALYZEs
 /// of the day's partition, and a plan built on "15 due rows" reads every due row and sorts
 /// them (on disk) to take a few, 60 ms a claim. Here the claim can only walk the due
@@ -370,27 +371,75 @@ pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u6
     if batch.is_empty() {
         return Ok(0);
     }
-    let mut tx = pool.begin().await?;
-    let ids: Vec<i64> = batch.iter().map(|o| o.id).collect();
-    let created: Vec<DateTime<Utc>> = batch.iter().map(|o| o.created_at).collect();
-    let status: Vec<DeliveryStatus> = batch.iter().map(|o| o.status).collect();
-    let finished: Vec<DateTime<Utc>> = batch.iter().map(|o| o.finished_at).collect();
-    let duration: Vec<i32> = batch.iter().map(|o| o.duration_ms).collect();
-    let req_headers: Vec<serde_json::Value> = batch
+    // Most batches are successes that end their chains: they move in one statement,
+    // its own transaction. What it leaves (rows in a lane, or no longer ours) takes the
+    // whole way.
+    if batch
         .iter()
-        .map(|o| serde_json::json!(o.request_headers))
-        .collect();
-    let resp_status: Vec<Option<i16>> = batch.iter().map(|o| o.response_status).collect();
-    let resp_headers: Vec<Option<serde_json::Value>> = batch
-        .iter()
-        .map(|o| o.response_headers.as_ref().map(|h| serde_json::json!(h)))
-        .collect();
-    let resp_body: Vec<Option<String>> = batch.iter().map(|o| o.response_body.clone()).collect();
-    let error_kind: Vec<Option<ErrorKind>> = batch.iter().map(|o| o.error_kind).collect();
-    let error: Vec<Option<String>> = batch.iter().map(|o| o.error.clone()).collect();
-    let chain: Vec<DateTime<Utc>> = batch.iter().map(|o| o.chain_started_at).collect();
-    let updated: Vec<Recorded> = sqlx::query_as(
-        // The row leaves the queue and is written once, finished, into the log.
+        .all(|o| o.status == DeliveryStatus::Succeeded && o.next.is_none())
+    {
+        let moved: std::collections::HashSet<i64> =
+            bind_outcomes(sqlx::query_as::<_, (i64,)>(&MOVE_SUCCESSES), worker, batch)
+                .fetch_all(pool)
+                .await?
+                .into_iter()
+                .map(|(id,)| id)
+                .collect();
+        if moved.len() == batch.len() {
+            return Ok(moved.len() as u64);
+        }
+        let rest: Vec<Outcome> = batch
+            .iter()
+            .filter(|o| !moved.contains(&o.id))
+            .cloned()
+            .collect();
+        return Ok(moved.len() as u64 + record_in_transaction(pool, worker, &rest).await?);
+    }
+    record_in_transaction(pool, worker, batch).await
+}
+
+/// The outcomes as [`MOVE`] reads them: the worker as $1, the columns as $2–$13.
+fn bind_outcomes<'q, O>(
+    query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
+    worker: &str,
+    batch: &[Outcome],
+) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
+    query
+        .bind(worker.to_string())
+        .bind(batch.iter().map(|o| o.id).collect::<Vec<i64>>())
+        .bind(batch.iter().map(|o| o.created_at).collect::<Vec<_>>())
+        .bind(batch.iter().map(|o| o.status).collect::<Vec<_>>())
+        .bind(batch.iter().map(|o| o.finished_at).collect::<Vec<_>>())
+        .bind(batch.iter().map(|o| o.duration_ms).collect::<Vec<i32>>())
+        .bind(
+            batch
+                .iter()
+                .map(|o| serde_json::json!(o.request_headers))
+                .collect::<Vec<_>>(),
+        )
+        .bind(batch.iter().map(|o| o.response_status).collect::<Vec<_>>())
+        .bind(
+            batch
+                .iter()
+                .map(|o| o.response_headers.as_ref().map(|h| serde_json::json!(h)))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            batch
+                .iter()
+                .map(|o| o.response_body.clone())
+                .collect::<Vec<_>>(),
+        )
+        .bind(batch.iter().map(|o| o.error_kind).collect::<Vec<_>>())
+        .bind(batch.iter().map(|o| o.error.clone()).collect::<Vec<_>>())
+        .bind(batch.iter().map(|o| o.chain_started_at).collect::<Vec<_>>())
+}
+
+/// Moves the rows of the outcomes ($1 the worker, $2–$13 their columns) that this
+/// worker still holds from the queue into the log, finished; `{only}` narrows the rows
+/// taken, `{then}` follows as more CTEs reading `logged`.
+fn move_statement(only: &str, then: &str) -> String {
+    format!(
         "WITH u AS (
             SELECT * FROM unnest($2::bigint[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::int[],
                                  $7::jsonb[], $8::smallint[], $9::jsonb[], $10::text[], $11::text[], $12::text[],
@@ -400,34 +449,61 @@ pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u6
          ), done AS (
             DELETE FROM delivery_queue d USING u
              WHERE d.id = u.id AND d.created_at = u.created_at AND d.status = 'in_flight' AND d.claimed_by = $1
+                   {only}
             RETURNING d.id, d.created_at, d.project_id, d.event_id, d.event_type, d.endpoint_id, d.target_url,
                       d.attempt, d.trigger, d.triggered_by, u.status, d.scheduled_at, d.started_at,
                       u.finished_at, u.duration_ms, d.claimed_by, u.chain_started_at, d.request_id,
                       u.request_headers, u.response_status, u.response_headers, u.response_body,
                       u.error_kind, u.error, d.ordering_key, d.lane_seq
-         )
-         INSERT INTO delivery_log (id, created_at, project_id, event_id, event_type, endpoint_id, target_url,
-                attempt, trigger, triggered_by, status, scheduled_at, started_at, finished_at, duration_ms,
-                claimed_by, chain_started_at, request_id, request_headers, response_status, response_headers,
-                response_body, error_kind, error, ordering_key, lane_seq)
-         SELECT * FROM done
-         RETURNING id, endpoint_id, event_id, trigger, ordering_key, lane_seq",
+         ), logged AS (
+            INSERT INTO delivery_log (id, created_at, project_id, event_id, event_type, endpoint_id, target_url,
+                   attempt, trigger, triggered_by, status, scheduled_at, started_at, finished_at, duration_ms,
+                   claimed_by, chain_started_at, request_id, request_headers, response_status, response_headers,
+                   response_body, error_kind, error, ordering_key, lane_seq)
+            SELECT * FROM done
+            RETURNING id, endpoint_id, event_id, trigger, ordering_key, lane_seq
+         ){then}"
     )
-    .bind(worker)
-    .bind(&ids)
-    .bind(&created)
-    .bind(&status)
-    .bind(&finished)
-    .bind(&duration)
-    .bind(&req_headers)
-    .bind(&resp_status)
-    .bind(&resp_headers)
-    .bind(&resp_body)
-    .bind(&error_kind)
-    .bind(&error)
-    .bind(&chain)
-    .fetch_all(&mut *tx)
-    .await?;
+}
+
+/// Every outcome of the batch moved to the log; the rows as written.
+static MOVE: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| move_statement("", " SELECT * FROM logged"));
+
+/// Successes that end their chains outside any lane, with their endpoints' health
+/// (a success clears `failing_since`, locked in id order as
+/// [`app::db::endpoint_health::note`] does): nothing else to write, so one statement.
+/// Returns the ids moved.
+static MOVE_SUCCESSES: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    move_statement(
+        "AND d.lane_seq IS NULL",
+        ", healthy AS (
+            SELECT e.id FROM endpoints e
+             WHERE e.id IN (SELECT endpoint_id FROM logged WHERE trigger IN ('auto', 'manual_retry'))
+               AND e.failing_since IS NOT NULL
+             ORDER BY e.id FOR NO KEY UPDATE OF e
+         ), cleared AS (
+            UPDATE endpoints e SET failing_since = NULL FROM healthy h WHERE e.id = h.id
+         )
+         SELECT id FROM logged",
+    )
+});
+
+/// [`record`] for any batch: the moves, then the endpoints' health, dead-letter tallies,
+/// follow-up attempts and lanes, in one transaction.
+async fn record_in_transaction(
+    pool: &PgPool,
+    worker: &str,
+    batch: &[Outcome],
+) -> Result<u64, sqlx::Error> {
+    if batch.is_empty() {
+        return Ok(0);
+    }
+    let mut tx = pool.begin().await?;
+    // The row leaves the queue and is written once, finished, into the log.
+    let updated: Vec<Recorded> = bind_outcomes(sqlx::query_as(&MOVE), worker, batch)
+        .fetch_all(&mut *tx)
+        .await?;
     let recorded: std::collections::HashMap<i64, &Recorded> =
         updated.iter().map(|r| (r.id, r)).collect();
     let written: Vec<(&Outcome, &Recorded)> = batch
