@@ -119,6 +119,21 @@ pub fn WebhooksPage() -> impl IntoView {
     }
 }
 
+/// Runs a change of an endpoint and, once it succeeded, reloads the page's lists. The
+/// change asks for the reload itself, not an effect of its card: a list reloaded
+/// meanwhile (after the change before) replaces the card, effects and all, before the
+/// change ends, and the alerts panel then never heard of it.
+async fn reloading<E>(
+    version: RwSignal<u32>,
+    change: impl std::future::Future<Output = Result<(), E>>,
+) -> Result<(), E> {
+    let done = change.await;
+    if done.is_ok() {
+        version.try_update(|v| *v += 1);
+    }
+    done
+}
+
 #[component]
 fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
     let ep = stats.endpoint.clone();
@@ -127,19 +142,24 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
     let message = RwSignal::new(None::<(bool, String)>);
     let secret = RwSignal::new(None::<String>);
     let test_row = RwSignal::new(None::<DeliveryRow>);
-    let toggle = Action::new(move |_: &()| update_endpoint(id, None, None, Some(!enabled), None));
+    let toggle = Action::new(move |_: &()| {
+        reloading(
+            version,
+            update_endpoint(id, None, None, Some(!enabled), None),
+        )
+    });
     let reveal = Action::new(move |_: &()| reveal_secret(id));
     let rotate = Action::new(move |_: &()| rotate_secret(id));
     let test = Action::new(move |_: &()| test_send(id));
-    let remove = Action::new(move |_: &()| delete_endpoint(id));
-    let make_ops = Action::new(move |_: &()| set_ops_endpoint(id));
+    let remove = Action::new(move |_: &()| reloading(version, delete_endpoint(id)));
+    let make_ops = Action::new(move |_: &()| reloading(version, set_ops_endpoint(id)));
     let editing = RwSignal::new(false);
     let header_names = RwSignal::new(ep.header_names.clone());
     let edit_url = RwSignal::new(ep.url.clone());
     let edit_types = RwSignal::new(ep.event_types.join(", "));
     let edit_rate = RwSignal::new(ep.rate_limit.map(|r| r.to_string()).unwrap_or_default());
     let save = Action::new(move |_: &()| {
-        update_endpoint(
+        let change = update_endpoint(
             id,
             Some(edit_url.get_untracked()),
             Some(edit_types.get_untracked()),
@@ -149,7 +169,8 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
                 "" => "unlimited".to_string(),
                 r => r.to_string(),
             }),
-        )
+        );
+        reloading(version, change)
     });
     let (header_name, header_value) = (RwSignal::new(String::new()), RwSignal::new(String::new()));
     let edit_header = Action::new(move |(name, value): &(String, Option<String>)| {
@@ -176,9 +197,8 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
         .into_iter()
         .flatten()
         {
-            match r {
-                Ok(()) => version.update(|v| *v += 1),
-                Err(e) => message.set(Some((false, error_text(&e)))),
+            if let Err(e) = r {
+                message.set(Some((false, error_text(&e))));
             }
         }
     });
