@@ -132,7 +132,9 @@ async fn two_dispatchers_never_send_the_same_attempt() {
     let db = TestDb::new().await;
     let app = TestApp::spawn_on(db, |_| {}, false).await;
     let rx = Receiver::start().await;
-    rx.set_default(Answer::status(200).delay(Duration::from_millis(5)));
+    // Slow enough answers that the work outlasts the second process's start (at 5 ms
+    // the first dispatcher could finish all of it alone).
+    rx.set_default(Answer::status(200).delay(Duration::from_millis(50)));
     let (project, _) = app.project("business").await;
     for _ in 0..4 {
         app.endpoint(project, &rx.url).await;
