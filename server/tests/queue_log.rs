@@ -41,11 +41,32 @@ fn nothing_held() -> server::dispatcher::queue::Caps<'static> {
     }
 }
 
+/// A claimed row's outcome: answered 204 in 3 ms, the end of its chain.
+fn succeeded(
+    row: &server::dispatcher::queue::Claimed,
+    now: chrono::DateTime<chrono::Utc>,
+) -> server::dispatcher::queue::Outcome {
+    server::dispatcher::queue::Outcome {
+        id: row.id,
+        created_at: row.created_at,
+        status: app::core::status::DeliveryStatus::Succeeded,
+        finished_at: now,
+        duration_ms: 3,
+        request_headers: vec![],
+        response_status: Some(204),
+        response_headers: Some(vec![]),
+        response_body: None,
+        error_kind: None,
+        error: None,
+        chain_started_at: now,
+        next: None,
+    }
+}
+
 /// The queue's life of an attempt: inserted, claimed (a HOT update), recorded (moved
 /// whole into the log).
 #[tokio::test]
 async fn claims_write_no_index_entries_and_outcomes_move_rows_to_the_log() {
-    use app::core::status::DeliveryStatus;
     use server::dispatcher::queue::{self, Outcome};
     let db = TestDb::new().await;
     let app = TestApp::spawn_on(db, |_| {}, false).await;
@@ -88,19 +109,8 @@ async fn claims_write_no_index_entries_and_outcomes_move_rows_to_the_log() {
         let outcomes: Vec<Outcome> = rows
             .iter()
             .map(|r| Outcome {
-                id: r.id,
-                created_at: r.created_at,
-                status: DeliveryStatus::Succeeded,
-                finished_at: now,
-                duration_ms: 3,
                 request_headers: vec![("webhook-id".into(), r.event_id.clone())],
-                response_status: Some(204),
-                response_headers: Some(vec![]),
-                response_body: None,
-                error_kind: None,
-                error: None,
-                chain_started_at: now,
-                next: None,
+                ..succeeded(r, now)
             })
             .collect();
         assert_eq!(
@@ -228,8 +238,7 @@ async fn queue_seq_scans(pool: &sqlx::PgPool) -> i64 {
 /// whole burst's dead pages for every outcome.
 #[tokio::test]
 async fn an_outcome_is_found_by_key_in_a_queue_full_of_dead_rows() {
-    use app::core::status::DeliveryStatus;
-    use server::dispatcher::queue::{self, Outcome};
+    use server::dispatcher::queue;
     let db = TestDb::new().await;
     let app = TestApp::spawn_on(db, |_| {}, false).await;
     let (project, _) = app.project("business").await;
@@ -262,21 +271,7 @@ async fn an_outcome_is_found_by_key_in_a_queue_full_of_dead_rows() {
         .unwrap();
     assert_eq!(rows.len(), 1);
     let now = chrono::Utc::now();
-    let outcome = Outcome {
-        id: rows[0].id,
-        created_at: rows[0].created_at,
-        status: DeliveryStatus::Succeeded,
-        finished_at: now,
-        duration_ms: 3,
-        request_headers: vec![],
-        response_status: Some(204),
-        response_headers: Some(vec![]),
-        response_body: None,
-        error_kind: None,
-        error: None,
-        chain_started_at: now,
-        next: None,
-    };
+    let outcome = succeeded(&rows[0], now);
     flush_stats(&writer).await;
     let before = queue_seq_scans(&app.pool).await;
     assert_eq!(
