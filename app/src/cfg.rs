@@ -43,6 +43,9 @@ pub struct Config {
     pub replay_per_second: u32,
     /// Ingest hands fresh attempts straight to the dispatcher in the same process.
     pub handoff: bool,
+    /// Writers that store concurrent requests' lone events together, one commit a group
+    /// (0: each request stores its own).
+    pub ingest_writers: usize,
     /// Bulk replay: (event, endpoint) pairs one replay may send at most, so one click
     /// cannot queue millions of requests.
     pub replay_max: u32,
@@ -126,6 +129,7 @@ impl Config {
             concurrency: usize_var("POSTHORN_DISPATCH_CONCURRENCY", 512)?,
             per_endpoint_concurrency: usize_var("POSTHORN_ENDPOINT_CONCURRENCY", 16)?,
             project_concurrency: usize_var("POSTHORN_PROJECT_CONCURRENCY", 128)?,
+            ingest_writers: usize_var("POSTHORN_INGEST_WRITERS", 4)?,
             lease: duration_var("POSTHORN_LEASE", "60s")?,
             plan_limits: crate::core::ratelimit::PlanLimits::parse(
                 &var("POSTHORN_PLAN_LIMITS").unwrap_or_default(),

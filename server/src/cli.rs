@@ -142,12 +142,15 @@ async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
         mailer,
         rx.clone(),
     ));
+    let group = (cfg.ingest_writers > 0)
+        .then(|| app::db::group_commit::GroupCommit::start(pool.clone(), cfg.ingest_writers));
     let state = web::AppState {
         leptos_options: web::leptos_options(&cfg),
         pool,
         cfg: cfg.clone(),
         metrics,
         handoff,
+        group,
     };
     let listener = tokio::net::TcpListener::bind(cfg.site_addr)
         .await

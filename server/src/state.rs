@@ -20,6 +20,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// The dispatcher of this process, when it takes attempts straight from ingest.
     pub handoff: Option<Arc<dyn app::db::handoff::Handoff>>,
+    /// The writers that store concurrent requests' lone events together.
+    pub group: Option<Arc<app::db::group_commit::GroupCommit>>,
 }
 
 /// Where the build put the bundle's content hashes (`js: …`, `wasm: …`, `css: …`), read by

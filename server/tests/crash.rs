@@ -27,6 +27,37 @@ fn dispatcher(db_url: &str, extra: &[(&str, &str)]) -> Child {
     cmd.spawn().expect("start posthorn dispatch")
 }
 
+/// `posthorn serve` on a free port with a 2 s lease (and `extra`), once it answers; the
+/// process and its base URL.
+async fn serve(db_url: &str, extra: &[(&str, &str)]) -> (Child, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_posthorn"));
+    cmd.arg("serve")
+        .env("DATABASE_URL", db_url)
+        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+        .env("POSTHORN_ALLOW_PRIVATE_TARGETS", "true")
+        .env("POSTHORN_LEASE", "2s")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    let server = cmd.spawn().expect("start posthorn serve");
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http.get(format!("{base}/healthz")).send().await.is_err() {
+        assert!(Instant::now() < deadline, "server did not start");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    (server, base)
+}
+
 async fn count(pool: &sqlx::PgPool, sql: &str) -> i64 {
     sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
 }
@@ -180,32 +211,10 @@ async fn a_server_killed_after_handing_off_attempts_loses_none() {
     rx.set_default(Answer::status(200).delay(Duration::from_millis(1500)));
     let (project, key) = app.project("business").await;
     app.endpoint(project, &rx.url).await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let base = format!("http://127.0.0.1:{port}");
     // Two attempts at a time (room for four held): of six events, two are sent, two are
     // handed over and wait for a slot, two wait in the queue.
-    let mut server = Command::new(env!("CARGO_BIN_EXE_posthorn"))
-        .arg("serve")
-        .env("DATABASE_URL", &app.db_url)
-        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
-        .env("POSTHORN_ALLOW_PRIVATE_TARGETS", "true")
-        .env("POSTHORN_LEASE", "2s")
-        .env("POSTHORN_DISPATCH_CONCURRENCY", "2")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start posthorn serve");
+    let (mut server, base) = serve(&app.db_url, &[("POSTHORN_DISPATCH_CONCURRENCY", "2")]).await;
     let http = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while http.get(format!("{base}/healthz")).send().await.is_err() {
-        assert!(Instant::now() < deadline, "server did not start");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     let n = 6;
     for i in 0..n {
         let r = http
@@ -258,5 +267,70 @@ async fn a_server_killed_after_handing_off_attempts_loses_none() {
         .map(|r| header(r, "x-event-id").to_string())
         .collect();
     assert_eq!(events.len() as i64, n, "every event reached the receiver");
+    app.stop().await;
+}
+
+/// Concurrent requests' lone events are committed together by `posthorn serve`'s group
+/// writers. Killed while such requests come in, the server loses no event it accepted:
+/// every `202` answered is delivered, by another dispatcher once the leases run out.
+#[tokio::test]
+async fn a_server_killed_while_grouping_requests_loses_no_accepted_event() {
+    let db = TestDb::new().await;
+    let app = TestApp::spawn_on(db, |_| {}, false).await;
+    let rx = Receiver::start().await;
+    rx.set_default(Answer::status(200).delay(Duration::from_millis(50)));
+    let (project, key) = app.project("business").await;
+    app.endpoint(project, &rx.url).await;
+    let (mut server, base) = serve(&app.db_url, &[]).await;
+    let http = reqwest::Client::new();
+    // 32 requests at a time, until the server dies under them (or 600 are sent).
+    let sender = {
+        let (http, base, key) = (http.clone(), base.clone(), key.clone());
+        tokio::spawn(async move {
+            use futures::StreamExt;
+            futures::stream::iter(0..600u32)
+                .map(|i| {
+                    let request = http
+                        .post(format!("{base}/public/v1/events"))
+                        .bearer_auth(&key)
+                        .json(&serde_json::json!({ "event": "order.created", "data": { "i": i } }));
+                    async move {
+                        let r = request.send().await.ok()?;
+                        if r.status() != 202 {
+                            return None;
+                        }
+                        let v: serde_json::Value = r.json().await.ok()?;
+                        v["id"].as_str().map(str::to_string)
+                    }
+                })
+                .buffer_unordered(32)
+                .take_while(|r| std::future::ready(r.is_some()))
+                .filter_map(std::future::ready)
+                .collect::<Vec<String>>()
+                .await
+        })
+    };
+    rx.wait_for(20, Duration::from_secs(20)).await;
+    server.kill().unwrap(); // SIGKILL, with requests mid-way
+    server.wait().unwrap();
+    let accepted = sender.await.unwrap();
+    assert!(accepted.len() >= 20, "{} accepted", accepted.len());
+    let stored = count(&app.pool, "SELECT count(*) FROM events").await;
+    assert!(stored >= accepted.len() as i64);
+
+    let mut second = dispatcher(&app.db_url, &[]);
+    all_delivered(&app.pool, stored, Duration::from_secs(90)).await;
+    second.kill().unwrap();
+    second.wait().unwrap();
+    let delivered: HashSet<String> = rx
+        .seen()
+        .iter()
+        .map(|r| header(r, "x-event-id").to_string())
+        .collect();
+    let lost: Vec<&String> = accepted
+        .iter()
+        .filter(|e| !delivered.contains(*e))
+        .collect();
+    assert!(lost.is_empty(), "accepted and never delivered: {lost:?}");
     app.stop().await;
 }

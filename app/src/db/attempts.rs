@@ -125,7 +125,7 @@ macro_rules! queue_insert {
                    trigger, triggered_by, scheduled_at, chain_started_at, request_id, taken,
                    ordering_key, lane_seq, waits_for)",
             $from,
-            " RETURNING id, request_id, created_at, lease_expires_at"
+            " RETURNING id, request_id, created_at, lease_expires_at, event_id"
         )
     };
 }

@@ -8,6 +8,7 @@ use sqlx::PgPool;
 
 use super::{
     attempts::{Inserted, Lane, LeaseTo, NewAttempt},
+    group_commit::{GroupCommit, Lone},
     handoff::{Claimed, Handoff, Reserved},
 };
 use crate::{
@@ -39,9 +40,24 @@ pub async fn ingest(
     client_id: Option<&str>,
 ) -> AppResult<Ingested> {
     ingest_handing(
-        pool, project_id, event_type, data_json, client_id, None, None,
+        pool,
+        project_id,
+        event_type,
+        data_json,
+        client_id,
+        None,
+        Via::default(),
     )
     .await
+}
+
+/// Where ingest in a server process sends its work: fresh attempts to its dispatcher
+/// ([`Handoff`]), lone events to the writers that store them together ([`GroupCommit`]).
+/// Neither: every attempt waits for a claim, every event is stored by its own request.
+#[derive(Clone, Copy, Default)]
+pub struct Via<'a> {
+    pub handoff: Option<&'a dyn Handoff>,
+    pub group: Option<&'a GroupCommit>,
 }
 
 /// An endpoint an event fans out to, with what a handed-off attempt needs to be sent.
@@ -70,7 +86,7 @@ pub struct NewEvent<'a> {
 
 /// [`ingest`] with an ordering key (each first attempt joins the end of its endpoint's
 /// lane for that key, see [`super::lanes`]), handing the first attempts to unthrottled
-/// endpoints that are not waiting in a lane to `handoff` (the dispatcher in this process)
+/// endpoints that are not waiting in a lane to `via.handoff` (the dispatcher in this process)
 /// as far as it has room; the rest wait for a claim.
 pub async fn ingest_handing(
     pool: &PgPool,
@@ -79,7 +95,7 @@ pub async fn ingest_handing(
     data_json: &str,
     client_id: Option<&str>,
     ordering_key: Option<&str>,
-    handoff: Option<&dyn Handoff>,
+    via: Via<'_>,
 ) -> AppResult<Ingested> {
     let event = NewEvent {
         event_type,
@@ -87,7 +103,7 @@ pub async fn ingest_handing(
         client_id,
         ordering_key,
     };
-    let mut stored = ingest_all(pool, project_id, &[event], handoff).await?;
+    let mut stored = ingest_all(pool, project_id, &[event], via).await?;
     stored.pop().ok_or(AppError::Db(sqlx::Error::RowNotFound))
 }
 
@@ -98,15 +114,16 @@ pub async fn ingest_all(
     pool: &PgPool,
     project_id: i64,
     events: &[NewEvent<'_>],
-    handoff: Option<&dyn Handoff>,
+    via: Via<'_>,
 ) -> AppResult<Vec<Ingested>> {
+    let handoff = via.handoff;
     // The common request, one event without an ordering key, needs no lane: it is
     // stored by one statement, its own transaction.
     if let [event @ NewEvent {
         ordering_key: None, ..
     }] = events
     {
-        return Ok(vec![ingest_one(pool, project_id, event, handoff).await?]);
+        return Ok(vec![ingest_one(pool, project_id, event, via).await?]);
     }
     let mut tx = pool.begin().await?;
     let mut types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
@@ -191,71 +208,57 @@ pub async fn ingest_all(
 
 /// One event without an ordering key: its endpoints are read, room is reserved with
 /// the dispatcher, then one statement stores the event and its attempts (two round
-/// trips and one commit in all). An endpoint disabled between the two is one disabled
-/// just after the event was accepted: its attempt waits in the queue as it would then.
+/// trips and one commit in all), together with other requests' lone events when `via`
+/// has a [`GroupCommit`]. An endpoint disabled between the two is one disabled just
+/// after the event was accepted: its attempt waits in the queue as it would then.
 async fn ingest_one(
     pool: &PgPool,
     project_id: i64,
     event: &NewEvent<'_>,
-    handoff: Option<&dyn Handoff>,
+    via: Via<'_>,
 ) -> AppResult<Ingested> {
     let found = find_targets(pool, project_id, &[event.event_type.as_str()]).await?;
     let targets: Vec<&Target> = found.iter().collect();
     let deliveries = targets.len() as i32;
     let event_id = new_event_id();
     let attempts = first_attempts(project_id, &event_id, event, &targets);
-    let reserved = reserve(handoff, project_id, &targets, &attempts, true).await;
+    let reserved = reserve(via.handoff, project_id, &targets, &attempts, true).await;
     let taken = taken_by(reserved.as_ref(), &targets);
-    let lease_to = lease_to(reserved.as_ref(), &taken);
-    // The insert trigger's wake-up is sent after the commit instead (see `ingest_all`).
-    let rows: Vec<StoredWithAttempt> = super::attempts::bind_attempts(
-            sqlx::query_as(concat!(
-                "WITH ev AS (
-                    INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key)
-                    VALUES ($18, $19, $20, $21::json, $22, $23, NULL)
-                    ON CONFLICT (project_id, client_id) WHERE client_id IS NOT NULL DO NOTHING
-                    RETURNING created_at
-                 ), q AS (",
-                super::attempts::queue_insert!(", ev, set_config('posthorn.defer_notify', 'on', true)"),
-                ") SELECT ev.created_at AS event_created_at, q.id, q.request_id, q.created_at, q.lease_expires_at
-                   FROM ev LEFT JOIN q ON true"
-            )),
-            &attempts,
-            lease_to.as_ref(),
-        )
-        .bind(&event_id)
-        .bind(project_id)
-        .bind(event.event_type.as_str())
-        .bind(event.data_json)
-        .bind(event.client_id)
-        .bind(deliveries)
-        .fetch_all(pool)
-        .await?;
-    let Some(created_at) = rows.first().map(|r| r.event_created_at) else {
+    let lease = lease_to(reserved.as_ref(), &taken).map(|l| (l.worker.to_string(), l.lease));
+    // The request keeps what the dispatcher needs of the attempts; the store gets a copy.
+    let lone = Lone {
+        project_id,
+        event_id: event_id.clone(),
+        event_type: event.event_type.as_str().to_string(),
+        data: event.data_json.to_string(),
+        client_id: event.client_id.map(str::to_string),
+        attempts: attempts.clone(),
+        taken,
+        lease,
+    };
+    let stored = match via.group {
+        Some(group) => group.submit(lone).await?,
+        None => super::group_commit::store(pool, std::slice::from_ref(&lone))
+            .await?
+            .pop()
+            .unwrap_or_default(),
+    };
+    let Some(created_at) = stored.created_at else {
         // Seen before (the insert waited for the request that stored it); the
         // reservation goes back as it drops.
         return first_stored(pool, project_id, event.client_id).await;
     };
-    let inserted: Vec<Inserted> = rows
-        .into_iter()
-        .filter_map(|r| {
-            Some(Inserted {
-                id: r.id?,
-                request_id: r.request_id?,
-                created_at: r.created_at?,
-                lease_expires_at: r.lease_expires_at,
-            })
-        })
-        .collect();
     let claimed = handed_rows(
-        project_id, &event_id, created_at, event, &attempts, &targets, inserted,
+        project_id,
+        &event_id,
+        created_at,
+        event,
+        &attempts,
+        &targets,
+        stored.rows,
     );
-    let waiting = deliveries as usize > claimed.len();
     if let Some(r) = reserved {
         r.deliver(claimed);
-    }
-    if waiting {
-        super::wakeup::wake_dispatchers(pool).await;
     }
     Ok(Ingested {
         event_id,
@@ -263,16 +266,6 @@ async fn ingest_one(
         created_at,
         repeated: false,
     })
-}
-
-/// The new event, once with each of its attempts (no attempt: the columns are null).
-#[derive(sqlx::FromRow)]
-struct StoredWithAttempt {
-    event_created_at: DateTime<Utc>,
-    id: Option<i64>,
-    request_id: Option<String>,
-    created_at: Option<DateTime<Utc>>,
-    lease_expires_at: Option<DateTime<Utc>>,
 }
 
 /// The enabled endpoints of the project subscribed to each of `types`.

@@ -10,6 +10,7 @@ pub mod endpoint_activity;
 pub mod endpoint_health;
 pub mod endpoints;
 pub mod events;
+pub mod group_commit;
 pub mod handoff;
 pub mod horizon;
 pub mod invitations;

@@ -24,6 +24,8 @@ use sqlx::PgPool;
 
 /// The dispatcher of this process, if it takes attempts straight from ingest.
 type Handoff = Option<std::sync::Arc<dyn app::db::handoff::Handoff>>;
+/// The writers that store lone events of concurrent requests together, if any.
+type Group = Option<std::sync::Arc<app::db::group_commit::GroupCommit>>;
 
 use super::{
     error::ApiErrorBody,
@@ -225,7 +227,11 @@ pub async fn create_batch(
         })
         .collect();
     // One transaction: the batch is stored whole or not at all.
-    let stored = events::ingest_all(&pool, caller.project_id, &batch, handoff.as_deref()).await;
+    let via = events::Via {
+        handoff: handoff.as_deref(),
+        group: None,
+    };
+    let stored = events::ingest_all(&pool, caller.project_id, &batch, via).await;
     let stored = match stored {
         Ok(stored) => stored,
         Err(e) => {
@@ -265,6 +271,7 @@ pub struct EventPage {
 pub async fn create(
     State(pool): State<PgPool>,
     State(handoff): State<Handoff>,
+    State(group): State<Group>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateEvent>,
@@ -292,7 +299,10 @@ pub async fn create(
         &item.data,
         client_id.as_deref(),
         item.ordering_key,
-        handoff.as_deref(),
+        events::Via {
+            handoff: handoff.as_deref(),
+            group: group.as_deref(),
+        },
     )
     .await?;
     Ok((

@@ -94,6 +94,8 @@ pub struct TestApp {
     pub base: String,
     pub pool: PgPool,
     pub db_url: String,
+    /// The writers storing the API's lone events together (unless configured off).
+    pub group: Option<Arc<app::db::group_commit::GroupCommit>>,
     stop: watch::Sender<bool>,
     handles: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -143,12 +145,16 @@ impl TestApp {
             mailer,
             rx.clone(),
         )));
+        let group = (cfg.ingest_writers > 0).then(|| {
+            app::db::group_commit::GroupCommit::start(db.pool.clone(), cfg.ingest_writers)
+        });
         let state = web::AppState {
             leptos_options: web::leptos_options(&cfg),
             pool: db.pool.clone(),
             cfg,
             metrics,
             handoff,
+            group: group.clone(),
         };
         let mut stop_rx = rx.clone();
         handles.push(tokio::spawn(async move {
@@ -162,6 +168,7 @@ impl TestApp {
             base: format!("http://{addr}"),
             pool: db.pool,
             db_url: db.url,
+            group,
             stop,
             handles,
         }

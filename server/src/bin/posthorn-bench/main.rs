@@ -579,6 +579,7 @@ async fn serve_app(pool: &sqlx::PgPool, url: &str) -> std::net::SocketAddr {
         cfg,
         metrics: Arc::new(Metrics::default()),
         handoff: None,
+        group: None,
     };
     tokio::spawn(server::web::serve(state, listener, std::future::pending()));
     addr
