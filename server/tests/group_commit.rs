@@ -180,3 +180,62 @@ async fn an_event_the_database_refuses_fails_alone_and_a_repeated_key_keeps_the_
     assert_eq!(receiver.wait_for(7, Duration::from_secs(30)).await.len(), 7);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn concurrent_requests_counted_together_keep_each_count_exact() {
+    let app = TestApp::spawn().await;
+    let (_, key) = app.project("trial").await; // 30 requests a minute
+                                               // The requests must fall in one minute's window.
+    while chrono::Utc::now().timestamp() % 60 > 50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let client = reqwest::Client::new();
+    let answers: Vec<(u16, String)> = futures::stream::iter(0..70usize)
+        .map(|i| {
+            // Every seventh request presents a key that does not exist.
+            let presented = if i % 7 == 3 {
+                "phk_not_a_key".to_string()
+            } else {
+                key.clone()
+            };
+            let request = client
+                .post(format!("{}/public/v1/events", app.base))
+                .bearer_auth(presented)
+                .json(&serde_json::json!({ "event": "order.paid", "data": { "i": i } }));
+            async move {
+                let r = request.send().await.unwrap();
+                let remaining = r.headers()["x-ratelimit-remaining"]
+                    .to_str()
+                    .unwrap()
+                    .to_string();
+                (r.status().as_u16(), remaining)
+            }
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    let status_count = |s: u16| answers.iter().filter(|a| a.0 == s).count();
+    assert_eq!(status_count(401), 10, "{answers:?}");
+    assert_eq!(
+        status_count(202),
+        30,
+        "exactly the minute's limit: {answers:?}"
+    );
+    assert_eq!(status_count(429), 30, "{answers:?}");
+    let mut remaining: Vec<u32> = answers
+        .iter()
+        .filter(|a| a.0 == 202)
+        .map(|a| a.1.parse().unwrap())
+        .collect();
+    remaining.sort_unstable();
+    assert_eq!(
+        remaining,
+        (0..30).collect::<Vec<u32>>(),
+        "each accepted request saw its own count"
+    );
+    let (groups, hits) = app.group.as_ref().unwrap().key_counts();
+    println!("{hits} key hits counted in {groups} statements");
+    assert_eq!(hits, 70, "every presented key is looked up, the unknown one too");
+    assert!(groups < hits, "{groups} groups for {hits} hits");
+    app.stop().await;
+}

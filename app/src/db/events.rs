@@ -237,7 +237,7 @@ async fn ingest_one(
         lease,
     };
     let stored = match via.group {
-        Some(group) => group.submit(lone).await?,
+        Some(group) => group.store(lone).await?,
         None => super::group_commit::store(pool, std::slice::from_ref(&lone))
             .await?
             .pop()

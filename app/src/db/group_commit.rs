@@ -1,24 +1,33 @@
-//! Lone events of concurrent requests stored together: one statement and one commit for
-//! every request waiting at that moment, instead of one WAL flush each.
+//! The public API's per-request statements, taken together for concurrent requests: one
+//! statement and one commit for every request waiting at that moment.
 //!
 //! A request answers only once its event is durable, so on one machine the public API was
 //! bound by commits: at 1,100–1,800 single-event requests/s its backends waited on
-//! `WALSync` and the `WALWrite` lock, with the CPU a quarter idle. Requests now queue their
-//! checked event here; each of a few writers takes whatever is queued when it is free (a
-//! request alone goes at once: nothing waits for a group to fill) and stores it with
-//! [`store`]. A group that fails is stored again event by event, so an event the database
-//! refuses fails its own request only, never its neighbours'.
+//! `WALSync` and the `WALWrite` lock, with the CPU a quarter idle; and every request
+//! counted itself on its key's one counter row, each waiting for the one before. Requests
+//! now queue what they have to store (a lone event, a key's hit); each of a few writers
+//! takes whatever is queued when it is free (a request alone goes at once: nothing waits
+//! for a group to fill) and stores it with one statement. A group of events that fails is
+//! stored again event by event, so an event the database refuses fails its own request
+//! only, never its neighbours'.
 
-use std::sync::{
-    atomic::{AtomicU64, Ordering},
-    Arc,
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
 };
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
-use super::attempts::{Inserted, NewAttempt};
+use super::{
+    api_keys::{self, KeyOwner},
+    attempts::{Inserted, NewAttempt},
+};
 
 /// One event without an ordering key, checked and fanned out, ready to store.
 #[derive(Debug)]
@@ -52,8 +61,8 @@ pub(crate) struct Stored {
     pub rows: Vec<Inserted>,
 }
 
-/// A group holds at most this many events, and this many bytes of payload: a group is
-/// one statement, and one tenant's large payloads must not make everyone's slow.
+/// A group of events holds at most this many, and this many bytes of payload: a group
+/// is one statement, and one tenant's large payloads must not make everyone's slow.
 pub const MAX_GROUP: usize = 100;
 pub const MAX_GROUP_BYTES: usize = 2 * 1024 * 1024;
 
@@ -155,139 +164,258 @@ pub(crate) async fn store(pool: &PgPool, lones: &[Lone]) -> Result<Vec<Stored>, 
     Ok(stored)
 }
 
-struct Job {
-    lone: Lone,
-    reply: oneshot::Sender<Result<Stored, sqlx::Error>>,
-}
-
-/// The writers lone events queue for (see the module's comment).
-pub struct GroupCommit {
-    jobs: mpsc::Sender<Job>,
+/// A group of events, or on failure each of its events alone; answers in their order.
+async fn store_events(
+    pool: PgPool,
+    lones: Vec<Lone>,
     counts: Arc<Counts>,
+) -> Vec<Result<Stored, sqlx::Error>> {
+    let n = lones.len();
+    // The same order of idempotency keys in every group: two groups never wait for each
+    // other's keys crosswise (a deadlock PostgreSQL would break by failing one).
+    let mut tagged: Vec<(usize, Lone)> = lones.into_iter().enumerate().collect();
+    tagged
+        .sort_by(|(_, a), (_, b)| (a.project_id, &a.client_id).cmp(&(b.project_id, &b.client_id)));
+    let (order, lones): (Vec<usize>, Vec<Lone>) = tagged.into_iter().unzip();
+    let lease = lones.iter().find_map(|l| l.lease.as_ref());
+    let one_lease = lones
+        .iter()
+        .all(|l| l.lease.is_none() || l.lease.as_ref() == lease);
+    let mut answers: Vec<Option<Result<Stored, sqlx::Error>>> = (0..n).map(|_| None).collect();
+    let together = match one_lease {
+        true => store(&pool, &lones).await,
+        false => Err(sqlx::Error::Protocol(
+            "events leased to different dispatchers".into(),
+        )),
+    };
+    match together {
+        Ok(stored) => {
+            for (i, s) in order.iter().zip(stored) {
+                answers[*i] = Some(Ok(s));
+            }
+        }
+        Err(e) if n == 1 => answers[0] = Some(Err(e)),
+        Err(e) => {
+            counts.failed.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(error = %e, events = n, "a group of events failed; storing each alone");
+            for (i, lone) in order.iter().zip(&lones) {
+                let alone = store(&pool, std::slice::from_ref(lone)).await;
+                answers[*i] = Some(alone.map(|mut s| s.pop().unwrap_or_default()));
+            }
+        }
+    }
+    answers
+        .into_iter()
+        .map(|a| a.unwrap_or(Err(sqlx::Error::RowNotFound)))
+        .collect()
 }
 
-/// Groups stored so far, the events in them, and the groups that failed whole (their
-/// events were then stored one by one).
-#[derive(Debug, Default)]
-pub struct Counts {
-    pub groups: AtomicU64,
-    pub events: AtomicU64,
-    pub failed: AtomicU64,
+/// A presented key's hit on its counter for one window, as [`api_keys::authenticate_counting`]
+/// counts it.
+#[derive(Debug)]
+pub(crate) struct KeyHit {
+    pub key: String,
+    pub window_start: i64,
+}
+
+type KeyAnswer = crate::error::AppResult<Option<(KeyOwner, u32)>>;
+
+async fn count_keys(pool: PgPool, hits: Vec<KeyHit>) -> Vec<KeyAnswer> {
+    let asked: Vec<(&str, i64)> = hits
+        .iter()
+        .map(|h| (h.key.as_str(), h.window_start))
+        .collect();
+    match api_keys::authenticate_counting_all(&pool, &asked).await {
+        Ok(answers) => answers.into_iter().map(Ok).collect(),
+        Err(e) if hits.len() == 1 => vec![Err(e)],
+        Err(e) => {
+            tracing::warn!(error = %e, hits = hits.len(), "counting a group of requests failed; counting each alone");
+            let mut answers = Vec::with_capacity(hits.len());
+            for h in &hits {
+                answers.push(api_keys::authenticate_counting(&pool, &h.key, h.window_start).await);
+            }
+            answers
+        }
+    }
+}
+
+/// The writers requests queue for (see the module's comment): one set for lone events,
+/// one for API keys' hits.
+pub struct GroupCommit {
+    events: Writers<Lone, Result<Stored, sqlx::Error>>,
+    keys: Writers<KeyHit, KeyAnswer>,
 }
 
 impl GroupCommit {
-    /// Starts `writers` writers on `pool` (each holds one of its connections while it
-    /// stores a group). They stop once the returned handle and every clone are dropped.
+    /// Starts `writers` writers of each kind on `pool` (each holds one of its connections
+    /// while it stores a group). They stop once the returned handle is dropped.
     pub fn start(pool: PgPool, writers: usize) -> Arc<GroupCommit> {
-        let (jobs, rx) = mpsc::channel::<Job>(4096);
-        let rx = Arc::new(Mutex::new(rx));
-        let counts = Arc::new(Counts::default());
-        for _ in 0..writers.max(1) {
-            tokio::spawn(write(pool.clone(), rx.clone(), counts.clone()));
-        }
-        Arc::new(GroupCommit { jobs, counts })
+        let events = {
+            let pool = pool.clone();
+            Writers::start(
+                writers,
+                MAX_GROUP,
+                MAX_GROUP_BYTES,
+                |l: &Lone| l.data.len(),
+                move |group, counts| Box::pin(store_events(pool.clone(), group, counts)),
+            )
+        };
+        let keys = Writers::start(
+            writers,
+            MAX_KEY_GROUP,
+            usize::MAX,
+            |_: &KeyHit| 0,
+            move |group, _| Box::pin(count_keys(pool.clone(), group)),
+        );
+        Arc::new(GroupCommit { events, keys })
+    }
+
+    /// Stores the event with whatever else is queued; answers once it is committed.
+    pub(crate) async fn store(&self, lone: Lone) -> Result<Stored, sqlx::Error> {
+        self.events.submit(lone).await?
+    }
+
+    /// [`api_keys::authenticate_counting`], counted with the other requests queued.
+    pub async fn authenticate_counting(
+        &self,
+        key: &str,
+        window_start: i64,
+    ) -> crate::error::AppResult<Option<(KeyOwner, u32)>> {
+        let hit = KeyHit {
+            key: key.to_string(),
+            window_start,
+        };
+        self.keys.submit(hit).await?
     }
 
     /// Events queued and not yet taken by a writer.
     pub fn queued(&self) -> usize {
-        self.jobs.max_capacity() - self.jobs.capacity()
+        self.events.queued()
     }
 
-    /// (groups, events, failed groups) so far.
+    /// Groups of events stored so far, the events in them, and the groups that failed
+    /// whole (their events were then stored one by one).
     pub fn counts(&self) -> (u64, u64, u64) {
-        let c = &self.counts;
+        self.events.counts.get()
+    }
+
+    /// Groups of key hits counted so far, and the hits in them.
+    pub fn key_counts(&self) -> (u64, u64) {
+        let (groups, hits, _) = self.keys.counts.get();
+        (groups, hits)
+    }
+}
+
+/// A group of key hits: one statement, so bounded like a page of rows.
+const MAX_KEY_GROUP: usize = 256;
+
+#[derive(Debug, Default)]
+struct Counts {
+    groups: AtomicU64,
+    items: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl Counts {
+    fn get(&self) -> (u64, u64, u64) {
         (
-            c.groups.load(Ordering::Relaxed),
-            c.events.load(Ordering::Relaxed),
-            c.failed.load(Ordering::Relaxed),
+            self.groups.load(Ordering::Relaxed),
+            self.items.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed),
         )
     }
+}
 
-    /// Stores the event with whatever else is queued; answers once it is committed.
-    pub(crate) async fn submit(&self, lone: Lone) -> Result<Stored, sqlx::Error> {
+type Handler<J, R> =
+    Arc<dyn Fn(Vec<J>, Arc<Counts>) -> Pin<Box<dyn Future<Output = Vec<R>> + Send>> + Send + Sync>;
+
+struct Job<J, R> {
+    item: J,
+    reply: oneshot::Sender<R>,
+}
+
+/// Writers that each take the jobs queued (up to `max` of them, or `max_weight`) and
+/// hand them to the handler, whose answers (one per job, in order) go back to the jobs.
+struct Writers<J, R> {
+    jobs: mpsc::Sender<Job<J, R>>,
+    counts: Arc<Counts>,
+}
+
+impl<J: Send + 'static, R: Send + 'static> Writers<J, R> {
+    fn start(
+        writers: usize,
+        max: usize,
+        max_weight: usize,
+        weight: fn(&J) -> usize,
+        handler: impl Fn(Vec<J>, Arc<Counts>) -> Pin<Box<dyn Future<Output = Vec<R>> + Send>>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Writers<J, R> {
+        let (jobs, rx) = mpsc::channel::<Job<J, R>>(4096);
+        let rx = Arc::new(Mutex::new(rx));
+        let counts = Arc::new(Counts::default());
+        let handler: Handler<J, R> = Arc::new(handler);
+        for _ in 0..writers.max(1) {
+            let (rx, counts, handler) = (rx.clone(), counts.clone(), handler.clone());
+            tokio::spawn(async move {
+                loop {
+                    let Some(group) = take(&rx, max, max_weight, weight).await else {
+                        return;
+                    };
+                    counts.groups.fetch_add(1, Ordering::Relaxed);
+                    counts
+                        .items
+                        .fetch_add(group.len() as u64, Ordering::Relaxed);
+                    let (items, replies): (Vec<J>, Vec<_>) =
+                        group.into_iter().map(|j| (j.item, j.reply)).unzip();
+                    // In a task of its own: a panic there drops its replies (their
+                    // requests fail) and leaves this writer running.
+                    let answers = tokio::spawn(handler(items, counts.clone())).await;
+                    for (reply, answer) in replies.into_iter().zip(answers.unwrap_or_default()) {
+                        let _ = reply.send(answer);
+                    }
+                }
+            });
+        }
+        Writers { jobs, counts }
+    }
+
+    async fn submit(&self, item: J) -> Result<R, sqlx::Error> {
         let (reply, answer) = oneshot::channel();
         self.jobs
-            .send(Job { lone, reply })
+            .send(Job { item, reply })
             .await
             .map_err(|_| sqlx::Error::PoolClosed)?;
-        // A writer that panicked dropped the reply: the event's fate is unknown to the
+        // A handler that panicked dropped the reply: the outcome is unknown to the
         // request, as after a connection lost mid-commit.
-        answer.await.map_err(|_| sqlx::Error::WorkerCrashed)?
+        answer.await.map_err(|_| sqlx::Error::WorkerCrashed)
+    }
+
+    fn queued(&self) -> usize {
+        self.jobs.max_capacity() - self.jobs.capacity()
     }
 }
 
-/// One writer: takes what is queued (up to a group's bounds), stores it, answers.
-async fn write(pool: PgPool, rx: Arc<Mutex<mpsc::Receiver<Job>>>, counts: Arc<Counts>) {
-    loop {
-        let group = {
-            let mut rx = rx.lock().await;
-            let Some(first) = rx.recv().await else {
-                return;
-            };
-            let mut bytes = first.lone.data.len();
-            let mut group = vec![first];
-            while group.len() < MAX_GROUP && bytes < MAX_GROUP_BYTES {
-                match rx.try_recv() {
-                    Ok(job) => {
-                        bytes += job.lone.data.len();
-                        group.push(job);
-                    }
-                    Err(_) => break,
-                }
+/// Waits for one job, then takes what else is queued now, within the bounds.
+async fn take<J, R>(
+    rx: &Mutex<mpsc::Receiver<Job<J, R>>>,
+    max: usize,
+    max_weight: usize,
+    weight: fn(&J) -> usize,
+) -> Option<Vec<Job<J, R>>> {
+    let mut rx = rx.lock().await;
+    let first = rx.recv().await?;
+    let mut total = weight(&first.item);
+    let mut group = vec![first];
+    while group.len() < max && total < max_weight {
+        match rx.try_recv() {
+            Ok(job) => {
+                total += weight(&job.item);
+                group.push(job);
             }
-            group
-        };
-        // In a task of its own: a panic there drops its replies (their requests fail)
-        // and leaves this writer running.
-        counts.groups.fetch_add(1, Ordering::Relaxed);
-        counts
-            .events
-            .fetch_add(group.len() as u64, Ordering::Relaxed);
-        let (pool, counts) = (pool.clone(), counts.clone());
-        let _ = tokio::spawn(async move { store_group(&pool, group, &counts).await }).await;
-    }
-}
-
-/// Stores a group, or on failure each of its events alone, and answers every request.
-async fn store_group(pool: &PgPool, mut group: Vec<Job>, counts: &Counts) {
-    // The same order of idempotency keys in every group: two groups never wait for each
-    // other's keys crosswise (a deadlock PostgreSQL would break by failing one).
-    group.sort_by(|a, b| {
-        (a.lone.project_id, &a.lone.client_id).cmp(&(b.lone.project_id, &b.lone.client_id))
-    });
-    let lease = group.iter().find_map(|j| j.lone.lease.clone());
-    let (together, apart): (Vec<Job>, Vec<Job>) = group
-        .into_iter()
-        .partition(|j| j.lone.lease.is_none() || j.lone.lease == lease);
-    let mut alone = apart;
-    if !together.is_empty() {
-        let (lones, replies): (Vec<Lone>, Vec<_>) =
-            together.into_iter().map(|j| (j.lone, j.reply)).unzip();
-        match store(pool, &lones).await {
-            Ok(stored) => {
-                for (reply, s) in replies.into_iter().zip(stored) {
-                    let _ = reply.send(Ok(s));
-                }
-            }
-            Err(e) if lones.len() == 1 => {
-                let _ = replies.into_iter().next().map(|r| r.send(Err(e)));
-            }
-            Err(e) => {
-                counts.failed.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(error = %e, events = lones.len(), "a group of events failed; storing each alone");
-                alone.extend(
-                    lones
-                        .into_iter()
-                        .zip(replies)
-                        .map(|(lone, reply)| Job { lone, reply }),
-                );
-            }
+            Err(_) => break,
         }
     }
-    for job in alone {
-        let stored = store(pool, std::slice::from_ref(&job.lone)).await;
-        let _ = job
-            .reply
-            .send(stored.map(|mut s| s.pop().unwrap_or_default()));
-    }
+    Some(group)
 }

@@ -189,7 +189,11 @@ async fn authenticate_and_limit(
     // against the caller's address.
     let counted = match &bearer {
         Some(key) => {
-            match api_keys::authenticate_counting(&state.pool, key, window_start(now)).await {
+            let counted = match &state.group {
+                Some(group) => group.authenticate_counting(key, window_start(now)).await,
+                None => api_keys::authenticate_counting(&state.pool, key, window_start(now)).await,
+            };
+            match counted {
                 Ok(c) => c,
                 Err(e) => return ApiError::from(e).into_response(),
             }
