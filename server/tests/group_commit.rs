@@ -136,7 +136,7 @@ async fn an_event_the_database_refuses_fails_alone_and_a_repeated_key_keeps_the_
     let fine: Vec<_> = (0..3)
         .map(|_| submit(&app.pool, &group, project, None))
         .collect();
-    until("the rest are queued", || group.queued() == 4).await;
+    until("the rest are waiting", || group.waiting() == 4).await;
     held.rollback().await.unwrap();
 
     assert!(first.await.unwrap().is_ok());
@@ -156,7 +156,7 @@ async fn an_event_the_database_refuses_fails_alone_and_a_repeated_key_keeps_the_
     let a = submit(&app.pool, &group, project, Some("same-key"));
     let b = submit(&app.pool, &group, project, Some("same-key"));
     let other = submit(&app.pool, &group, project, Some("other-key"));
-    until("the rest are queued", || group.queued() == 3).await;
+    until("the rest are waiting", || group.waiting() == 3).await;
     held.rollback().await.unwrap();
     first.await.unwrap().unwrap();
     let (a, b) = (a.await.unwrap().unwrap(), b.await.unwrap().unwrap());
@@ -235,7 +235,10 @@ async fn concurrent_requests_counted_together_keep_each_count_exact() {
     );
     let (groups, hits) = app.group.as_ref().unwrap().key_counts();
     println!("{hits} key hits counted in {groups} statements");
-    assert_eq!(hits, 70, "every presented key is looked up, the unknown one too");
+    assert_eq!(
+        hits, 70,
+        "every presented key is looked up, the unknown one too"
+    );
     assert!(groups < hits, "{groups} groups for {hits} hits");
     app.stop().await;
 }
