@@ -43,8 +43,8 @@ pub struct Config {
     pub replay_per_second: u32,
     /// Ingest hands fresh attempts straight to the dispatcher in the same process.
     pub handoff: bool,
-    /// Writers that store concurrent requests' lone events together, one commit a group
-    /// (0: each request stores its own).
+    /// Writers that take concurrent API requests' statements together (lone events, key
+    /// hits), one statement a group (0: each request runs its own).
     pub ingest_writers: usize,
     /// Bulk replay: (event, endpoint) pairs one replay may send at most, so one click
     /// cannot queue millions of requests.

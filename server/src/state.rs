@@ -20,7 +20,7 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// The dispatcher of this process, when it takes attempts straight from ingest.
     pub handoff: Option<Arc<dyn app::db::handoff::Handoff>>,
-    /// The writers that store concurrent requests' lone events together.
+    /// The writers that take concurrent API requests' lone events and key hits together.
     pub group: Option<Arc<app::db::group_commit::GroupCommit>>,
 }
 

@@ -58,6 +58,22 @@ async fn serve(db_url: &str, extra: &[(&str, &str)]) -> (Child, String) {
     (server, base)
 }
 
+/// A second dispatcher, run until every event is delivered (its leases left to expire).
+async fn deliver_the_rest(app: &TestApp, events: i64, within: Duration) {
+    let mut second = dispatcher(&app.db_url, &[]);
+    all_delivered(&app.pool, events, within).await;
+    second.kill().unwrap();
+    second.wait().unwrap();
+}
+
+/// One header of every request the receiver saw.
+fn seen_header(rx: &Receiver, name: &str) -> HashSet<String> {
+    rx.seen()
+        .iter()
+        .map(|r| header(r, name).to_string())
+        .collect()
+}
+
 async fn count(pool: &sqlx::PgPool, sql: &str) -> i64 {
     sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
 }
@@ -229,11 +245,7 @@ async fn a_server_killed_after_handing_off_attempts_loses_none() {
     rx.wait_for(2, Duration::from_secs(10)).await;
     server.kill().unwrap(); // SIGKILL: nothing is handed back
     server.wait().unwrap();
-    let seen: HashSet<String> = rx
-        .seen()
-        .iter()
-        .map(|r| header(r, "x-request-id").to_string())
-        .collect();
+    let seen = seen_header(&rx, "x-request-id");
     let leased: Vec<String> = sqlx::query_scalar(
         "SELECT request_id FROM deliveries WHERE status = 'in_flight' ORDER BY id",
     )
@@ -246,26 +258,15 @@ async fn a_server_killed_after_handing_off_attempts_loses_none() {
         "some attempts were handed over and not yet sent when the server died: {leased:?} leased, {seen:?} seen"
     );
 
-    let mut second = dispatcher(&app.db_url, &[]);
-    all_delivered(&app.pool, n, Duration::from_secs(60)).await;
-    second.kill().unwrap();
-    second.wait().unwrap();
-    let delivered: HashSet<String> = rx
-        .seen()
-        .iter()
-        .map(|r| header(r, "x-request-id").to_string())
-        .collect();
+    deliver_the_rest(&app, n, Duration::from_secs(60)).await;
+    let delivered = seen_header(&rx, "x-request-id");
     for r in &unsent {
         assert!(
             delivered.contains(*r),
             "{r} was sent after the lease ran out"
         );
     }
-    let events: HashSet<String> = rx
-        .seen()
-        .iter()
-        .map(|r| header(r, "x-event-id").to_string())
-        .collect();
+    let events = seen_header(&rx, "x-event-id");
     assert_eq!(events.len() as i64, n, "every event reached the receiver");
     app.stop().await;
 }
@@ -318,15 +319,8 @@ async fn a_server_killed_while_grouping_requests_loses_no_accepted_event() {
     let stored = count(&app.pool, "SELECT count(*) FROM events").await;
     assert!(stored >= accepted.len() as i64);
 
-    let mut second = dispatcher(&app.db_url, &[]);
-    all_delivered(&app.pool, stored, Duration::from_secs(90)).await;
-    second.kill().unwrap();
-    second.wait().unwrap();
-    let delivered: HashSet<String> = rx
-        .seen()
-        .iter()
-        .map(|r| header(r, "x-event-id").to_string())
-        .collect();
+    deliver_the_rest(&app, stored, Duration::from_secs(90)).await;
+    let delivered = seen_header(&rx, "x-event-id");
     let lost: Vec<&String> = accepted
         .iter()
         .filter(|e| !delivered.contains(*e))

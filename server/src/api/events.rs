@@ -24,7 +24,7 @@ use sqlx::PgPool;
 
 /// The dispatcher of this process, if it takes attempts straight from ingest.
 type Handoff = Option<std::sync::Arc<dyn app::db::handoff::Handoff>>;
-/// The writers that store lone events of concurrent requests together, if any.
+/// The writers that take concurrent requests' lone events together, if any.
 type Group = Option<std::sync::Arc<app::db::group_commit::GroupCommit>>;
 
 use super::{
