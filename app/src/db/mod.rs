@@ -29,12 +29,34 @@ use sqlx::{postgres::PgPoolOptions, PgPool};
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
-pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, sqlx::Error> {
+/// How long a pooled connection may sit unused and still be handed out without a
+/// check. The check is a round trip to the server; done before every statement, as the
+/// pool does by default, it was one more round trip (and one more wake-up of a backend)
+/// for each of the three or four statements on the way from a request to its send. A
+/// connection used this recently is alive or fails its next statement, which closes it;
+/// a server restart takes longer than this, so the connections it broke while idle are
+/// still checked and replaced before use.
+const UNCHECKED_IDLE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Pool options every pool of the product shares.
+pub fn pool_options(max_connections: u32) -> PgPoolOptions {
     PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(std::time::Duration::from_secs(10))
-        .connect(url)
-        .await
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= UNCHECKED_IDLE {
+                    use sqlx::Connection;
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
+}
+
+pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, sqlx::Error> {
+    pool_options(max_connections).connect(url).await
 }
 
 /// The dispatcher's own pool. Its commits (claims, outcomes) do not wait for the WAL to
@@ -45,11 +67,7 @@ pub async fn connect_dispatcher(url: &str, max_connections: u32) -> Result<PgPoo
     use std::str::FromStr;
     let options =
         sqlx::postgres::PgConnectOptions::from_str(url)?.options([("synchronous_commit", "off")]);
-    PgPoolOptions::new()
-        .max_connections(max_connections)
-        .acquire_timeout(std::time::Duration::from_secs(10))
-        .connect_with(options)
-        .await
+    pool_options(max_connections).connect_with(options).await
 }
 
 pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
