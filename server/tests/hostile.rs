@@ -480,6 +480,7 @@ async fn claim_median_ms_holding(
         projects: &[],
         project_held: &[],
         throttled_held: false,
+        backlogged: false,
     };
     let mut times = Vec::new();
     for _ in 0..21 {

@@ -38,6 +38,7 @@ fn nothing_held() -> server::dispatcher::queue::Caps<'static> {
         projects: &[],
         project_held: &[],
         throttled_held: false,
+        backlogged: false,
     }
 }
 

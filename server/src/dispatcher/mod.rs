@@ -191,6 +191,10 @@ impl Dispatcher {
         let recoverer = tokio::spawn(recover(self.pool.clone(), recovery_every, wake.clone()));
         tracing::info!(worker = %self.worker, "dispatcher started");
 
+        // When a claim last left an endpoint or project at its share. For a second after,
+        // its backlog likely still fills the oldest due rows (the room promised to
+        // ingest meanwhile can make the next claim look uncapped).
+        let mut last_capped: Option<std::time::Instant> = None;
         loop {
             if *shutdown.borrow() {
                 break;
@@ -238,6 +242,7 @@ impl Dispatcher {
                 projects: &shares.projects,
                 project_held: &shares.project_held,
                 throttled_held: shares.throttled_held,
+                backlogged: last_capped.is_some_and(|at| at.elapsed() < Duration::from_secs(1)),
             };
             let claimed =
                 match queue::claim_due(&self.claims, &self.worker, limit, self.cfg.lease, &caps)
@@ -292,6 +297,9 @@ impl Dispatcher {
                 }
                 .blocked_somewhere()
             };
+            if capped {
+                last_capped = Some(std::time::Instant::now());
+            }
             launch.all(claimed);
             launch.forget_idle_endpoints();
             // An outcome recorded while this claim ran freed a slot it could not see.
