@@ -115,7 +115,9 @@ async fn claims_write_no_index_entries_and_outcomes_move_rows_to_the_log() {
             })
             .collect();
         assert_eq!(
-            queue::record(&app.pool, "probe", &outcomes).await.unwrap(),
+            queue::record(&mut app.pool.acquire().await.unwrap(), "probe", &outcomes)
+                .await
+                .unwrap(),
             64
         );
         let (queued, logged): (i64, i64) = sqlx::query_as(
@@ -276,7 +278,9 @@ async fn an_outcome_is_found_by_key_in_a_queue_full_of_dead_rows() {
     flush_stats(&writer).await;
     let before = queue_seq_scans(&app.pool).await;
     assert_eq!(
-        queue::record(&writer, "probe", &[outcome]).await.unwrap(),
+        queue::record(&mut writer.acquire().await.unwrap(), "probe", &[outcome])
+            .await
+            .unwrap(),
         1
     );
     flush_stats(&writer).await;

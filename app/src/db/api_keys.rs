@@ -45,8 +45,8 @@ pub struct KeyOwner {
 /// `window_start`, in one statement, so the count costs the request no round trip of
 /// its own. Marks the key used at most once a minute, to keep the hot path free of
 /// logged writes. Returns the owner and the count including this hit.
-pub async fn authenticate_counting(
-    pool: &PgPool,
+pub async fn authenticate_counting<'c>(
+    pool: impl sqlx::PgExecutor<'c>,
     key: &str,
     window_start: i64,
 ) -> AppResult<Option<(KeyOwner, u32)>> {
@@ -84,8 +84,8 @@ pub async fn authenticate_counting(
 /// [`authenticate_counting`] for several requests in one statement (the same key may be
 /// presented many times): each answer is what the request would have got counted alone,
 /// in the order given, so the counts stay exact per key across server processes.
-pub async fn authenticate_counting_all(
-    pool: &PgPool,
+pub async fn authenticate_counting_all<'c>(
+    pool: impl sqlx::PgExecutor<'c>,
     asked: &[(&str, i64)],
 ) -> AppResult<Vec<Option<(KeyOwner, u32)>>> {
     // Each (key, window) once, with how many requests present it.

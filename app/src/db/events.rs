@@ -217,7 +217,19 @@ async fn ingest_one(
     event: &NewEvent<'_>,
     via: Via<'_>,
 ) -> AppResult<Ingested> {
-    let found = find_targets(pool, project_id, &[event.event_type.as_str()]).await?;
+    let alone;
+    let kept = match via.group {
+        Some(group) => group.kept(),
+        None => {
+            alone = super::kept::Kept::new(pool.clone(), 0);
+            &alone
+        }
+    };
+    let found = {
+        let mut conn = kept.get().await?;
+        let found = find_targets(&mut *conn, project_id, &[event.event_type.as_str()]).await;
+        conn.keep_if_ok(found)?
+    };
     let targets: Vec<&Target> = found.iter().collect();
     let deliveries = targets.len() as i32;
     let event_id = new_event_id();
@@ -238,7 +250,7 @@ async fn ingest_one(
     };
     let stored = match via.group {
         Some(group) => group.store(lone).await?,
-        None => super::group_commit::store(pool, std::slice::from_ref(&lone))
+        None => super::group_commit::store(kept, std::slice::from_ref(&lone))
             .await?
             .pop()
             .unwrap_or_default(),

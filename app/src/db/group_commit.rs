@@ -27,6 +27,7 @@ use tokio::sync::{mpsc, oneshot, Mutex, OwnedSemaphorePermit, Semaphore};
 use super::{
     api_keys::{self, KeyOwner},
     attempts::{Inserted, NewAttempt},
+    kept::Kept,
 };
 
 /// One event without an ordering key, checked and fanned out, ready to store.
@@ -101,7 +102,7 @@ struct Row {
 /// Stores the events and their attempts in one statement (its own transaction), then
 /// wakes the dispatchers once if any attempt is left to a claim. The answers are in the
 /// order of `lones`. Every event leased names the same dispatcher.
-pub(crate) async fn store(pool: &PgPool, lones: &[Lone]) -> Result<Vec<Stored>, sqlx::Error> {
+pub(crate) async fn store(kept: &Kept, lones: &[Lone]) -> Result<Vec<Stored>, sqlx::Error> {
     let attempts: Vec<NewAttempt> = lones
         .iter()
         .flat_map(|l| l.attempts.iter().cloned())
@@ -117,7 +118,8 @@ pub(crate) async fn store(pool: &PgPool, lones: &[Lone]) -> Result<Vec<Stored>, 
         taken: &taken,
     });
     let column = |f: fn(&Lone) -> &str| lones.iter().map(f).collect::<Vec<&str>>();
-    let rows: Vec<Row> =
+    let mut conn = kept.get().await?;
+    let rows: Result<Vec<Row>, sqlx::Error> =
         super::attempts::bind_attempts(sqlx::query_as(STORE), &attempts, lease_to.as_ref())
             .bind(column(|l| &l.event_id))
             .bind(lones.iter().map(|l| l.project_id).collect::<Vec<i64>>())
@@ -135,8 +137,9 @@ pub(crate) async fn store(pool: &PgPool, lones: &[Lone]) -> Result<Vec<Stored>, 
                     .map(|l| l.attempts.len() as i32)
                     .collect::<Vec<i32>>(),
             )
-            .fetch_all(pool)
-            .await?;
+            .fetch_all(&mut *conn)
+            .await;
+    let rows = conn.keep_if_ok(rows)?;
     let mut stored: Vec<Stored> = lones.iter().map(|_| Stored::default()).collect();
     for row in rows {
         let Some(i) = lones.iter().position(|l| l.event_id == row.event_id) else {
@@ -159,14 +162,20 @@ pub(crate) async fn store(pool: &PgPool, lones: &[Lone]) -> Result<Vec<Stored>, 
         .zip(&stored)
         .any(|(l, s)| s.created_at.is_some() && l.leaves_work())
     {
-        super::wakeup::wake_dispatchers(pool).await;
+        match kept.get().await {
+            Ok(mut conn) => {
+                super::wakeup::wake_dispatchers(&mut *conn).await;
+                conn.keep();
+            }
+            Err(e) => tracing::warn!(error = %e, "could not wake the dispatchers"),
+        }
     }
     Ok(stored)
 }
 
 /// A group of events, or on failure each of its events alone; answers in their order.
 async fn store_events(
-    pool: PgPool,
+    kept: Arc<Kept>,
     lones: Vec<Lone>,
     counts: Arc<Counts>,
 ) -> Vec<Result<Stored, sqlx::Error>> {
@@ -183,7 +192,7 @@ async fn store_events(
         .all(|l| l.lease.is_none() || l.lease.as_ref() == lease);
     let mut answers: Vec<Option<Result<Stored, sqlx::Error>>> = (0..n).map(|_| None).collect();
     let together = match one_lease {
-        true => store(&pool, &lones).await,
+        true => store(&kept, &lones).await,
         false => Err(sqlx::Error::Protocol(
             "events leased to different dispatchers".into(),
         )),
@@ -199,7 +208,7 @@ async fn store_events(
             counts.failed.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(error = %e, events = n, "a group of events failed; storing each alone");
             for (i, lone) in order.iter().zip(&lones) {
-                let alone = store(&pool, std::slice::from_ref(lone)).await;
+                let alone = store(&kept, std::slice::from_ref(lone)).await;
                 answers[*i] = Some(alone.map(|mut s| s.pop().unwrap_or_default()));
             }
         }
@@ -220,19 +229,27 @@ pub(crate) struct KeyHit {
 
 type KeyAnswer = crate::error::AppResult<Option<(KeyOwner, u32)>>;
 
-async fn count_keys(pool: PgPool, hits: Vec<KeyHit>) -> Vec<KeyAnswer> {
+async fn count_keys(kept: Arc<Kept>, hits: Vec<KeyHit>) -> Vec<KeyAnswer> {
     let asked: Vec<(&str, i64)> = hits
         .iter()
         .map(|h| (h.key.as_str(), h.window_start))
         .collect();
-    match api_keys::authenticate_counting_all(&pool, &asked).await {
+    let counted = match kept.get().await {
+        Ok(mut conn) => {
+            let counted = api_keys::authenticate_counting_all(&mut *conn, &asked).await;
+            conn.keep_if_ok(counted)
+        }
+        Err(e) => Err(e.into()),
+    };
+    let pool = kept.pool();
+    match counted {
         Ok(answers) => answers.into_iter().map(Ok).collect(),
         Err(e) if hits.len() == 1 => vec![Err(e)],
         Err(e) => {
             tracing::warn!(error = %e, hits = hits.len(), "counting a group of requests failed; counting each alone");
             let mut answers = Vec::with_capacity(hits.len());
             for h in &hits {
-                answers.push(api_keys::authenticate_counting(&pool, &h.key, h.window_start).await);
+                answers.push(api_keys::authenticate_counting(pool, &h.key, h.window_start).await);
             }
             answers
         }
@@ -244,30 +261,43 @@ async fn count_keys(pool: PgPool, hits: Vec<KeyHit>) -> Vec<KeyAnswer> {
 pub struct GroupCommit {
     events: Writers<Lone, Result<Stored, sqlx::Error>>,
     keys: Writers<KeyHit, KeyAnswer>,
+    /// Connections for these statements and the endpoint lookups before them.
+    kept: Arc<Kept>,
 }
 
 impl GroupCommit {
     /// Starts `writers` writers of each kind on `pool` (each holds one of its connections
-    /// while it stores a group). They stop once the returned handle is dropped.
+    /// while it stores a group, and keeps a few between groups). They stop once the
+    /// returned handle is dropped.
     pub fn start(pool: PgPool, writers: usize) -> Arc<GroupCommit> {
+        // A writer of each kind and a request's endpoint lookup each keep theirs.
+        let kept = Arc::new(Kept::new(pool, writers.max(1) * 3));
         let events = {
-            let pool = pool.clone();
+            let kept = kept.clone();
             Writers::start(
                 writers,
                 MAX_GROUP,
                 MAX_GROUP_BYTES,
                 |l: &Lone| l.data.len(),
-                move |group, counts| Box::pin(store_events(pool.clone(), group, counts)),
+                move |group, counts| Box::pin(store_events(kept.clone(), group, counts)),
             )
         };
-        let keys = Writers::start(
-            writers,
-            MAX_KEY_GROUP,
-            usize::MAX,
-            |_: &KeyHit| 0,
-            move |group, _| Box::pin(count_keys(pool.clone(), group)),
-        );
-        Arc::new(GroupCommit { events, keys })
+        let keys = {
+            let kept = kept.clone();
+            Writers::start(
+                writers,
+                MAX_KEY_GROUP,
+                usize::MAX,
+                |_: &KeyHit| 0,
+                move |group, _| Box::pin(count_keys(kept.clone(), group)),
+            )
+        };
+        Arc::new(GroupCommit { events, keys, kept })
+    }
+
+    /// The connections this set of writers keeps, for a request's other statements.
+    pub(crate) fn kept(&self) -> &Kept {
+        &self.kept
     }
 
     /// Stores the event with whatever else is queued; answers once it is committed.

@@ -14,6 +14,7 @@ pub mod group_commit;
 pub mod handoff;
 pub mod horizon;
 pub mod invitations;
+pub mod kept;
 pub mod lanes;
 pub mod maintenance;
 pub mod memberships;

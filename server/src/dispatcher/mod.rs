@@ -190,6 +190,7 @@ impl Dispatcher {
             (self.cfg.lease / 4).clamp(Duration::from_secs(1), Duration::from_secs(15));
         let recoverer = tokio::spawn(recover(self.pool.clone(), recovery_every, wake.clone()));
         tracing::info!(worker = %self.worker, "dispatcher started");
+        let claims = app::db::kept::Kept::new(self.claims.clone(), 1);
 
         // When a claim last left an endpoint or project at its share. For a second after,
         // its backlog likely still fills the oldest due rows (the room promised to
@@ -244,24 +245,21 @@ impl Dispatcher {
                 throttled_held: shares.throttled_held,
                 backlogged: last_capped.is_some_and(|at| at.elapsed() < Duration::from_secs(1)),
             };
-            let claimed =
-                match queue::claim_due(&self.claims, &self.worker, limit, self.cfg.lease, &caps)
-                    .await
-                {
-                    Ok(rows) => rows,
-                    Err(e) => {
-                        if let Some(handoff) = &handoff {
-                            let _h = held.lock().unwrap_or_else(|e| e.into_inner());
-                            handoff.end_claim();
-                        }
-                        tracing::warn!(error = %e, "claim failed; retrying in 1 s");
-                        tokio::select! {
-                            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                            _ = shutdown.changed() => {}
-                        }
-                        continue;
+            let claimed = match claim(&claims, &self.worker, limit, self.cfg.lease, &caps).await {
+                Ok(rows) => rows,
+                Err(e) => {
+                    if let Some(handoff) = &handoff {
+                        let _h = held.lock().unwrap_or_else(|e| e.into_inner());
+                        handoff.end_claim();
                     }
-                };
+                    tracing::warn!(error = %e, "claim failed; retrying in 1 s");
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        _ = shutdown.changed() => {}
+                    }
+                    continue;
+                }
+            };
             let got = claimed.len() as i64;
             // Booking a throttled endpoint's slots may have crowded others out of this
             // claim; the next claim skips that endpoint, so it comes at once.
@@ -311,7 +309,7 @@ impl Dispatcher {
                 let sleep = if raced {
                     REFILL_PAUSE
                 } else {
-                    match queue::next_due(&self.claims).await {
+                    match next_due(&claims).await {
                         Ok(Some(at)) => (at - chrono::Utc::now())
                             .to_std()
                             .unwrap_or_default()
@@ -433,6 +431,7 @@ async fn write_outcomes(
     let mut batch: Vec<Outcome> = Vec::new();
     let mut returned: Vec<(i64, chrono::DateTime<chrono::Utc>)> = Vec::new();
     let mut closed = false;
+    let kept = app::db::kept::Kept::new(pool.clone(), 1);
     loop {
         if batch.is_empty() && returned.is_empty() {
             if closed {
@@ -456,7 +455,13 @@ async fn write_outcomes(
             }
         }
         let started = std::time::Instant::now();
-        let recorded = queue::record(&pool, &worker, &batch).await;
+        let recorded = match kept.get().await {
+            Ok(mut conn) => {
+                let recorded = queue::record(&mut conn, &worker, &batch).await;
+                conn.keep_if_ok(recorded)
+            }
+            Err(e) => Err(e),
+        };
         slow("recording outcomes", started);
         let handed_back = match returned.is_empty() {
             true => Ok(0),
@@ -590,4 +595,26 @@ fn slow(what: &str, since: std::time::Instant) {
     if took > Duration::from_millis(100) {
         tracing::warn!(took_ms = took.as_millis() as u64, "{what} was slow");
     }
+}
+
+/// [`queue::claim_due`] on the claim's kept connection.
+async fn claim(
+    claims: &app::db::kept::Kept,
+    worker: &str,
+    limit: i64,
+    lease: Duration,
+    caps: &queue::Caps<'_>,
+) -> Result<Vec<queue::Claimed>, sqlx::Error> {
+    let mut conn = claims.get().await?;
+    let claimed = queue::claim_due(&mut *conn, worker, limit, lease, caps).await;
+    conn.keep_if_ok(claimed)
+}
+
+/// [`queue::next_due`] on the claim's kept connection.
+async fn next_due(
+    claims: &app::db::kept::Kept,
+) -> Result<Option<chrono::DateTime<chrono::Utc>>, sqlx::Error> {
+    let mut conn = claims.get().await?;
+    let next = queue::next_due(&mut *conn).await;
+    conn.keep_if_ok(next)
 }

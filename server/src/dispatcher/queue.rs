@@ -15,7 +15,7 @@ use app::{
     },
 };
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 pub use app::db::handoff::Claimed;
 
@@ -171,8 +171,8 @@ pub fn claim_pool(pool: &PgPool) -> PgPool {
 /// comes back with its `start_at`, and `next_start_at` moves past the last slot booked,
 /// so any number of dispatchers share one spacing. Redirects go to a bin and are not
 /// throttled. Rows that find no slot stay pending in their place.
-pub async fn claim_due(
-    pool: &PgPool,
+pub async fn claim_due<'c>(
+    pool: impl sqlx::PgExecutor<'c>,
     worker: &str,
     limit: i64,
     lease: std::time::Duration,
@@ -369,7 +369,11 @@ pub struct NextAttempt {
 /// statement moves the finished rows from the queue into the log, and at most one INSERT
 /// queues the follow-ups, however large the batch. Rows this worker no longer holds (its
 /// lease was taken over) are left alone, and their follow-ups are not queued.
-pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u64, sqlx::Error> {
+pub async fn record(
+    conn: &mut PgConnection,
+    worker: &str,
+    batch: &[Outcome],
+) -> Result<u64, sqlx::Error> {
     if batch.is_empty() {
         return Ok(0);
     }
@@ -382,7 +386,7 @@ pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u6
     {
         let moved: std::collections::HashSet<i64> =
             bind_outcomes(sqlx::query_as::<_, (i64,)>(&MOVE_SUCCESSES), worker, batch)
-                .fetch_all(pool)
+                .fetch_all(&mut *conn)
                 .await?
                 .into_iter()
                 .map(|(id,)| id)
@@ -395,9 +399,9 @@ pub async fn record(pool: &PgPool, worker: &str, batch: &[Outcome]) -> Result<u6
             .filter(|o| !moved.contains(&o.id))
             .cloned()
             .collect();
-        return Ok(moved.len() as u64 + record_in_transaction(pool, worker, &rest).await?);
+        return Ok(moved.len() as u64 + record_in_transaction(conn, worker, &rest).await?);
     }
-    record_in_transaction(pool, worker, batch).await
+    record_in_transaction(conn, worker, batch).await
 }
 
 /// The outcomes as [`MOVE`] reads them: the worker as $1, the columns as $2–$13.
@@ -494,14 +498,14 @@ static MOVE_SUCCESSES: std::sync::LazyLock<String> = std::sync::LazyLock::new(||
 /// [`record`] for any batch: the moves, then the endpoints' health, dead-letter tallies,
 /// follow-up attempts and lanes, in one transaction.
 async fn record_in_transaction(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     worker: &str,
     batch: &[Outcome],
 ) -> Result<u64, sqlx::Error> {
     if batch.is_empty() {
         return Ok(0);
     }
-    let mut tx = pool.begin().await?;
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     // The row leaves the queue and is written once, finished, into the log.
     let updated: Vec<Recorded> = bind_outcomes(sqlx::query_as(&MOVE), worker, batch)
         .fetch_all(&mut *tx)
@@ -554,7 +558,7 @@ async fn record_in_transaction(
     let released = app::db::lanes::advance(&mut tx, &ended).await?;
     tx.commit().await?;
     if released > 0 {
-        app::db::wakeup::wake_dispatchers(pool).await;
+        app::db::wakeup::wake_dispatchers(&mut *conn).await;
     }
     Ok(updated.len() as u64)
 }
@@ -608,7 +612,9 @@ pub async fn queue_stats(pool: &PgPool) -> Result<(i64, f64), sqlx::Error> {
 }
 
 /// When the next scheduled row falls due (so the loop can sleep exactly that long).
-pub async fn next_due(pool: &PgPool) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+pub async fn next_due<'c>(
+    pool: impl sqlx::PgExecutor<'c>,
+) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
     sqlx::query_scalar("SELECT min(scheduled_at) FROM delivery_queue WHERE status = 'pending' AND NOT parked AND scheduled_at > now()")
         .fetch_one(pool)
         .await
