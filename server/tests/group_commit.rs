@@ -242,3 +242,70 @@ async fn concurrent_requests_counted_together_keep_each_count_exact() {
     assert!(groups < hits, "{groups} groups for {hits} hits");
     app.stop().await;
 }
+
+/// A kept connection is reused while fresh; one whose statement failed, or that sat a
+/// second unused, goes back to the pool, which checks it, so a backend that died while
+/// idle costs no statement.
+#[tokio::test]
+async fn kept_connections_are_reused_only_while_fresh_and_sound() {
+    use app::db::kept::Kept;
+    let db = common::TestDb::new().await;
+    let pool = app::db::connect(&db.url, 4).await.unwrap();
+    let kept = Kept::new(pool.clone(), 1);
+    let terminate = |pid: i32| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query("SELECT pg_terminate_backend($1)")
+                .bind(pid)
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+    };
+
+    let mut conn = kept.get().await.unwrap();
+    let first = backend(&mut conn).await.unwrap();
+    conn.keep();
+    assert_eq!(kept.idle(), 1);
+    let mut conn = kept.get().await.unwrap();
+    assert_eq!(
+        backend(&mut conn).await.unwrap(),
+        first,
+        "the kept one is reused"
+    );
+    let failed = sqlx::query("SELECT 1 / 0").execute(&mut *conn).await;
+    assert!(conn.keep_if_ok(failed).is_err());
+    assert_eq!(
+        kept.idle(),
+        0,
+        "a connection whose statement failed is not kept"
+    );
+
+    // Killed while kept, and taken within the second: its next statement fails, and
+    // it is not kept; the next one taken works.
+    let mut conn = kept.get().await.unwrap();
+    let pid = backend(&mut conn).await.unwrap();
+    conn.keep();
+    terminate(pid).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut conn = kept.get().await.unwrap();
+    let broken = backend(&mut conn).await;
+    assert!(conn.keep_if_ok(broken).is_err());
+    let mut conn = kept.get().await.unwrap();
+    let pid = backend(&mut conn).await.unwrap();
+    conn.keep();
+
+    // Killed while kept, and left a second: it goes back to the pool, which finds it
+    // dead and hands out a live one.
+    terminate(pid).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let mut conn = kept.get().await.unwrap();
+    let live = backend(&mut conn).await.expect("a checked connection");
+    assert_ne!(live, pid);
+}
+
+async fn backend(conn: &mut sqlx::PgConnection) -> Result<i32, sqlx::Error> {
+    sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(conn)
+        .await
+}

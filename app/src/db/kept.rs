@@ -39,6 +39,11 @@ impl Kept {
         &self.pool
     }
 
+    /// Connections kept now.
+    pub fn idle(&self) -> usize {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
     /// A kept connection used within the last second, else one from the pool.
     pub async fn get(&self) -> Result<KeptConn<'_>, sqlx::Error> {
         let fresh = {
