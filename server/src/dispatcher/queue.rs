@@ -45,13 +45,16 @@ impl Caps<'_> {
             || self.project_held.iter().any(|n| *n >= self.per_project)
     }
 
-    /// Whether to find the candidates endpoint by endpoint: something due is refused, a
-    /// recent claim filled a share, or an endpoint holds half its share or more. Oldest
-    /// first, such an endpoint's backlog fills the candidates with rows it has no room
-    /// for (800 read, ranked and sorted to take the 11 it has room for: 8 ms a claim
-    /// while one busy endpoint drains).
-    fn by_endpoint(&self) -> bool {
-        self.backlogged
+    /// Whether to find the candidates endpoint by endpoint for a claim of `limit` rows:
+    /// something due is refused, an endpoint holds half its share or more, or a recent
+    /// claim filled a share and the endpoints held here could not take the candidates
+    /// oldest first reads. Oldest first, such an endpoint's backlog fills the candidates
+    /// with rows it has no room for (800 read, ranked and sorted to take the 11 it had
+    /// room for: 8 ms a claim while one busy endpoint drained). With many endpoints
+    /// sending (a fan-out) the oldest rows are mostly takeable, and walking them is
+    /// cheaper than a descent per endpoint.
+    fn by_endpoint(&self, limit: i64) -> bool {
+        (self.backlogged && (self.endpoints.len() as i64) * self.per_endpoint < limit * 4)
             || self.blocked_somewhere()
             || self
                 .endpoint_held
@@ -180,7 +183,7 @@ pub async fn claim_due<'c>(
 ) -> Result<Vec<Claimed>, sqlx::Error> {
     let full_endpoints = Caps::saturated(caps.endpoints, caps.endpoint_held, caps.per_endpoint);
     let full_projects = Caps::saturated(caps.projects, caps.project_held, caps.per_project);
-    let candidates = if caps.by_endpoint() {
+    let candidates = if caps.by_endpoint(limit) {
         BY_ENDPOINT
     } else {
         OLDEST_FIRST
@@ -293,7 +296,10 @@ pub async fn release(
     .rows_affected())
 }
 
-/// Extends the leases of rows this worker still holds.
+/// Extends the leases of rows this worker still holds. Rows locked meanwhile are being
+/// finished (their outcome moves them out of the queue) and are skipped: waiting for them
+/// while the outcome's statement waited for a row locked here was a deadlock, broken by
+/// the server after a second with one of the two failed.
 pub async fn renew_leases(
     pool: &PgPool,
     worker: &str,
@@ -301,8 +307,13 @@ pub async fn renew_leases(
     lease: std::time::Duration,
 ) -> Result<u64, sqlx::Error> {
     Ok(sqlx::query(
-        "UPDATE delivery_queue SET lease_expires_at = now() + $3
-         WHERE id = ANY($2) AND status = 'in_flight' AND claimed_by = $1",
+        "WITH mine AS (
+            SELECT tableoid, ctid FROM delivery_queue
+             WHERE id = ANY($2) AND status = 'in_flight' AND claimed_by = $1
+             FOR UPDATE SKIP LOCKED
+         )
+         UPDATE delivery_queue d SET lease_expires_at = now() + $3
+           FROM mine WHERE d.tableoid = mine.tableoid AND d.ctid = mine.ctid",
     )
     .bind(worker)
     .bind(ids)
