@@ -451,3 +451,28 @@ async fn a_burst_to_an_endpoint_answering_410_leaves_nothing_waiting() {
     assert_eq!(rx.seen().len(), 1000, "each attempt sent once");
     app.stop().await;
 }
+
+/// An attempt that takes three times its lease to answer is sent once: the dispatcher
+/// renews the lease while it waits, so lease recovery never hands it to a second send.
+#[tokio::test]
+async fn a_lease_is_renewed_while_a_slow_answer_is_awaited() {
+    let app = TestApp::spawn_with(|cfg| {
+        cfg.lease = Duration::from_secs(1);
+        cfg.read_timeout = Duration::from_secs(6);
+    })
+    .await;
+    let rx = Receiver::start().await;
+    rx.script([Answer::status(200).delay(Duration::from_secs(3))]);
+    let (project, _) = app.project("trial").await;
+    app.endpoint(project, &rx.url).await;
+    let event_id = app
+        .ingest(project, "order.slow", serde_json::json!({"n": 1}))
+        .await;
+    let attempts = app.settled(&event_id, SETTLE).await;
+    assert_eq!(attempts.len(), 1, "one attempt: {attempts:?}");
+    assert_eq!(attempts[0].1, "succeeded");
+    // Anything sent a second time would have arrived by now.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(rx.seen().len(), 1, "sent once");
+    app.stop().await;
+}
