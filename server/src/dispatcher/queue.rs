@@ -622,11 +622,17 @@ pub async fn queue_stats(pool: &PgPool) -> Result<(i64, f64), sqlx::Error> {
     .await
 }
 
-/// When the next scheduled row falls due (so the loop can sleep exactly that long).
+/// When the next scheduled row falls due (so the loop can sleep exactly that long). As
+/// the first row of the due index after now: written as `min(…)`, its plan on the claim's
+/// connection read the whole by-endpoint index (4–5 ms a call beside a fan-out's backlog).
 pub async fn next_due<'c>(
     pool: impl sqlx::PgExecutor<'c>,
 ) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-    sqlx::query_scalar("SELECT min(scheduled_at) FROM delivery_queue WHERE status = 'pending' AND NOT parked AND scheduled_at > now()")
-        .fetch_one(pool)
-        .await
+    sqlx::query_scalar(
+        "SELECT scheduled_at FROM delivery_queue
+          WHERE status = 'pending' AND NOT parked AND scheduled_at > now()
+          ORDER BY scheduled_at LIMIT 1",
+    )
+    .fetch_optional(pool)
+    .await
 }
