@@ -151,6 +151,7 @@ async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
         metrics,
         handoff,
         group,
+        targets: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind(cfg.site_addr)
         .await

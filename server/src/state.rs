@@ -22,6 +22,8 @@ pub struct AppState {
     pub handoff: Option<Arc<dyn app::db::handoff::Handoff>>,
     /// The writers that take concurrent API requests' lone events and key hits together.
     pub group: Option<Arc<app::db::group_commit::GroupCommit>>,
+    /// Endpoints read for lone events, reused while the project's endpoints are unchanged.
+    pub targets: Arc<app::db::targets::TargetCache>,
 }
 
 /// Where the build put the bundle's content hashes (`js: …`, `wasm: …`, `css: …`), read by

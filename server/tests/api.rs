@@ -841,3 +841,111 @@ async fn a_batch_of_events_is_taken_whole_in_order_and_costs_a_unit_each() {
     );
     app.stop().await;
 }
+
+/// A server process reuses the endpoints it read for an event type while the project's
+/// endpoints are unchanged; a change made through another process (or straight in the
+/// database) reaches the very next event, whatever that process kept.
+#[tokio::test]
+async fn endpoint_changes_reach_the_next_event_through_every_server_process() {
+    let db = TestDb::new().await;
+    let url = db.url.clone();
+    let a = TestApp::spawn_on(db, |_| {}, true).await;
+    let b_pool = sqlx::PgPool::connect(&url).await.unwrap();
+    let b = TestApp::spawn_on(
+        TestDb {
+            pool: b_pool.clone(),
+            url,
+        },
+        |_| {},
+        true,
+    )
+    .await;
+    let (first, second) = (Receiver::start().await, Receiver::start().await);
+    let (_, key) = a.project("business").await;
+    let (admin, sender) = (Api::new(&a, &key), Api::new(&b, &key));
+    let send = |n: i64| {
+        let sender = &sender;
+        async move {
+            let (s, _, v) = sender
+                .send(
+                    "POST",
+                    "/events",
+                    Some(json!({"event": "order.created", "data": {"n": n}})),
+                )
+                .await;
+            assert_eq!(s, 202, "{v}");
+            v["deliveries"].as_i64().unwrap()
+        }
+    };
+    assert_eq!(send(0).await, 0, "no endpoint yet");
+    let (s, _, hook) = admin
+        .send(
+            "POST",
+            "/webhooks",
+            Some(json!({"url": first.url, "events": ["order.created"]})),
+        )
+        .await;
+    assert_eq!(s, 201, "{hook}");
+    let id = hook["id"].as_i64().unwrap();
+    assert_eq!(send(1).await, 1, "a new endpoint");
+    assert_eq!(send(2).await, 1, "read again or reused, the same");
+    assert_eq!(first.wait_for(2, Duration::from_secs(10)).await.len(), 2);
+
+    admin
+        .send(
+            "PATCH",
+            &format!("/webhooks/{id}"),
+            Some(json!({"events": ["order.paid"]})),
+        )
+        .await;
+    assert_eq!(send(3).await, 0, "no longer subscribed");
+    admin
+        .send(
+            "PATCH",
+            &format!("/webhooks/{id}"),
+            Some(json!({"events": ["*"], "url": second.url})),
+        )
+        .await;
+    assert_eq!(send(4).await, 1, "subscribed to everything");
+    let seen = second.wait_for(1, Duration::from_secs(10)).await;
+    assert_eq!(seen.len(), 1, "sent to the new URL");
+    assert_eq!(
+        common::header(&seen[0], "webhook-signature")
+            .split(' ')
+            .count(),
+        1
+    );
+
+    admin
+        .send("POST", &format!("/webhooks/{id}/rotate-secret"), None)
+        .await;
+    assert_eq!(send(5).await, 1);
+    let seen = second.wait_for(2, Duration::from_secs(10)).await;
+    assert_eq!(
+        common::header(&seen[1], "webhook-signature")
+            .split(' ')
+            .count(),
+        2,
+        "signed with the new secret and the one it replaced"
+    );
+
+    admin
+        .send(
+            "PATCH",
+            &format!("/webhooks/{id}"),
+            Some(json!({"enabled": false})),
+        )
+        .await;
+    assert_eq!(send(6).await, 0, "disabled");
+    let by_hand = |sql: &'static str| {
+        let pool = b_pool.clone();
+        async move { sqlx::query(sql).bind(id).execute(&pool).await.unwrap() }
+    };
+    by_hand("UPDATE endpoints SET enabled = true WHERE id = $1").await;
+    assert_eq!(send(7).await, 1, "enabled again, by hand in the database");
+    by_hand("UPDATE endpoints SET deleted_at = now() WHERE id = $1").await;
+    assert_eq!(send(8).await, 0, "deleted");
+    assert_eq!(second.wait_for(4, Duration::from_secs(2)).await.len(), 3);
+    a.stop().await;
+    b.stop().await;
+}

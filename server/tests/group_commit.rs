@@ -105,6 +105,7 @@ fn submit(
         let via = Via {
             handoff: None,
             group: Some(&group),
+            targets: None,
         };
         let t = EventType::parse("order.paid").unwrap();
         events::ingest_handing(&pool, project, &t, "{}", client_id.as_deref(), None, via).await

@@ -38,6 +38,9 @@ pub struct KeyOwner {
     pub key_id: i64,
     pub project_id: i64,
     pub plan: Plan,
+    /// The project's endpoints as this lookup saw them (see the `endpoints_version`
+    /// migration): endpoints read at this version are as fresh as the key.
+    pub endpoints_version: i64,
 }
 
 /// Looks a presented key up (revoked keys are unknown) and, for a known key, counts one
@@ -50,9 +53,9 @@ pub async fn authenticate_counting<'c>(
     key: &str,
     window_start: i64,
 ) -> AppResult<Option<(KeyOwner, u32)>> {
-    let row = sqlx::query_as::<_, (i64, i64, String, i32)>(
+    let row = sqlx::query_as::<_, (i64, i64, String, i64, i32)>(
         "WITH k AS (
-            SELECT k.id, k.project_id, p.plan, k.last_used_at FROM api_keys k
+            SELECT k.id, k.project_id, p.plan, p.endpoints_version, k.last_used_at FROM api_keys k
             JOIN projects p ON p.id = k.project_id
             WHERE k.key_hash = $1 AND k.revoked_at IS NULL
          ), touched AS (
@@ -64,21 +67,24 @@ pub async fn authenticate_counting<'c>(
             ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_counters.count + 1
             RETURNING count
          )
-         SELECT k.id, k.project_id, k.plan, counted.count FROM k, counted",
+         SELECT k.id, k.project_id, k.plan, k.endpoints_version, counted.count FROM k, counted",
     )
     .bind(hash_key(key))
     .bind(window_start)
     .bind(KEY_BUCKET)
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|(key_id, project_id, plan, count)| {
-        let owner = KeyOwner {
-            key_id,
-            project_id,
-            plan: Plan::parse(&plan).unwrap_or(Plan::Trial),
-        };
-        (owner, count.max(0) as u32)
-    }))
+    Ok(
+        row.map(|(key_id, project_id, plan, endpoints_version, count)| {
+            let owner = KeyOwner {
+                key_id,
+                project_id,
+                plan: Plan::parse(&plan).unwrap_or(Plan::Trial),
+                endpoints_version,
+            };
+            (owner, count.max(0) as u32)
+        }),
+    )
 }
 
 /// [`authenticate_counting`] for several requests in one statement (the same key may be
@@ -109,11 +115,12 @@ pub async fn authenticate_counting_all<'c>(
             }
         })
         .collect();
-    let rows = sqlx::query_as::<_, (Vec<u8>, i64, i64, i64, String, i32)>(
+    let rows = sqlx::query_as::<_, (Vec<u8>, i64, i64, i64, String, i64, i32)>(
         "WITH asked AS (
             SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::int[]) AS a(key_hash, window_start, n)
          ), k AS (
-            SELECT k.id, k.project_id, p.plan, k.last_used_at, a.key_hash, a.window_start, a.n
+            SELECT k.id, k.project_id, p.plan, p.endpoints_version, k.last_used_at, a.key_hash,
+                   a.window_start, a.n
             FROM asked a
             JOIN api_keys k ON k.key_hash = a.key_hash AND k.revoked_at IS NULL
             JOIN projects p ON p.id = k.project_id
@@ -127,7 +134,7 @@ pub async fn authenticate_counting_all<'c>(
             ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_counters.count + EXCLUDED.count
             RETURNING bucket, window_start, count
          )
-         SELECT k.key_hash, k.window_start, k.id, k.project_id, k.plan, c.count
+         SELECT k.key_hash, k.window_start, k.id, k.project_id, k.plan, k.endpoints_version, c.count
          FROM k JOIN counted c ON c.bucket = $4 || k.id AND c.window_start = k.window_start",
     )
     .bind(distinct.iter().map(|d| d.0.clone()).collect::<Vec<Vec<u8>>>())
@@ -140,12 +147,13 @@ pub async fn authenticate_counting_all<'c>(
         .iter()
         .map(|(i, nth)| {
             let (hash, window, n) = &distinct[*i];
-            let (_, _, key_id, project_id, plan, count) =
+            let (_, _, key_id, project_id, plan, endpoints_version, count) =
                 rows.iter().find(|r| r.0 == *hash && r.1 == *window)?;
             let owner = KeyOwner {
                 key_id: *key_id,
                 project_id: *project_id,
                 plan: Plan::parse(plan).unwrap_or(Plan::Trial),
+                endpoints_version: *endpoints_version,
             };
             // The count after all of them, less the ones presented after this one.
             Some((owner, (count - n + 1 + nth).max(0) as u32))

@@ -1,7 +1,7 @@
 //! Event ingestion: the one way events enter Posthorn. The event row and one pending
 //! delivery per subscribed endpoint are written in one transaction.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -10,6 +10,7 @@ use super::{
     attempts::{Inserted, Lane, LeaseTo, NewAttempt},
     group_commit::{GroupCommit, Lone},
     handoff::{Claimed, Handoff, Reserved},
+    targets::{Target, TargetCache},
 };
 use crate::{
     core::{
@@ -58,19 +59,10 @@ pub async fn ingest(
 pub struct Via<'a> {
     pub handoff: Option<&'a dyn Handoff>,
     pub group: Option<&'a GroupCommit>,
-}
-
-/// An endpoint an event fans out to, with what a handed-off attempt needs to be sent.
-#[derive(sqlx::FromRow)]
-struct Target {
-    /// The event type it was found for.
-    event_type: String,
-    id: i64,
-    url: String,
-    throttled: bool,
-    secret: String,
-    previous_secret: Option<String>,
-    custom_headers: sqlx::types::Json<Vec<(String, String)>>,
+    /// Endpoints this process read before, with the version of the project's endpoints
+    /// that the request's API key lookup saw: a lone event reuses what was read at that
+    /// version instead of reading it again.
+    pub targets: Option<(&'a TargetCache, i64)>,
 }
 
 /// One event to store, as [`ingest_all`] takes it.
@@ -129,7 +121,7 @@ pub async fn ingest_all(
     let mut types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
     types.sort_unstable();
     types.dedup();
-    let targets = find_targets(&mut *tx, project_id, &types).await?;
+    let (targets, _) = super::targets::find(&mut *tx, project_id, &types).await?;
     let mut by_type: HashMap<&str, Vec<&Target>> = HashMap::new();
     for t in &targets {
         by_type.entry(t.event_type.as_str()).or_default().push(t);
@@ -225,10 +217,22 @@ async fn ingest_one(
             &alone
         }
     };
-    let found = {
-        let mut conn = kept.get().await?;
-        let found = find_targets(&mut *conn, project_id, &[event.event_type.as_str()]).await;
-        conn.keep_if_ok(found)?
+    let event_type = event.event_type.as_str();
+    let kept_targets = via
+        .targets
+        .and_then(|(cache, version)| cache.get(project_id, version, event_type));
+    let found = match kept_targets {
+        Some(found) => found,
+        None => {
+            let mut conn = kept.get().await?;
+            let found = super::targets::find(&mut *conn, project_id, &[event_type]).await;
+            let (found, version) = conn.keep_if_ok(found)?;
+            let found = Arc::new(found);
+            if let (Some((cache, _)), Some(version)) = (via.targets, version) {
+                cache.put(project_id, version, event_type, found.clone());
+            }
+            found
+        }
     };
     let targets: Vec<&Target> = found.iter().collect();
     let deliveries = targets.len() as i32;
@@ -278,31 +282,6 @@ async fn ingest_one(
         created_at,
         repeated: false,
     })
-}
-
-/// The enabled endpoints of the project subscribed to each of `types`.
-async fn find_targets<'c>(
-    conn: impl sqlx::PgExecutor<'c>,
-    project_id: i64,
-    types: &[&str],
-) -> Result<Vec<Target>, sqlx::Error> {
-    // The dispatchers are woken after the commit, not by the insert trigger (see the
-    // `notify_after_commit` migration for why); setting it in the first query of a
-    // transaction saves a round trip.
-    sqlx::query_as(
-        "SELECT t.event_type, e.id, e.url, e.rate_limit IS NOT NULL AS throttled, e.secret,
-                CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
-                e.custom_headers
-         FROM unnest($2::text[]) AS t(event_type)
-         JOIN endpoints e ON e.event_types @> ARRAY['*'] OR e.event_types @> ARRAY[t.event_type],
-              set_config('posthorn.defer_notify', 'on', true)
-         WHERE e.project_id = $1 AND e.enabled AND e.deleted_at IS NULL
-         ORDER BY t.event_type, e.id",
-    )
-    .bind(project_id)
-    .bind(types)
-    .fetch_all(conn)
-    .await
 }
 
 /// The event stored first under this idempotency key.
@@ -424,6 +403,7 @@ fn handed_rows(
     rows: Vec<Inserted>,
 ) -> Vec<Claimed> {
     let mut claimed: Vec<Claimed> = Vec::new();
+    let now = Utc::now();
     for row in rows {
         let Some(lease_expires_at) = row.lease_expires_at else {
             continue;
@@ -452,7 +432,7 @@ fn handed_rows(
             data: event.data_json.to_string(),
             endpoint_url: t.url.clone(),
             secret: t.secret.clone(),
-            previous_secret: t.previous_secret.clone(),
+            previous_secret: t.previous_secret(now),
             custom_headers: t.custom_headers.clone(),
             start_at: None,
         });

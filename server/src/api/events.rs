@@ -230,6 +230,7 @@ pub async fn create_batch(
     let via = events::Via {
         handoff: handoff.as_deref(),
         group: None,
+        targets: None,
     };
     let stored = events::ingest_all(&pool, caller.project_id, &batch, via).await;
     let stored = match stored {
@@ -272,6 +273,7 @@ pub async fn create(
     State(pool): State<PgPool>,
     State(handoff): State<Handoff>,
     State(group): State<Group>,
+    State(targets): State<std::sync::Arc<app::db::targets::TargetCache>>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateEvent>,
@@ -302,6 +304,7 @@ pub async fn create(
         events::Via {
             handoff: handoff.as_deref(),
             group: group.as_deref(),
+            targets: Some((&targets, caller.endpoints_version)),
         },
     )
     .await?;

@@ -76,6 +76,8 @@ pub struct ExtraUnits(pub u32);
 pub struct Caller {
     pub project_id: i64,
     pub key_id: i64,
+    /// The project's endpoints version the key's lookup saw.
+    pub endpoints_version: i64,
 }
 
 impl Caller {
@@ -242,6 +244,7 @@ async fn authenticate_and_limit(
                 req.extensions_mut().insert(Caller {
                     project_id: o.project_id,
                     key_id: o.key_id,
+                    endpoints_version: o.endpoints_version,
                 });
                 req.extensions_mut().insert(RateWindow {
                     bucket: bucket.clone(),

@@ -155,6 +155,7 @@ impl TestApp {
             metrics,
             handoff,
             group: group.clone(),
+            targets: Default::default(),
         };
         let mut stop_rx = rx.clone();
         handles.push(tokio::spawn(async move {

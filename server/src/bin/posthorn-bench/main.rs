@@ -580,6 +580,7 @@ async fn serve_app(pool: &sqlx::PgPool, url: &str) -> std::net::SocketAddr {
         metrics: Arc::new(Metrics::default()),
         handoff: None,
         group: None,
+        targets: Default::default(),
     };
     tokio::spawn(server::web::serve(state, listener, std::future::pending()));
     addr

@@ -1,0 +1,252 @@
+//! Where an event fans out to: a project's live endpoints subscribed to its type, read
+//! from the database or reused from this process's [`TargetCache`] while the project's
+//! endpoints version (read with the API key, see the `endpoints_version` migration) says
+//! nothing about them changed.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use chrono::{DateTime, Utc};
+
+/// An endpoint an event fans out to, with what a handed-off attempt needs to be sent.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The event type it was found for.
+    pub event_type: String,
+    pub id: i64,
+    pub url: String,
+    pub throttled: bool,
+    pub secret: String,
+    previous_secret: Option<String>,
+    previous_secret_expires_at: Option<DateTime<Utc>>,
+    pub custom_headers: sqlx::types::Json<Vec<(String, String)>>,
+}
+
+impl Target {
+    /// The secret that still signs beside the current one after a rotation, until it
+    /// expires (decided when used: a cached target outlives the moment it was read).
+    pub fn previous_secret(&self, now: DateTime<Utc>) -> Option<String> {
+        self.previous_secret
+            .clone()
+            .filter(|_| self.previous_secret_expires_at.is_some_and(|t| t > now))
+    }
+}
+
+/// The endpoints of the project subscribed to each of `types`, and the project's
+/// endpoints version in the same snapshot.
+pub async fn find<'c>(
+    conn: impl sqlx::PgExecutor<'c>,
+    project_id: i64,
+    types: &[&str],
+) -> Result<(Vec<Target>, Option<i64>), sqlx::Error> {
+    // The dispatchers are woken after the commit, not by the insert trigger (see the
+    // `notify_after_commit` migration for why); setting it in the first query of a
+    // transaction saves a round trip. Every row carries the version, and a project without a matching endpoint still
+    // has one row, with no endpoint in it.
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        version: i64,
+        event_type: Option<String>,
+        id: Option<i64>,
+        url: Option<String>,
+        throttled: Option<bool>,
+        secret: Option<String>,
+        previous_secret: Option<String>,
+        previous_secret_expires_at: Option<DateTime<Utc>>,
+        custom_headers: Option<sqlx::types::Json<Vec<(String, String)>>>,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT p.endpoints_version AS version, t.event_type, e.id, e.url,
+                e.rate_limit IS NOT NULL AS throttled, e.secret, e.previous_secret,
+                e.previous_secret_expires_at, e.custom_headers
+         FROM set_config('posthorn.defer_notify', 'on', true), projects p
+         LEFT JOIN (unnest($2::text[]) AS t(event_type)
+                    JOIN endpoints e ON e.event_types @> ARRAY['*'] OR e.event_types @> ARRAY[t.event_type])
+           ON e.project_id = p.id AND e.enabled AND e.deleted_at IS NULL
+         WHERE p.id = $1
+         ORDER BY t.event_type, e.id",
+    )
+    .bind(project_id)
+    .bind(types)
+    .fetch_all(conn)
+    .await?;
+    let version = rows.first().map(|r| r.version);
+    let targets = rows
+        .into_iter()
+        .filter_map(|r| {
+            Some(Target {
+                event_type: r.event_type?,
+                id: r.id?,
+                url: r.url?,
+                throttled: r.throttled?,
+                secret: r.secret?,
+                previous_secret: r.previous_secret,
+                previous_secret_expires_at: r.previous_secret_expires_at,
+                custom_headers: r.custom_headers?,
+            })
+        })
+        .collect();
+    Ok((targets, version))
+}
+
+/// Lists of targets this process keeps, per project and event type, each valid for one
+/// version of the project's endpoints. Bounded so that no tenant can make it large or
+/// push the others out: a project keeps at most [`TYPES_PER_PROJECT`] lists (more, and
+/// its own are dropped), a list longer than [`LONGEST_KEPT`] is not kept, and when all
+/// lists together pass [`MOST_KEPT`] targets the cache starts again empty. Whatever is
+/// not kept is read from the database, as it always was.
+#[derive(Default)]
+pub struct TargetCache {
+    inner: Mutex<Lists>,
+}
+
+#[derive(Default)]
+struct Lists {
+    projects: HashMap<i64, ProjectLists>,
+    /// Targets held in all lists.
+    held: usize,
+}
+
+struct ProjectLists {
+    version: i64,
+    by_type: HashMap<String, Arc<Vec<Target>>>,
+}
+
+pub const TYPES_PER_PROJECT: usize = 64;
+pub const LONGEST_KEPT: usize = 1_000;
+pub const MOST_KEPT: usize = 100_000;
+
+impl TargetCache {
+    /// The targets of `event_type` kept for this version of the project's endpoints.
+    pub fn get(&self, project_id: i64, version: i64, event_type: &str) -> Option<Arc<Vec<Target>>> {
+        let lists = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let p = lists.projects.get(&project_id)?;
+        (p.version == version)
+            .then(|| p.by_type.get(event_type).cloned())
+            .flatten()
+    }
+
+    /// Keeps the targets read at `version` (a list read at an older version than one
+    /// kept is dropped: the kept one is newer).
+    pub fn put(&self, project_id: i64, version: i64, event_type: &str, targets: Arc<Vec<Target>>) {
+        if targets.len() > LONGEST_KEPT {
+            return;
+        }
+        let mut lists = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let lists = &mut *lists;
+        if lists.held + targets.len() > MOST_KEPT {
+            lists.projects.clear();
+            lists.held = 0;
+        }
+        let p = lists
+            .projects
+            .entry(project_id)
+            .or_insert_with(|| ProjectLists {
+                version,
+                by_type: HashMap::new(),
+            });
+        if p.version > version {
+            return;
+        }
+        if p.version < version || p.by_type.len() >= TYPES_PER_PROJECT {
+            lists.held -= p.by_type.values().map(|l| l.len()).sum::<usize>();
+            p.by_type.clear();
+            p.version = version;
+        }
+        lists.held += targets.len();
+        if let Some(old) = p.by_type.insert(event_type.to_string(), targets) {
+            lists.held -= old.len();
+        }
+    }
+
+    /// Targets held in all lists.
+    pub fn held(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).held
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(id: i64) -> Target {
+        Target {
+            event_type: "a.b".into(),
+            id,
+            url: format!("http://127.0.0.1/{id}"),
+            throttled: false,
+            secret: "s".into(),
+            previous_secret: Some("old".into()),
+            previous_secret_expires_at: Some(Utc::now() + chrono::Duration::seconds(60)),
+            custom_headers: sqlx::types::Json(Vec::new()),
+        }
+    }
+
+    fn list(n: usize) -> Arc<Vec<Target>> {
+        Arc::new((0..n as i64).map(target).collect())
+    }
+
+    #[test]
+    fn a_list_answers_only_for_its_version() {
+        let c = TargetCache::default();
+        c.put(1, 5, "a.b", list(2));
+        assert_eq!(c.get(1, 5, "a.b").map(|l| l.len()), Some(2));
+        assert!(
+            c.get(1, 6, "a.b").is_none(),
+            "a newer version is read again"
+        );
+        assert!(c.get(1, 4, "a.b").is_none());
+        assert!(c.get(1, 5, "a.c").is_none());
+        assert!(
+            c.get(2, 5, "a.b").is_none(),
+            "another project's list is never its"
+        );
+    }
+
+    #[test]
+    fn a_newer_version_replaces_the_older_and_an_older_one_is_not_kept() {
+        let c = TargetCache::default();
+        c.put(1, 5, "a.b", list(2));
+        c.put(1, 5, "a.c", list(3));
+        c.put(1, 6, "a.b", list(1));
+        assert!(c.get(1, 6, "a.c").is_none(), "dropped with its version");
+        assert_eq!(c.held(), 1);
+        c.put(1, 5, "a.c", list(3));
+        assert!(c.get(1, 5, "a.c").is_none());
+        assert_eq!(c.get(1, 6, "a.b").map(|l| l.len()), Some(1));
+    }
+
+    #[test]
+    fn one_project_cannot_push_another_out_by_its_types() {
+        let c = TargetCache::default();
+        c.put(2, 1, "theirs.x", list(1));
+        for i in 0..TYPES_PER_PROJECT * 3 {
+            c.put(1, 1, &format!("mine.t{i}"), list(1));
+        }
+        assert!(c.get(2, 1, "theirs.x").is_some());
+        assert!(c.held() <= TYPES_PER_PROJECT + 1);
+    }
+
+    #[test]
+    fn memory_is_bounded() {
+        let c = TargetCache::default();
+        c.put(1, 1, "a.b", list(LONGEST_KEPT + 1));
+        assert_eq!(c.held(), 0, "a list too long is not kept");
+        for p in 0..(MOST_KEPT / LONGEST_KEPT) as i64 + 5 {
+            c.put(p, 1, "a.b", list(LONGEST_KEPT));
+            assert!(c.held() <= MOST_KEPT);
+        }
+    }
+
+    #[test]
+    fn the_previous_secret_signs_only_until_it_expires() {
+        let mut t = target(1);
+        let now = Utc::now();
+        assert_eq!(t.previous_secret(now).as_deref(), Some("old"));
+        assert_eq!(t.previous_secret(now + chrono::Duration::seconds(61)), None);
+        t.previous_secret_expires_at = None;
+        assert_eq!(t.previous_secret(now), None);
+    }
+}
