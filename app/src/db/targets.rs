@@ -128,8 +128,11 @@ impl TargetCache {
             .flatten()
     }
 
-    /// Keeps the targets read at `version` (a list read at an older version than one
-    /// kept is dropped: the kept one is newer).
+    /// Keeps the targets read at `version`, in place of the project's lists kept for any
+    /// other version. (Versions only grow, but a database restored from a backup goes
+    /// back: a list kept from before could otherwise answer again once the restored
+    /// project's version reached its number. A request still holding an older version
+    /// costs at most a read for the next request.)
     pub fn put(&self, project_id: i64, version: i64, event_type: &str, targets: Arc<Vec<Target>>) {
         if targets.len() > LONGEST_KEPT {
             return;
@@ -147,10 +150,7 @@ impl TargetCache {
                 version,
                 by_type: HashMap::new(),
             });
-        if p.version > version {
-            return;
-        }
-        if p.version < version || p.by_type.len() >= TYPES_PER_PROJECT {
+        if p.version != version || p.by_type.len() >= TYPES_PER_PROJECT {
             lists.held -= p.by_type.values().map(|l| l.len()).sum::<usize>();
             p.by_type.clear();
             p.version = version;
@@ -206,16 +206,20 @@ mod tests {
     }
 
     #[test]
-    fn a_newer_version_replaces_the_older_and_an_older_one_is_not_kept() {
+    fn a_list_read_at_another_version_replaces_the_projects_lists() {
         let c = TargetCache::default();
         c.put(1, 5, "a.b", list(2));
         c.put(1, 5, "a.c", list(3));
         c.put(1, 6, "a.b", list(1));
         assert!(c.get(1, 6, "a.c").is_none(), "dropped with its version");
-        assert_eq!(c.held(), 1);
-        c.put(1, 5, "a.c", list(3));
         assert!(c.get(1, 5, "a.c").is_none());
-        assert_eq!(c.get(1, 6, "a.b").map(|l| l.len()), Some(1));
+        assert_eq!(c.held(), 1);
+        // A restored database: the version went back, and what was kept from version 6
+        // must not answer when the project reaches 6 again.
+        c.put(1, 4, "a.c", list(3));
+        assert_eq!(c.get(1, 4, "a.c").map(|l| l.len()), Some(3));
+        assert!(c.get(1, 6, "a.b").is_none());
+        assert_eq!(c.held(), 3);
     }
 
     #[test]
