@@ -291,3 +291,69 @@ async fn an_outcome_is_found_by_key_in_a_queue_full_of_dead_rows() {
     );
     app.stop().await;
 }
+
+/// Lease recovery looks for expired leases among the rows that can be in flight: a held
+/// backlog (parked rows, never in flight) is not read, however large. Before, every
+/// recovery pass read the whole queue: 68 ms beside 300,000 held rows, every few seconds.
+#[tokio::test]
+async fn lease_recovery_does_not_read_a_held_backlog() {
+    use server::dispatcher::queue;
+    let db = TestDb::new().await;
+    let url = db.url.clone();
+    let app = TestApp::spawn_on(db, |_| {}, false).await;
+    let (project, _) = app.project("business").await;
+    app.endpoint(project, "http://127.0.0.1:9/held").await;
+    app.ingest(project, "order.paid", serde_json::json!({}))
+        .await;
+    let mut setup = app.pool.acquire().await.unwrap();
+    for sql in [
+        "INSERT INTO delivery_queue (project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                                     trigger, status, scheduled_at, request_id, parked)
+         SELECT project_id, event_id, event_type, endpoint_id, target_url, attempt, trigger, status,
+                scheduled_at, 'req_held_' || g, true
+         FROM delivery_queue, generate_series(1, 20000) AS g",
+        // The one row a vanished worker held.
+        "UPDATE delivery_queue SET status = 'in_flight', claimed_by = 'gone', started_at = now(),
+                lease_expires_at = now() - interval '1 minute'
+         WHERE NOT parked",
+        "ANALYZE delivery_queue",
+        "SELECT pg_stat_force_next_flush()",
+        "SELECT 1",
+    ] {
+        sqlx::query(sql).execute(&mut *setup).await.unwrap();
+    }
+    drop(setup);
+    let held_in_flight: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM delivery_queue WHERE parked AND status = 'in_flight'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(held_in_flight, 0);
+
+    let one = app::db::pool_options(1).connect(&url).await.unwrap();
+    flush_stats(&one).await;
+    let before = queue_seq_scans(&app.pool).await;
+    assert_eq!(queue::recover_expired(&one).await.unwrap(), 1);
+    flush_stats(&one).await;
+    assert_eq!(
+        queue_seq_scans(&app.pool).await - before,
+        0,
+        "recovery read the queue by a seq scan"
+    );
+    let pending: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM delivery_queue WHERE NOT parked AND status = 'pending' AND claimed_by IS NULL",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(pending, 1, "the expired row is waiting again");
+    // A row in flight is never parked: the database refuses it.
+    let refused = sqlx::query(
+        "UPDATE delivery_queue SET status = 'in_flight', lease_expires_at = now() WHERE parked",
+    )
+    .execute(&app.pool)
+    .await;
+    assert!(refused.is_err(), "a parked row went in flight");
+    app.stop().await;
+}

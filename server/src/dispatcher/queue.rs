@@ -326,8 +326,10 @@ pub async fn renew_leases(
 /// Rows whose worker vanished go back to the queue with the same request id.
 pub async fn recover_expired(pool: &PgPool) -> Result<u64, sqlx::Error> {
     Ok(sqlx::query(
+        // `NOT parked`: a row in flight never is (a constraint says so), and the unparked
+        // rows have an index, so a held backlog is not read.
         "UPDATE delivery_queue SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL
-         WHERE status = 'in_flight' AND lease_expires_at < now()",
+         WHERE status = 'in_flight' AND lease_expires_at < now() AND NOT parked",
     )
     .execute(pool)
     .await?
