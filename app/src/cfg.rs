@@ -56,9 +56,10 @@ pub struct Config {
 /// A project may hold half of a dispatcher's slots: whatever one tenant's endpoints do,
 /// every other tenant has the other half. (A quarter, as before, bound a fan-out to one
 /// project's 100 endpoints at 128 sends in flight: 3,600–4,400 deliveries/s with the
-/// cores a quarter idle, and claims of 13–50 rows read from 800 candidates.)
+/// cores a quarter idle, and claims of 13–50 rows read from 800 candidates.) Never fewer
+/// than the 128 it was: a small dispatcher is not made stingier than it was.
 pub fn default_project_concurrency(concurrency: usize) -> usize {
-    (concurrency / 2).max(1)
+    (concurrency / 2).max(128)
 }
 
 impl Config {
@@ -197,13 +198,16 @@ mod tests {
     }
 
     #[test]
-    fn a_project_may_hold_half_a_dispatcher_unless_the_operator_says_otherwise() {
+    fn a_project_may_hold_half_a_large_dispatcher_unless_the_operator_says_otherwise() {
         let c = config(&[]);
         assert_eq!((c.concurrency, c.project_concurrency), (512, 256));
+        let c = config(&[("POSTHORN_DISPATCH_CONCURRENCY", "1024")]);
+        assert_eq!(c.project_concurrency, 512);
         let c = config(&[("POSTHORN_DISPATCH_CONCURRENCY", "64")]);
-        assert_eq!(c.project_concurrency, 32);
-        let c = config(&[("POSTHORN_DISPATCH_CONCURRENCY", "1")]);
-        assert_eq!(c.project_concurrency, 1);
+        assert_eq!(
+            c.project_concurrency, 128,
+            "as before: no smaller than it was"
+        );
         let c = config(&[
             ("POSTHORN_DISPATCH_CONCURRENCY", "64"),
             ("POSTHORN_PROJECT_CONCURRENCY", "10"),
