@@ -49,7 +49,10 @@ async fn sixty_events_at_five_per_second_are_spaced_evenly_across_two_dispatcher
         app.ingest(project, "order.created", json!({ "i": i }))
             .await;
     }
-    let seen = rx.wait_for(60, Duration::from_secs(40)).await;
+    // 12 s at 5 a second. Room beyond that for one attempt held up until its lease runs
+    // out and another dispatcher sends it (seen once: 59 of 60 within 40 s); the spacing
+    // checks below still catch any burst, and the print shows the span.
+    let seen = rx.wait_for(60, Duration::from_secs(90)).await;
     // The last outcomes are written just after their answers: wait for them before the
     // dispatchers are stopped, or a killed writer leaves its last row in flight.
     for _ in 0..100 {
