@@ -274,3 +274,52 @@ async fn changing_a_throttled_endpoint_while_it_is_claimed_never_deadlocks() {
     );
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_that_misses_its_start_slot_goes_back_and_every_outcome_is_still_recorded() {
+    // One send at a time: a slow endpoint's attempt holds the only slot while a throttled
+    // attempt's start slot passes, so that attempt goes back to the queue, beside the
+    // slow attempt's outcome, and is sent once the slot is free again.
+    let app = TestApp::spawn_with(|cfg| cfg.concurrency = 1).await;
+    let (slow, throttled) = (Receiver::start().await, Receiver::start().await);
+    slow.set_default(common::Answer::status(200).delay(Duration::from_millis(600)));
+    let (project, key) = app.project("business").await;
+    let (status, _) = api(
+        &app,
+        &key,
+        reqwest::Method::POST,
+        "/webhooks",
+        json!({"url": slow.url, "events": ["order.slow"]}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, _) = api(
+        &app,
+        &key,
+        reqwest::Method::POST,
+        "/webhooks",
+        json!({"url": throttled.url, "events": ["order.created"], "rate_limit": 10}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let slow_event = app.ingest(project, "order.slow", json!({})).await;
+    slow.wait_for(1, Duration::from_secs(5)).await;
+    let sent = std::time::Instant::now();
+    let throttled_event = app.ingest(project, "order.created", json!({})).await;
+    let arrived = throttled.wait_for(1, Duration::from_secs(15)).await;
+    assert_eq!(arrived.len(), 1, "the handed-back attempt is sent again");
+    assert!(
+        arrived[0].at - sent >= Duration::from_millis(400),
+        "it waited for the slow attempt's slot, past its own start slot"
+    );
+    // Both outcomes are recorded: the hand-back did not stop the outcome writer.
+    let slow_attempts = app.settled(&slow_event, Duration::from_secs(10)).await;
+    let throttled_attempts = app.settled(&throttled_event, Duration::from_secs(10)).await;
+    assert_eq!(slow_attempts.len(), 1);
+    assert_eq!(throttled_attempts.len(), 1, "handed back, not retried");
+    assert_eq!(throttled_attempts[0].1, "succeeded");
+    // And so is whatever comes after.
+    let later = app.ingest(project, "order.created", json!({})).await;
+    assert_eq!(app.settled(&later, Duration::from_secs(10)).await.len(), 1);
+    app.stop().await;
+}

@@ -455,20 +455,22 @@ async fn write_outcomes(
             }
         }
         let started = std::time::Instant::now();
-        let recorded = match kept.get().await {
+        // Both statements on the one connection this writer's pool has: the hand-back
+        // once asked that pool for a second one while the first was kept here, and
+        // waited for ever, leaving every later outcome unrecorded and its row held.
+        let written = match kept.get().await {
             Ok(mut conn) => {
-                let recorded = queue::record(&mut conn, &worker, &batch).await;
-                conn.keep_if_ok(recorded)
+                let mut written = queue::record(&mut conn, &worker, &batch).await;
+                if written.is_ok() && !returned.is_empty() {
+                    written = queue::release(&mut *conn, &worker, &returned).await;
+                }
+                conn.keep_if_ok(written)
             }
             Err(e) => Err(e),
         };
         slow("recording outcomes", started);
-        let handed_back = match returned.is_empty() {
-            true => Ok(0),
-            false => queue::release(&pool, &worker, &returned).await,
-        };
-        match (recorded, handed_back) {
-            (Ok(_), Ok(_)) => {
+        match written {
+            Ok(_) => {
                 let mut h = held.lock().unwrap_or_else(|e| e.into_inner());
                 for id in batch
                     .iter()
@@ -483,7 +485,7 @@ async fn write_outcomes(
                 recorded_batches.fetch_add(1, std::sync::atomic::Ordering::Release);
                 progress.notify_one();
             }
-            (Err(e), _) | (_, Err(e)) => {
+            Err(e) => {
                 tracing::warn!(error = %e, pending = batch.len(), "recording outcomes failed; retrying");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }

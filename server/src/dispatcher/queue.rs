@@ -275,8 +275,8 @@ pub async fn claim_due<'c>(
 }
 
 /// Hands rows this worker claimed but did not send back to the queue, unchanged.
-pub async fn release(
-    pool: &PgPool,
+pub async fn release<'c>(
+    conn: impl sqlx::PgExecutor<'c>,
     worker: &str,
     rows: &[(i64, DateTime<Utc>)],
 ) -> Result<u64, sqlx::Error> {
@@ -291,7 +291,7 @@ pub async fn release(
     .bind(worker)
     .bind(&ids)
     .bind(&created)
-    .execute(pool)
+    .execute(conn)
     .await?
     .rows_affected())
 }
