@@ -51,6 +51,7 @@ fn succeeded(
         id: row.id,
         created_at: row.created_at,
         status: app::core::status::DeliveryStatus::Succeeded,
+        started_at: now - chrono::Duration::milliseconds(3),
         finished_at: now,
         duration_ms: 3,
         request_headers: vec![],

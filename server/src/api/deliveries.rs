@@ -88,6 +88,8 @@ pub struct Delivery {
     #[schema(value_type = DeliveryStatus)]
     pub status: Status,
     pub scheduled_at: DateTime<Utc>,
+    /// When the request went out (for a throttled endpoint, its start slot); while the
+    /// attempt is in flight, when a dispatcher took it.
     #[schema(required = true)]
     pub started_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,

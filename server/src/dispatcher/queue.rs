@@ -354,6 +354,8 @@ pub struct Outcome {
     pub id: i64,
     pub created_at: DateTime<Utc>,
     pub status: DeliveryStatus,
+    /// When the request went out (the log's `started_at`; the queue's is the claim).
+    pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
     pub duration_ms: i32,
     pub request_headers: Vec<(String, String)>,
@@ -417,7 +419,7 @@ pub async fn record(
     record_in_transaction(conn, worker, batch).await
 }
 
-/// The outcomes as [`MOVE`] reads them: the worker as $1, the columns as $2–$13.
+/// The outcomes as [`MOVE`] reads them: the worker as $1, the columns as $2–$14.
 fn bind_outcomes<'q, O>(
     query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
     worker: &str,
@@ -452,9 +454,10 @@ fn bind_outcomes<'q, O>(
         .bind(batch.iter().map(|o| o.error_kind).collect::<Vec<_>>())
         .bind(batch.iter().map(|o| o.error.clone()).collect::<Vec<_>>())
         .bind(batch.iter().map(|o| o.chain_started_at).collect::<Vec<_>>())
+        .bind(batch.iter().map(|o| o.started_at).collect::<Vec<_>>())
 }
 
-/// Moves the rows of the outcomes ($1 the worker, $2–$13 their columns) that this
+/// Moves the rows of the outcomes ($1 the worker, $2–$14 their columns) that this
 /// worker still holds from the queue into the log, finished; `{only}` narrows the rows
 /// taken, `{then}` follows as more CTEs reading `logged`.
 fn move_statement(only: &str, then: &str) -> String {
@@ -462,15 +465,15 @@ fn move_statement(only: &str, then: &str) -> String {
         "WITH u AS (
             SELECT * FROM unnest($2::bigint[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::int[],
                                  $7::jsonb[], $8::smallint[], $9::jsonb[], $10::text[], $11::text[], $12::text[],
-                                 $13::timestamptz[])
+                                 $13::timestamptz[], $14::timestamptz[])
                 AS u(id, created_at, status, finished_at, duration_ms, request_headers, response_status,
-                     response_headers, response_body, error_kind, error, chain_started_at)
+                     response_headers, response_body, error_kind, error, chain_started_at, started_at)
          ), done AS (
             DELETE FROM delivery_queue d USING u
              WHERE d.id = u.id AND d.created_at = u.created_at AND d.status = 'in_flight' AND d.claimed_by = $1
                    {only}
             RETURNING d.id, d.created_at, d.project_id, d.event_id, d.event_type, d.endpoint_id, d.target_url,
-                      d.attempt, d.trigger, d.triggered_by, u.status, d.scheduled_at, d.started_at,
+                      d.attempt, d.trigger, d.triggered_by, u.status, d.scheduled_at, u.started_at,
                       u.finished_at, u.duration_ms, d.claimed_by, u.chain_started_at, d.request_id,
                       u.request_headers, u.response_status, u.response_headers, u.response_body,
                       u.error_kind, u.error, d.ordering_key, d.lane_seq

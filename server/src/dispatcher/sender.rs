@@ -25,6 +25,14 @@ use super::{
 /// Response bodies are kept up to this many bytes.
 pub const MAX_RESPONSE_BODY: usize = 64 * 1024;
 
+/// When an attempt's request went out and came back.
+struct Timing {
+    /// The send itself: for a throttled attempt its start slot, not its claim.
+    started_at: chrono::DateTime<Utc>,
+    finished_at: chrono::DateTime<Utc>,
+    duration_ms: i32,
+}
+
 /// What one exchange with the receiver (or its failure) amounted to.
 struct Exchange {
     verdict: Verdict,
@@ -128,10 +136,15 @@ impl Sender {
                 }
             }
         }
+        let started_at = Utc::now();
         let started = Instant::now();
         let result = self.send(&row.target_url, &headers, body).await;
-        let finished_at = Utc::now();
-        let duration_ms = started.elapsed().as_millis().min(i32::MAX as u128) as i32;
+        let timing = Timing {
+            started_at,
+            finished_at: Utc::now(),
+            duration_ms: started.elapsed().as_millis().min(i32::MAX as u128) as i32,
+        };
+        let finished_at = timing.finished_at;
         let exchange = match result {
             Ok((status, resp_headers, resp_body)) => {
                 let retry_after = resp_headers
@@ -158,7 +171,7 @@ impl Sender {
                 error: Some(message),
             },
         };
-        self.conclude(row, exchange, recorded, finished_at, duration_ms, jitter)
+        self.conclude(row, exchange, recorded, timing, jitter)
     }
 
     /// The outcome of an attempt that broke inside Posthorn (a bug, not the receiver):
@@ -172,7 +185,13 @@ impl Sender {
             error_kind: Some(ErrorKind::Internal),
             error: Some(format!("internal error: {message}")),
         };
-        self.conclude(row, exchange, Vec::new(), Utc::now(), 0, jitter)
+        let now = Utc::now();
+        let timing = Timing {
+            started_at: now,
+            finished_at: now,
+            duration_ms: 0,
+        };
+        self.conclude(row, exchange, Vec::new(), timing, jitter)
     }
 
     /// Applies the retry policy to what happened and builds the row's outcome.
@@ -181,10 +200,14 @@ impl Sender {
         row: &Claimed,
         exchange: Exchange,
         request_headers: Vec<(String, String)>,
-        finished_at: chrono::DateTime<Utc>,
-        duration_ms: i32,
+        timing: Timing,
         jitter: f64,
     ) -> Outcome {
+        let Timing {
+            started_at,
+            finished_at,
+            duration_ms,
+        } = timing;
         let chain_start = row
             .chain_started_at
             .unwrap_or(row.created_at.min(finished_at));
@@ -220,6 +243,7 @@ impl Sender {
             id: row.id,
             created_at: row.created_at,
             status,
+            started_at,
             finished_at,
             duration_ms,
             request_headers,
