@@ -481,6 +481,7 @@ async fn claim_median_ms_holding(
         project_held: &[],
         throttled_held: false,
         backlogged: false,
+        sole_project_room: None,
     };
     let mut times = Vec::new();
     for _ in 0..21 {

@@ -39,6 +39,7 @@ fn nothing_held() -> server::dispatcher::queue::Caps<'static> {
         project_held: &[],
         throttled_held: false,
         backlogged: false,
+        sole_project_room: None,
     }
 }
 
@@ -356,5 +357,38 @@ async fn lease_recovery_does_not_read_a_held_backlog() {
     .execute(&app.pool)
     .await;
     assert!(refused.is_err(), "a parked row went in flight");
+    app.stop().await;
+}
+
+/// A claim sized to the room of the project that filled the last one takes no more of
+/// that project's rows than its share allows, and still takes another project's rows
+/// queued behind them.
+#[tokio::test]
+async fn a_claim_sized_to_one_projects_room_keeps_the_shares_and_takes_the_others_rows() {
+    use server::dispatcher::queue;
+    let app = TestApp::spawn_on(TestDb::new().await, |_| {}, false).await;
+    let (busy, _) = app.project("business").await;
+    let (other, _) = app.project("business").await;
+    app.endpoint(busy, "http://127.0.0.1:9/busy").await;
+    app.endpoint(other, "http://127.0.0.1:9/other").await;
+    for i in 0..40 {
+        app.ingest(busy, "order.paid", serde_json::json!({ "i": i }))
+            .await;
+    }
+    app.ingest(other, "order.paid", serde_json::json!({})).await;
+    let claims = queue::claim_pool(&app.pool);
+    // The busy project holds all but 5 of its 128 slots, and filled the last claim.
+    let caps = queue::Caps {
+        per_endpoint: 64,
+        projects: &[busy],
+        project_held: &[123],
+        sole_project_room: Some(5),
+        ..nothing_held()
+    };
+    let rows = queue::claim_due(&claims, "probe", 200, Duration::from_secs(30), &caps)
+        .await
+        .unwrap();
+    let taken = |p: i64| rows.iter().filter(|r| r.project_id == p).count();
+    assert_eq!((taken(busy), taken(other)), (5, 1));
     app.stop().await;
 }

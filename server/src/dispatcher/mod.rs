@@ -196,6 +196,8 @@ impl Dispatcher {
         // its backlog likely still fills the oldest due rows (the room promised to
         // ingest meanwhile can make the next claim look uncapped).
         let mut last_capped: Option<std::time::Instant> = None;
+        // The project every row of the last claim came from, if there was one.
+        let mut sole_project: Option<i64> = None;
         loop {
             if *shutdown.borrow() {
                 break;
@@ -204,13 +206,21 @@ impl Dispatcher {
             while let Ok(rows) = handed.try_recv() {
                 launch.all(rows);
             }
-            let (room, limit, shares) = {
+            let (room, limit, shares, sole_project_room) = {
                 let h = held.lock().unwrap_or_else(|e| e.into_inner());
                 let promised = handoff.as_ref().map(|p| p.promised()).unwrap_or_default();
                 let reserved = handoff.as_ref().map_or(0, |h| h.reserved());
                 let room = max_held.saturating_sub(h.len() + reserved) as i64;
-                let limit = room.min(self.cfg.batch_size);
                 let shares = Shares::of(h.values(), promised);
+                let sole_room = sole_project.map(|p| {
+                    let held = shares
+                        .projects
+                        .iter()
+                        .position(|q| *q == p)
+                        .map_or(0, |i| shares.project_held[i]);
+                    self.cfg.project_concurrency.max(1) as i64 - held
+                });
+                let limit = room.min(self.cfg.batch_size);
                 // Counted and marked under one lock: a reservation made while the claim
                 // runs leaves the claim its room (see `LocalHandoff::reserve`).
                 if let (Some(handoff), true) = (&handoff, room > 0) {
@@ -222,7 +232,7 @@ impl Dispatcher {
                         &shares.project_held,
                     );
                 }
-                (room, limit, shares)
+                (room, limit, shares, sole_room)
             };
             if room == 0 {
                 tokio::select! {
@@ -244,6 +254,7 @@ impl Dispatcher {
                 project_held: &shares.project_held,
                 throttled_held: shares.throttled_held,
                 backlogged: last_capped.is_some_and(|at| at.elapsed() < Duration::from_secs(1)),
+                sole_project_room,
             };
             let claimed = match claim(&claims, &self.worker, limit, self.cfg.lease, &caps).await {
                 Ok(rows) => rows,
@@ -261,6 +272,10 @@ impl Dispatcher {
                 }
             };
             let got = claimed.len() as i64;
+            sole_project = claimed
+                .first()
+                .map(|r| r.project_id)
+                .filter(|p| claimed.iter().all(|r| r.project_id == *p));
             // Booking a throttled endpoint's slots may have crowded others out of this
             // claim; the next claim skips that endpoint, so it comes at once.
             let booked = claimed.iter().any(|r| r.start_at.is_some());

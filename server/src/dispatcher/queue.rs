@@ -33,6 +33,8 @@ pub struct Caps<'a> {
     /// A recent claim left an endpoint or project at its share: its due rows likely lie
     /// ahead of everyone else's.
     pub backlogged: bool,
+    /// When every row of the last claim came from one project: its room now.
+    pub sole_project_room: Option<i64>,
 }
 
 impl Caps<'_> {
@@ -68,6 +70,21 @@ impl Caps<'_> {
             .filter(|(_, n)| **n >= cap)
             .map(|(id, _)| *id)
             .collect()
+    }
+}
+
+/// How many rows an oldest-first claim looks for, given `limit` (the room this worker
+/// has) and, when the last claim's rows all came from one project, that project's room
+/// now. Its backlog then likely fills the oldest due rows, and the claim reads four
+/// times its size in candidates: 800 read and ranked to take the 52 a fan-out's project
+/// had room for (half the claim's time in the ranking). Sized to that room, the claim
+/// reads a quarter as many and fills the project's share; the next claim passes the
+/// project over and takes everyone else's rows. Never below a quarter of `limit`, so a
+/// project one row short of its share cannot shrink every claim to a single row.
+pub fn claim_size(limit: i64, sole_project_room: Option<i64>) -> i64 {
+    match sole_project_room {
+        Some(room) if room > 0 && room < limit => room.max(limit / 4).max(1),
+        _ => limit,
     }
 }
 
@@ -183,10 +200,10 @@ pub async fn claim_due<'c>(
 ) -> Result<Vec<Claimed>, sqlx::Error> {
     let full_endpoints = Caps::saturated(caps.endpoints, caps.endpoint_held, caps.per_endpoint);
     let full_projects = Caps::saturated(caps.projects, caps.project_held, caps.per_project);
-    let candidates = if caps.by_endpoint(limit) {
-        BY_ENDPOINT
+    let (candidates, limit) = if caps.by_endpoint(limit) {
+        (BY_ENDPOINT, limit)
     } else {
-        OLDEST_FIRST
+        (OLDEST_FIRST, claim_size(limit, caps.sole_project_room))
     };
     sqlx::query_as::<_, Claimed>(&format!(
         "{candidates}, ranked AS (
@@ -640,4 +657,22 @@ pub async fn next_due<'c>(
     )
     .fetch_optional(pool)
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::claim_size;
+
+    #[test]
+    fn a_claim_is_sized_to_the_room_of_the_project_that_filled_the_last_one() {
+        assert_eq!(claim_size(200, Some(52)), 52);
+        // Never below a quarter of the worker's room.
+        assert_eq!(claim_size(200, Some(3)), 50);
+        assert_eq!(claim_size(3, Some(1)), 1);
+        // A full project is passed over by the claim: everyone else's rows come next.
+        assert_eq!(claim_size(200, Some(0)), 200);
+        // Room enough, or rows from several projects: the worker's room.
+        assert_eq!(claim_size(200, Some(256)), 200);
+        assert_eq!(claim_size(200, None), 200);
+    }
 }
