@@ -55,6 +55,26 @@ impl Launch {
             done: false,
         };
         self.tasks.spawn(async move {
+            let jitter: f64 = rand::thread_rng().gen();
+            // A throttled attempt is signed before it waits, so that its start follows
+            // the slot's check at once. A bug there is an outcome too, like one in the send.
+            let prepared = match row.start_at {
+                Some(start_at) => {
+                    let prepare = || sender.prepare(&row, start_at.timestamp());
+                    match std::panic::catch_unwind(AssertUnwindSafe(prepare)) {
+                        Ok(request) => Some(request),
+                        Err(panic) => {
+                            let message = panic_message(panic.as_ref());
+                            tracing::error!(delivery = row.id, %message, "attempt panicked");
+                            let outcome = sender.internal_failure(&row, &message, jitter);
+                            metrics.observe(&outcome);
+                            hand_back.report(outcome);
+                            return;
+                        }
+                    }
+                }
+                None => None,
+            };
             // A throttled endpoint's attempt waits for its start slot holding no
             // concurrency slot; one that misses its slot goes back to the queue.
             if let Some(start_at) = row.start_at {
@@ -81,12 +101,14 @@ impl Launch {
                     }
                 }
             }
-            let jitter: f64 = rand::thread_rng().gen();
             let attempt = async {
                 if let Some(probe) = &probe {
                     probe(&row);
                 }
-                sender.attempt(&row, jitter).await
+                match prepared {
+                    Some(request) => sender.send_prepared(&row, request, jitter).await,
+                    None => sender.attempt(&row, jitter).await,
+                }
             };
             // A bug in one attempt must not leave its row held (and its slot
             // taken) for ever: it is recorded as an internal failure and retried.

@@ -25,6 +25,14 @@ use super::{
 /// Response bodies are kept up to this many bytes.
 pub const MAX_RESPONSE_BODY: usize = 64 * 1024;
 
+/// An attempt's signed request, ready to go out.
+pub struct Prepared {
+    body: Vec<u8>,
+    headers: Vec<(String, String)>,
+    /// The headers as recorded (custom ones redacted).
+    recorded: Vec<(String, String)>,
+}
+
 /// When an attempt's request went out and came back.
 struct Timing {
     /// The send itself: for a throttled attempt its start slot, not its claim.
@@ -101,13 +109,20 @@ impl Sender {
     /// Sends one claimed attempt and decides what follows. Never fails: every failure is
     /// an outcome to record.
     pub async fn attempt(&self, row: &Claimed, jitter: f64) -> Outcome {
+        let request = self.prepare(row, Utc::now().timestamp());
+        self.send_prepared(row, request, jitter).await
+    }
+
+    /// The signed request of an attempt, timestamped `timestamp` (Unix seconds). A
+    /// throttled attempt is prepared before it waits for its start slot, stamped with the
+    /// slot's second, so nothing but the send itself follows the slot's check.
+    pub fn prepare(&self, row: &Claimed, timestamp: i64) -> Prepared {
         let body = build_body(
             &row.event_id,
             &row.event_type,
             row.event_created_at,
             &row.data,
         );
-        let timestamp = Utc::now().timestamp();
         let mut secrets = vec![row.secret.as_str()];
         if let Some(prev) = row.previous_secret.as_deref() {
             secrets.push(prev);
@@ -136,6 +151,20 @@ impl Sender {
                 }
             }
         }
+        Prepared {
+            body,
+            headers,
+            recorded,
+        }
+    }
+
+    /// Sends a prepared attempt and decides what follows (see [`Sender::attempt`]).
+    pub async fn send_prepared(&self, row: &Claimed, request: Prepared, jitter: f64) -> Outcome {
+        let Prepared {
+            body,
+            headers,
+            recorded,
+        } = request;
         let started_at = Utc::now();
         let started = Instant::now();
         let result = self.send(&row.target_url, &headers, body).await;
