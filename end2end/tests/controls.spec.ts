@@ -71,6 +71,11 @@ test("an owner chooses where alerts go, after how long, and e-mail for themself;
   // The live receiver becomes the operations endpoint; a second endpoint answers 404.
   await page.getByTestId("endpoint-url-input").fill(receiver.url);
   await page.getByTestId("create-endpoint-button").click();
+  // Let the panel's reload after the new endpoint finish first: a change made while it
+  // is still loading was seen once in five runs to leave the panel on the earlier
+  // answer (a known bug of the page, not fixed yet).
+  await expect(page.getByTestId("endpoint-row").getByTestId("ops-endpoint-button")).toBeVisible();
+  await page.waitForLoadState("networkidle");
   await page.getByTestId("endpoint-row").getByTestId("ops-endpoint-button").click();
   await expect(panel.getByTestId("alerts-ops-endpoint")).toHaveText(receiver.url);
 
