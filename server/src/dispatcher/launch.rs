@@ -12,7 +12,10 @@ use tokio::{
 };
 
 use super::{
-    ms_until, panic_message, queue::Claimed, sender::Sender, HandBackOnDrop, Probe, Report,
+    ms_until, panic_message,
+    queue::{Claimed, Outcome},
+    sender::Sender,
+    HandBackOnDrop, Probe, Report,
 };
 use crate::metrics::Metrics;
 
@@ -58,20 +61,16 @@ impl Launch {
             let jitter: f64 = rand::thread_rng().gen();
             // A throttled attempt is signed before it waits, so that its start follows
             // the slot's check at once. A bug there is an outcome too, like one in the send.
-            let prepared = match row.start_at {
-                Some(start_at) => {
-                    let prepare = || sender.prepare(&row, start_at.timestamp());
-                    match std::panic::catch_unwind(AssertUnwindSafe(prepare)) {
-                        Ok(request) => Some(request),
-                        Err(panic) => {
-                            let message = panic_message(panic.as_ref());
-                            tracing::error!(delivery = row.id, %message, "attempt panicked");
-                            let outcome = sender.internal_failure(&row, &message, jitter);
-                            metrics.observe(&outcome);
-                            hand_back.report(outcome);
-                            return;
-                        }
-                    }
+            let prepared = row.start_at.map(|at| {
+                std::panic::catch_unwind(AssertUnwindSafe(|| sender.prepare(&row, at.timestamp())))
+            });
+            let prepared = match prepared {
+                Some(Ok(request)) => Some(request),
+                Some(Err(panic)) => {
+                    let outcome = internal_failure(&sender, &row, panic, jitter);
+                    metrics.observe(&outcome);
+                    hand_back.report(outcome);
+                    return;
                 }
                 None => None,
             };
@@ -114,11 +113,7 @@ impl Launch {
             // taken) for ever: it is recorded as an internal failure and retried.
             let outcome = match AssertUnwindSafe(attempt).catch_unwind().await {
                 Ok(outcome) => outcome,
-                Err(panic) => {
-                    let message = panic_message(panic.as_ref());
-                    tracing::error!(delivery = row.id, %message, "attempt panicked");
-                    sender.internal_failure(&row, &message, jitter)
-                }
+                Err(panic) => internal_failure(&sender, &row, panic, jitter),
             };
             metrics.observe(&outcome);
             hand_back.report(outcome);
@@ -131,4 +126,16 @@ impl Launch {
             self.per_endpoint.retain(|_, s| Arc::strong_count(s) > 1);
         }
     }
+}
+
+/// The outcome of an attempt whose preparation or send panicked.
+fn internal_failure(
+    sender: &Sender,
+    row: &Claimed,
+    panic: Box<dyn std::any::Any + Send>,
+    jitter: f64,
+) -> Outcome {
+    let message = panic_message(panic.as_ref());
+    tracing::error!(delivery = row.id, %message, "attempt panicked");
+    sender.internal_failure(row, &message, jitter)
 }

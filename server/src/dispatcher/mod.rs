@@ -446,7 +446,7 @@ async fn write_outcomes(
     let mut batch: Vec<Outcome> = Vec::new();
     let mut returned: Vec<(i64, chrono::DateTime<chrono::Utc>)> = Vec::new();
     let mut closed = false;
-    let kept = app::db::kept::Kept::new(pool.clone(), 1);
+    let kept = app::db::kept::Kept::new(pool, 1);
     loop {
         if batch.is_empty() && returned.is_empty() {
             if closed {
