@@ -13,6 +13,8 @@ pub enum AppError {
     /// Signed in and allowed to see the project, but the role may not do this.
     Forbidden(String),
     TooMany(String),
+    /// One of the project's limits (SPEC "Limits") would be passed; the message names it.
+    LimitReached(String),
     #[cfg(feature = "ssr")]
     Db(sqlx::Error),
 }
@@ -25,7 +27,8 @@ impl fmt::Display for AppError {
             | AppError::Invalid(m)
             | AppError::Unauthorized(m)
             | AppError::Forbidden(m)
-            | AppError::TooMany(m) => f.write_str(m),
+            | AppError::TooMany(m)
+            | AppError::LimitReached(m) => f.write_str(m),
             #[cfg(feature = "ssr")]
             AppError::Db(_) => f.write_str("internal error"),
         }
@@ -38,7 +41,7 @@ impl AppError {
         match self {
             AppError::NotFound => 404,
             AppError::Conflict(_) => 409,
-            AppError::Invalid(_) => 422,
+            AppError::Invalid(_) | AppError::LimitReached(_) => 422,
             AppError::Unauthorized(_) => 401,
             AppError::Forbidden(_) => 403,
             AppError::TooMany(_) => 429,

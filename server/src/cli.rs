@@ -108,9 +108,13 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
                 let _ = tx.send(true);
             });
             let dispatch_pool = app::db::connect_dispatcher(&cfg.database_url, 16).await?;
+            // Lanes its outcome writer leaves are released here too, whether or not a
+            // `serve` is running.
+            let replayer = tokio::spawn(crate::replayer::run(pool, rx.clone()));
             Dispatcher::new(dispatch_pool, cfg, Arc::new(Metrics::default()))
                 .run(rx)
                 .await;
+            let _ = replayer.await;
         }
         Command::Serve => serve(pool, cfg).await?,
     }

@@ -1,4 +1,6 @@
-//! Drives bulk replays: once a second, each running replay enqueues its next attempts.
+//! Drives bulk replays and the lanes the outcome writer left: once a second, each running
+//! replay enqueues its next attempts, and lanes whose key was busy when their head chain
+//! ended release their next member.
 
 use std::time::Duration;
 
@@ -11,6 +13,11 @@ pub async fn run(pool: PgPool, mut shutdown: watch::Receiver<bool>) {
             Ok(n) if n > 0 => tracing::debug!(queued = n, "bulk replay"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "bulk replay tick failed"),
+        }
+        match app::db::lanes::release_deferred(&pool).await {
+            Ok(n) if n > 0 => tracing::debug!(released = n, "deferred lanes"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "releasing deferred lanes failed"),
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}

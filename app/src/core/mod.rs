@@ -11,6 +11,7 @@ pub mod endpoint_url;
 pub mod event_type;
 #[cfg(feature = "ssr")]
 pub mod ids;
+pub mod limits;
 pub mod payload;
 pub mod permissions;
 pub mod ratelimit;

@@ -41,7 +41,15 @@ pub struct KeyOwner {
     /// The project's endpoints as this lookup saw them (see the `endpoints_version`
     /// migration): endpoints read at this version are as fresh as the key.
     pub endpoints_version: i64,
+    /// How deeply an event's `data` may nest in this project (SPEC "Limits").
+    pub data_depth: u32,
 }
+
+fn data_depth_of(limits: &serde_json::Value) -> u32 {
+    crate::core::limits::Limits::from_overrides(limits).get(crate::core::limits::Limit::DataDepth)
+}
+
+type Limits = sqlx::types::Json<serde_json::Value>;
 
 /// Looks a presented key up (revoked keys are unknown) and, for a known key, counts one
 /// hit on its rate counter (the bucket [`key_bucket`] names) for the window starting at
@@ -53,9 +61,9 @@ pub async fn authenticate_counting<'c>(
     key: &str,
     window_start: i64,
 ) -> AppResult<Option<(KeyOwner, u32)>> {
-    let row = sqlx::query_as::<_, (i64, i64, String, i64, i32)>(
+    let row = sqlx::query_as::<_, (i64, i64, String, i64, i32, Limits)>(
         "WITH k AS (
-            SELECT k.id, k.project_id, p.plan, p.endpoints_version, k.last_used_at FROM api_keys k
+            SELECT k.id, k.project_id, p.plan, p.endpoints_version, p.limits, k.last_used_at FROM api_keys k
             JOIN projects p ON p.id = k.project_id
             WHERE k.key_hash = $1 AND k.revoked_at IS NULL
          ), touched AS (
@@ -67,24 +75,25 @@ pub async fn authenticate_counting<'c>(
             ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_counters.count + 1
             RETURNING count
          )
-         SELECT k.id, k.project_id, k.plan, k.endpoints_version, counted.count FROM k, counted",
+         SELECT k.id, k.project_id, k.plan, k.endpoints_version, counted.count, k.limits FROM k, counted",
     )
     .bind(hash_key(key))
     .bind(window_start)
     .bind(KEY_BUCKET)
     .fetch_optional(pool)
     .await?;
-    Ok(
-        row.map(|(key_id, project_id, plan, endpoints_version, count)| {
+    Ok(row.map(
+        |(key_id, project_id, plan, endpoints_version, count, limits)| {
             let owner = KeyOwner {
                 key_id,
                 project_id,
                 plan: Plan::parse(&plan).unwrap_or(Plan::Trial),
                 endpoints_version,
+                data_depth: data_depth_of(&limits),
             };
             (owner, count.max(0) as u32)
-        }),
-    )
+        },
+    ))
 }
 
 /// [`authenticate_counting`] for several requests in one statement (the same key may be
@@ -115,11 +124,11 @@ pub async fn authenticate_counting_all<'c>(
             }
         })
         .collect();
-    let rows = sqlx::query_as::<_, (Vec<u8>, i64, i64, i64, String, i64, i32)>(
+    let rows = sqlx::query_as::<_, (Vec<u8>, i64, i64, i64, String, i64, i32, Limits)>(
         "WITH asked AS (
             SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::int[]) AS a(key_hash, window_start, n)
          ), k AS (
-            SELECT k.id, k.project_id, p.plan, p.endpoints_version, k.last_used_at, a.key_hash,
+            SELECT k.id, k.project_id, p.plan, p.endpoints_version, p.limits, k.last_used_at, a.key_hash,
                    a.window_start, a.n
             FROM asked a
             JOIN api_keys k ON k.key_hash = a.key_hash AND k.revoked_at IS NULL
@@ -134,7 +143,8 @@ pub async fn authenticate_counting_all<'c>(
             ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_counters.count + EXCLUDED.count
             RETURNING bucket, window_start, count
          )
-         SELECT k.key_hash, k.window_start, k.id, k.project_id, k.plan, k.endpoints_version, c.count
+         SELECT k.key_hash, k.window_start, k.id, k.project_id, k.plan, k.endpoints_version, c.count,
+                k.limits
          FROM k JOIN counted c ON c.bucket = $4 || k.id AND c.window_start = k.window_start",
     )
     .bind(distinct.iter().map(|d| d.0.clone()).collect::<Vec<Vec<u8>>>())
@@ -147,13 +157,14 @@ pub async fn authenticate_counting_all<'c>(
         .iter()
         .map(|(i, nth)| {
             let (hash, window, n) = &distinct[*i];
-            let (_, _, key_id, project_id, plan, endpoints_version, count) =
+            let (_, _, key_id, project_id, plan, endpoints_version, count, limits) =
                 rows.iter().find(|r| r.0 == *hash && r.1 == *window)?;
             let owner = KeyOwner {
                 key_id: *key_id,
                 project_id: *project_id,
                 plan: Plan::parse(plan).unwrap_or(Plan::Trial),
                 endpoints_version: *endpoints_version,
+                data_depth: data_depth_of(limits),
             };
             // The count after all of them, less the ones presented after this one.
             Some((owner, (count - n + 1 + nth).max(0) as u32))

@@ -27,7 +27,10 @@ pub async fn note(conn: &mut PgConnection, health: &[Health]) -> Result<u64, sql
          changing AS (
             SELECT e.id FROM endpoints e JOIN h ON h.id = e.id
              WHERE (h.ok AND e.failing_since IS NOT NULL) OR (NOT h.ok AND e.failing_since IS NULL)
-             ORDER BY e.id FOR NO KEY UPDATE OF e
+             -- Never wait for a row someone else holds (a tenant disabling its endpoint
+             -- parks its whole backlog under that lock): every tenant's outcomes go through
+             -- this writer. The next outcome of that endpoint notes its health.
+             ORDER BY e.id FOR NO KEY UPDATE OF e SKIP LOCKED
          )
          UPDATE endpoints e
             SET failing_since = CASE WHEN h.ok THEN NULL ELSE coalesce(e.failing_since, h.first_failure) END

@@ -128,15 +128,14 @@ pub async fn ingest_all(
     }
     let targets_of =
         |event_type: &str| -> &[&Target] { by_type.get(event_type).map_or(&[], Vec::as_slice) };
-    // Several events may join lanes: every lane is locked at once, in the global order,
-    // before the first joins, or two batches could each hold a lane the other waits for.
+    // Several events may join lanes: every key is locked at once, in the global order,
+    // before the first joins, or two batches could each hold a key the other waits for.
     if events.iter().filter(|e| e.ordering_key.is_some()).count() > 1 {
-        let lanes: Vec<super::lanes::LaneId> = events
+        let keys: Vec<super::lanes::KeyLock> = events
             .iter()
-            .filter_map(|e| e.ordering_key.map(|k| (e.event_type.as_str(), k)))
-            .flat_map(|(t, k)| targets_of(t).iter().map(move |e| (e.id, k.to_string())))
+            .filter_map(|e| e.ordering_key.map(|k| (project_id, k.to_string())))
             .collect();
-        super::lanes::lock_all(&mut tx, lanes).await?;
+        super::lanes::lock_all(&mut tx, keys).await?;
     }
     let mut stored = Vec::with_capacity(events.len());
     let mut handed: Vec<(Reserved, Vec<Claimed>)> = Vec::new();

@@ -62,10 +62,21 @@ pub(crate) struct Stored {
     pub rows: Vec<Inserted>,
 }
 
-/// A group of events holds at most this many, and this many bytes of payload: a group
-/// is one statement, and one tenant's large payloads must not make everyone's slow.
+/// A group of events holds at most this many, and this much weight: a group is one
+/// statement, and one tenant's large payloads or wide fan-outs must not make everyone's
+/// slow.
 pub const MAX_GROUP: usize = 100;
 pub const MAX_GROUP_BYTES: usize = 2 * 1024 * 1024;
+
+/// What an attempt weighs in a group, in payload bytes: a row of the queue with its index
+/// entries and the handing-off it may take. 2,048 attempts fill a group, so one tenant's
+/// events fanned out to 500 endpoints each share a statement with few others.
+pub const ATTEMPT_WEIGHT: usize = 1024;
+
+/// A lone event's weight in a group: its payload and its attempts.
+fn weight(l: &Lone) -> usize {
+    l.data.len() + l.attempts.len() * ATTEMPT_WEIGHT
+}
 
 /// The statement behind every lone event: the events and all their attempts, one commit.
 /// Events are inserted in the order given (a repeated idempotency key keeps the first),
@@ -278,7 +289,7 @@ impl GroupCommit {
                 writers,
                 MAX_GROUP,
                 MAX_GROUP_BYTES,
-                |l: &Lone| l.data.len(),
+                weight,
                 move |group, counts| Box::pin(store_events(kept.clone(), group, counts)),
             )
         };

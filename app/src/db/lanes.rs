@@ -14,41 +14,68 @@ use super::attempts::{Lane, NewAttempt};
 /// A lane: (endpoint, ordering key).
 pub type LaneId = (i64, String);
 
-/// Takes the lanes' locks until the transaction ends, always in one global order, so
-/// transactions locking several lanes cannot deadlock.
+/// What a lane lock is taken on: (project, ordering key). One key's lanes on every
+/// endpoint of the project share it, so a batch of 100 keyed events fanned out to 500
+/// endpoints holds 100 locks, not 50,000: that many overflowed PostgreSQL's shared lock
+/// table (`max_locks_per_transaction` × `max_connections`), after which every tenant's
+/// statements failed with "out of shared memory".
+pub type KeyLock = (i64, String);
+
+/// A lane that ended, with its project (whose key lock guards it).
+pub type EndedLane = (i64, LaneId);
+
+/// The lock's number for each key, as one SQL expression over `l.project_id`, `l.key`.
+const LOCK_ID: &str = "hashtextextended(l.project_id::text || '/' || l.key, 16)";
+
+/// Takes the keys' locks until the transaction ends, always in one global order, so
+/// transactions locking several cannot deadlock.
 ///
 /// The lane queries that follow span every day's partition; planned afresh for each
 /// call they cost ~2.5 ms of planning against ~0.1 ms of running, so the rest of the
 /// transaction keeps its generic plans (`plan_cache_mode`, local to the transaction).
-async fn lock(conn: &mut PgConnection, lanes: &[LaneId]) -> Result<(), sqlx::Error> {
-    let (endpoints, keys): (Vec<i64>, Vec<String>) = lanes.iter().cloned().unzip();
-    sqlx::query(
+async fn lock(conn: &mut PgConnection, keys: &[KeyLock]) -> Result<(), sqlx::Error> {
+    let (projects, keys): (Vec<i64>, Vec<String>) = keys.iter().cloned().unzip();
+    sqlx::query(&format!(
         "SELECT count(pg_advisory_xact_lock(k)), set_config('plan_cache_mode', 'force_generic_plan', true) FROM (
-            SELECT DISTINCT hashtextextended(l.endpoint_id::text || '/' || l.key, 16) AS k
-            FROM unnest($1::bigint[], $2::text[]) AS l(endpoint_id, key) ORDER BY 1) s",
-    )
-    .bind(&endpoints)
+            SELECT DISTINCT {LOCK_ID} AS k
+            FROM unnest($1::bigint[], $2::text[]) AS l(project_id, key) ORDER BY 1) s"
+    ))
+    .bind(&projects)
     .bind(&keys)
     .execute(conn)
     .await?;
     Ok(())
 }
 
-/// Takes the locks of all these lanes at once, for a transaction that joins several in
-/// turn (a batch of events): each join then finds its lane already held.
-pub async fn lock_all(conn: &mut PgConnection, lanes: Vec<LaneId>) -> Result<(), sqlx::Error> {
-    let lanes = distinct(lanes.into_iter());
-    match lanes.is_empty() {
+/// Takes those of the keys' locks that are free, waiting for none; returns the keys
+/// whose lock is now held.
+async fn try_lock(conn: &mut PgConnection, keys: &[KeyLock]) -> Result<Vec<KeyLock>, sqlx::Error> {
+    let (projects, names): (Vec<i64>, Vec<String>) = keys.iter().cloned().unzip();
+    sqlx::query_as(&format!(
+        "SELECT l.project_id, l.key FROM unnest($1::bigint[], $2::text[]) AS l(project_id, key)
+          WHERE pg_try_advisory_xact_lock({LOCK_ID})"
+    ))
+    .bind(&projects)
+    .bind(&names)
+    .fetch_all(conn)
+    .await
+}
+
+/// Takes the locks of all these keys at once, for a transaction that joins several lanes
+/// in turn (a batch of events): each join then finds its key already held.
+pub async fn lock_all(conn: &mut PgConnection, keys: Vec<KeyLock>) -> Result<(), sqlx::Error> {
+    let keys = distinct(keys.into_iter());
+    match keys.is_empty() {
         true => Ok(()),
-        false => lock(conn, &lanes).await,
+        false => lock(conn, &keys).await,
     }
 }
 
-fn distinct(lanes: impl Iterator<Item = LaneId>) -> Vec<LaneId> {
-    let mut lanes: Vec<LaneId> = lanes.collect();
-    lanes.sort();
-    lanes.dedup();
-    lanes
+fn distinct<T: Ord>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut items: Vec<T> = items.collect();
+    items.sort();
+    items.dedup();
+    items
 }
 
 /// Puts every attempt marked [`Lane::Join`] at the end of its lane: it waits for the
@@ -67,7 +94,15 @@ pub async fn join(conn: &mut PgConnection, attempts: &mut [NewAttempt]) -> Resul
     if lanes.is_empty() {
         return Ok(());
     }
-    lock(conn, &lanes).await?;
+    let keys = distinct(
+        attempts
+            .iter()
+            .filter_map(|a| match (&a.lane, &a.ordering_key) {
+                (Lane::Join { .. }, Some(key)) => Some((a.project_id, key.clone())),
+                _ => None,
+            }),
+    );
+    lock(conn, &keys).await?;
     let (endpoints, keys): (Vec<i64>, Vec<String>) = lanes.iter().cloned().unzip();
     let tails: Vec<(i64, String, String)> = sqlx::query_as(
         "SELECT l.endpoint_id, l.key, t.event_id
@@ -98,14 +133,53 @@ pub async fn join(conn: &mut PgConnection, attempts: &mut [NewAttempt]) -> Resul
 
 /// Releases the next member of each lane whose head chain has just ended (succeeded or
 /// dead-lettered): it becomes due now, or stays parked if its endpoint is disabled.
-/// Call inside the transaction that records the ends. Returns how many were released.
-pub async fn advance(conn: &mut PgConnection, ended: &[LaneId]) -> Result<u64, sqlx::Error> {
-    let lanes = distinct(ended.iter().cloned());
+/// Call inside the transaction that records the ends. Waits for no lock: a lane whose
+/// key another transaction holds (a tenant's batch, for as long as that takes) is left
+/// in `lane_releases` for [`release_deferred`], so one tenant's transaction never stops
+/// the outcome writer that every tenant's attempts go through. Returns how many members
+/// were released now.
+pub async fn advance(conn: &mut PgConnection, ended: &[EndedLane]) -> Result<u64, sqlx::Error> {
+    let ended = distinct(ended.iter().cloned());
+    if ended.is_empty() {
+        return Ok(0);
+    }
+    let keys = distinct(ended.iter().map(|(p, (_, key))| (*p, key.clone())));
+    let held = try_lock(conn, &keys).await?;
+    let (free, busy): (Vec<EndedLane>, Vec<EndedLane>) = ended
+        .into_iter()
+        .partition(|(p, (_, key))| held.iter().any(|(hp, hk)| hp == p && hk == key));
+    if !busy.is_empty() {
+        defer(conn, &busy).await?;
+    }
+    release(conn, &free).await
+}
+
+/// Leaves the lanes for a later pass.
+async fn defer(conn: &mut PgConnection, lanes: &[EndedLane]) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO lane_releases (project_id, endpoint_id, ordering_key)
+         SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[])",
+    )
+    .bind(lanes.iter().map(|l| l.0).collect::<Vec<i64>>())
+    .bind(lanes.iter().map(|l| l.1 .0).collect::<Vec<i64>>())
+    .bind(
+        lanes
+            .iter()
+            .map(|l| l.1 .1.clone())
+            .collect::<Vec<String>>(),
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Releases the waiting head of each lane, whose key's lock the caller holds.
+async fn release(conn: &mut PgConnection, lanes: &[EndedLane]) -> Result<u64, sqlx::Error> {
     if lanes.is_empty() {
         return Ok(0);
     }
-    lock(conn, &lanes).await?;
-    let (endpoints, keys): (Vec<i64>, Vec<String>) = lanes.into_iter().unzip();
+    let (endpoints, keys): (Vec<i64>, Vec<String>) =
+        lanes.iter().map(|(_, lane)| lane.clone()).unzip();
     // A head that is not waiting (a chain still running) is left alone: the lane is not
     // free yet, whatever ended.
     Ok(sqlx::query(
@@ -127,4 +201,36 @@ pub async fn advance(conn: &mut PgConnection, ended: &[LaneId]) -> Result<u64, s
     .execute(conn)
     .await?
     .rows_affected())
+}
+
+/// Releases the lanes [`advance`] left, those whose key is free now; returns how many
+/// members it released. Any process may run it; two at once take different rows.
+pub async fn release_deferred(pool: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let left: Vec<(i64, i64, i64, String)> = sqlx::query_as(
+        "SELECT id, project_id, endpoint_id, ordering_key FROM lane_releases
+          ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    if left.is_empty() {
+        return Ok(0);
+    }
+    let keys = distinct(left.iter().map(|(_, p, _, k)| (*p, k.clone())));
+    let held = try_lock(&mut tx, &keys).await?;
+    let (done, free): (Vec<i64>, Vec<EndedLane>) = left
+        .into_iter()
+        .filter(|(_, p, _, k)| held.iter().any(|(hp, hk)| hp == p && hk == k))
+        .map(|(id, p, e, k)| (id, (p, (e, k))))
+        .unzip();
+    let released = release(&mut tx, &distinct(free.into_iter())).await?;
+    sqlx::query("DELETE FROM lane_releases WHERE id = ANY($1)")
+        .bind(&done)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    if released > 0 {
+        super::wakeup::wake_dispatchers(pool).await;
+    }
+    Ok(released)
 }

@@ -10,6 +10,9 @@ pub struct Swept {
     pub partitions_dropped: i32,
     pub events_deleted: u64,
     pub bins_deleted: u64,
+    /// Waiting attempts found unparked on a disabled endpoint, or alive on a deleted one
+    /// (written while it changed), now parked or dead-lettered.
+    pub strays_settled: i64,
 }
 
 pub async fn ensure_partitions(pool: &PgPool, days_back: i32, days_ahead: i32) -> AppResult<i32> {
@@ -45,11 +48,15 @@ pub async fn sweep(pool: &PgPool, retention_days: u32) -> AppResult<Swept> {
     .await?
     .rows_affected();
     let bins_deleted = super::bins::delete_expired(pool).await?;
+    let strays_settled: i64 = sqlx::query_scalar("SELECT posthorn_settle_strays()")
+        .fetch_one(pool)
+        .await?;
     super::rate_counters::purge_before(pool, chrono::Utc::now().timestamp() - 3600).await?;
     Ok(Swept {
         partitions_made,
         partitions_dropped,
         events_deleted,
         bins_deleted,
+        strays_settled,
     })
 }

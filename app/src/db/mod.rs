@@ -16,6 +16,7 @@ pub mod horizon;
 pub mod invitations;
 pub mod kept;
 pub mod lanes;
+pub mod limits;
 pub mod maintenance;
 pub mod memberships;
 pub mod notices;

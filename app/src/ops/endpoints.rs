@@ -5,8 +5,9 @@ use sqlx::PgPool;
 
 use crate::{
     auth::Access,
+    core::limits::Limit,
     core::{permissions::Action, text::check_description},
-    db::{audit, endpoints, projects},
+    db::{audit, endpoints, limits, projects},
     error::{AppError, AppResult},
     model::EndpointView,
 };
@@ -42,6 +43,8 @@ pub async fn create(
     access.require(Action::CreateEndpoint)?;
     check_description(&new.description).map_err(AppError::Invalid)?;
     let mut tx = pool.begin().await?;
+    let limits = limits::admit(&mut tx, access.project_id, Limit::Endpoints, 1).await?;
+    limits::admit_event_types(&limits, &new.event_types)?;
     let (mut ep, secret) = endpoints::create(
         &mut *tx,
         access,
@@ -91,6 +94,10 @@ pub async fn change(
         "rate_limit": change.rate_limit,
     });
     let mut tx = pool.begin().await?;
+    if let Some(types) = &change.event_types {
+        let limits = limits::of(&mut tx, access.project_id).await?;
+        limits::admit_event_types(&limits, types)?;
+    }
     let mut ep = endpoints::update(
         &mut *tx,
         access,

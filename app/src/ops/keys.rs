@@ -4,8 +4,8 @@ use sqlx::PgPool;
 
 use crate::{
     auth::Access,
-    core::permissions::Action,
-    db::{api_keys, audit},
+    core::{limits::Limit, permissions::Action},
+    db::{api_keys, audit, limits},
     error::AppResult,
 };
 
@@ -18,6 +18,7 @@ pub async fn create(pool: &PgPool, access: &Access, name: &str) -> AppResult<Str
         name.trim().chars().take(100).collect()
     };
     let mut tx = pool.begin().await?;
+    limits::admit(&mut tx, access.project_id, Limit::ApiKeys, 1).await?;
     let (key, view) = api_keys::create(&mut *tx, access.project_id, &name).await?;
     audit::record(
         &mut *tx,

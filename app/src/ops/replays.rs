@@ -6,8 +6,8 @@ use sqlx::PgPool;
 use crate::{
     auth::Access,
     cfg::Config,
-    core::permissions::Action,
-    db::{audit, replays},
+    core::{limits::Limit, permissions::Action},
+    db::{audit, limits, replays},
     delivery_filter::DeliveryFilter,
     error::AppResult,
     model::ReplayProgress,
@@ -32,6 +32,7 @@ pub async fn start(
 ) -> AppResult<ReplayProgress> {
     access.require(Action::Replay)?;
     let mut tx = pool.begin().await?;
+    limits::admit(&mut tx, access.project_id, Limit::ConcurrentReplays, 1).await?;
     let (id, total) = replays::start(
         &mut tx,
         access,

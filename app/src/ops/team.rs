@@ -5,8 +5,10 @@ use sqlx::PgPool;
 
 use crate::{
     auth::Access,
-    core::{ids::new_token, permissions::Action},
-    db::{audit, invitations, invitations::OpenInvitation, memberships, users, users::User},
+    core::{ids::new_token, limits::Limit, permissions::Action},
+    db::{
+        audit, invitations, invitations::OpenInvitation, limits, memberships, users, users::User,
+    },
     error::{AppError, AppResult},
     model::Member,
 };
@@ -25,6 +27,7 @@ pub async fn invite(pool: &PgPool, access: &Access, email: &str) -> AppResult<St
     }
     let token = new_token();
     let mut tx = pool.begin().await?;
+    limits::admit(&mut tx, access.project_id, Limit::Members, 1).await?;
     invitations::create(&mut *tx, access, &token, &email).await?;
     audit::record(
         &mut *tx,

@@ -42,6 +42,9 @@ impl From<AppError> for ApiError {
             AppError::NotFound => ApiError::new(StatusCode::NOT_FOUND, "not_found", "not found"),
             AppError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
             AppError::Invalid(m) => ApiError::invalid(m),
+            AppError::LimitReached(m) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "limit_reached", m)
+            }
             AppError::Unauthorized(m) => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", m),
             AppError::Forbidden(m) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", m),
             AppError::TooMany(m) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", m),
@@ -73,7 +76,8 @@ pub struct ApiErrorBody {
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct ApiErrorDetail {
-    /// `unauthorized`, `rate_limited`, `invalid`, `too_large`, `not_found`, `conflict`…
+    /// `unauthorized`, `rate_limited`, `invalid`, `limit_reached`, `too_large`, `not_found`,
+    /// `conflict`…
     code: String,
     message: String,
 }

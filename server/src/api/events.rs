@@ -4,6 +4,7 @@ use app::{
     core::{
         cursor::Cursor,
         event_type::EventType,
+        limits::{json_depth, reached, Limit},
         ratelimit::{quota, retry_after},
         text::{no_nul, replace_nul_escapes},
     },
@@ -11,6 +12,7 @@ use app::{
         events::{self, StoredEvent},
         rate_counters,
     },
+    error::AppError,
 };
 use axum::{
     extract::{Path, State},
@@ -90,15 +92,24 @@ pub const MAX_BATCH: usize = 100;
 const MAX_KEY: usize = 255;
 
 /// What every event, alone or in a batch, must be before anything is stored: a known
-/// shape of type, an object as `data` (as the document says), a key of bounded length.
-/// `at` prefixes the field names in errors (`events[3].`).
-fn check_item<'a>(e: &'a CreateEvent, at: &str) -> Result<Item<'a>, ApiError> {
+/// shape of type, an object as `data` (as the document says) nested no deeper than the
+/// project's `data_depth`, a key of bounded length. `at` prefixes the field names in
+/// errors (`events[3].`).
+fn check_item<'a>(e: &'a CreateEvent, at: &str, max_depth: u32) -> Result<Item<'a>, ApiError> {
     let event_type =
         EventType::parse(&e.event).map_err(|m| ApiError::invalid(format!("{at}event: {m}")))?;
     if !e.data.get().trim_start().starts_with('{') {
         return Err(ApiError::invalid(format!(
             "{at}data: must be a JSON object"
         )));
+    }
+    // The body's parser skips `data` without a depth limit; PostgreSQL's does not, and
+    // a failed insert would take a whole group of other requests' events with it.
+    if json_depth(e.data.get(), max_depth) > max_depth {
+        return Err(ApiError::from(AppError::LimitReached(format!(
+            "{at}data: {}",
+            reached(Limit::DataDepth, max_depth as u64)
+        ))));
     }
     let key = e.id.clone().filter(|k| !k.is_empty());
     if let Some(k) = &key {
@@ -191,7 +202,7 @@ pub async fn create_batch(
     // Every item is checked before any is stored: a batch is refused whole or taken whole.
     let mut items = Vec::with_capacity(n);
     for (i, e) in body.events.iter().enumerate() {
-        items.push(check_item(e, &format!("events[{i}]."))?);
+        items.push(check_item(e, &format!("events[{i}]."), caller.data_depth)?);
     }
     // The request itself was counted; the other events are counted now, and given back
     // if they do not fit in the minute.
@@ -292,7 +303,7 @@ pub async fn create(
             Some(k.to_string())
         }
     };
-    let item = check_item(&body, "")?;
+    let item = check_item(&body, "", caller.data_depth)?;
     let client_id = item.key.or(header_key.filter(|k| !k.is_empty()));
     let ingested = events::ingest_handing(
         &pool,

@@ -78,6 +78,8 @@ pub struct Caller {
     pub key_id: i64,
     /// The project's endpoints version the key's lookup saw.
     pub endpoints_version: i64,
+    /// The deepest `data` the project accepts (its `data_depth` limit).
+    pub data_depth: u32,
 }
 
 impl Caller {
@@ -245,6 +247,7 @@ async fn authenticate_and_limit(
                     project_id: o.project_id,
                     key_id: o.key_id,
                     endpoints_version: o.endpoints_version,
+                    data_depth: o.data_depth,
                 });
                 req.extensions_mut().insert(RateWindow {
                     bucket: bucket.clone(),
