@@ -12,10 +12,12 @@ use tokio::{
 };
 
 use super::{
-    ms_until, panic_message,
+    ms_until,
+    outcomes::{HandBackOnDrop, Report},
+    panic_message,
     queue::{Claimed, Outcome},
     sender::Sender,
-    HandBackOnDrop, Probe, Report,
+    Probe,
 };
 use crate::metrics::Metrics;
 
@@ -51,12 +53,7 @@ impl Launch {
         let metrics = self.metrics.clone();
         let mut stopping = self.shutdown.clone();
         let probe = self.probe.clone();
-        let hand_back = HandBackOnDrop {
-            id: row.id,
-            created_at: row.created_at,
-            reports: self.reports.clone(),
-            done: false,
-        };
+        let hand_back = HandBackOnDrop::new(row.id, row.created_at, self.reports.clone());
         self.tasks.spawn(async move {
             let jitter: f64 = rand::thread_rng().gen();
             // A throttled attempt is signed before it waits, so that its start follows
