@@ -26,6 +26,9 @@ pub struct Config {
     /// How often the alert loop looks for failing, recovered and dead-lettered endpoints.
     pub alert_interval: Duration,
     /// Dispatcher: rows claimed per round, attempts in flight at once, per endpoint.
+    /// Throttled endpoints' attempts start on their booked slots without waiting for one
+    /// of the `concurrency` slots: their rows' shares (per endpoint, per project, and
+    /// twice `concurrency` held per dispatcher) bound them instead.
     pub batch_size: i64,
     pub concurrency: usize,
     pub per_endpoint_concurrency: usize,

@@ -22,6 +22,7 @@ use super::{
 use crate::metrics::Metrics;
 
 pub(super) struct Launch {
+    /// The concurrency slots unthrottled attempts share.
     pub global: Arc<Semaphore>,
     pub per_endpoint: HashMap<i64, Arc<Semaphore>>,
     pub per_endpoint_concurrency: usize,
@@ -83,7 +84,15 @@ impl Launch {
             }
             // The endpoint's slot first: waiting for a slow endpoint holds no global slot.
             let _ep = ep_sem.acquire_owned().await;
-            let _slot = global.acquire_owned().await;
+            // A throttled attempt starts on the room its claim reserved: its row counts
+            // against its endpoint's, its project's and this worker's shares, and its
+            // start slot is booked. Waiting for the slots unthrottled attempts share, it
+            // would miss its start whenever other tenants' hanging attempts held them all,
+            // go back, be booked again and miss again, for as long as they hung.
+            let _slot = match row.start_at {
+                None => Some(global.acquire_owned().await),
+                Some(_) => None,
+            };
             if *stopping.borrow() {
                 return; // not sent: handed back to the queue by `hand_back`
             }
@@ -93,6 +102,7 @@ impl Launch {
                     SlotCheck::Wait(wait) => tokio::time::sleep(wait).await,
                     SlotCheck::Missed => {
                         tracing::debug!(delivery = row.id, "start slot missed; back to the queue");
+                        metrics.start_slot_missed();
                         return;
                     }
                 }
