@@ -97,7 +97,10 @@ impl Dispatcher {
     /// Runs until `shutdown` turns true, then stops claiming, lets in-flight attempts
     /// finish (bounded), records them, and hands back anything left.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
-        let sender = match Sender::new(self.cfg.clone()) {
+        let Some(dispatch_key) = dispatch_key(&self.pool, &mut shutdown).await else {
+            return;
+        };
+        let sender = match Sender::new(self.cfg.clone(), dispatch_key) {
             Ok(s) => Arc::new(s),
             Err(e) => {
                 tracing::error!(error = %e, "cannot build the HTTP client; dispatcher not started");
@@ -371,6 +374,21 @@ impl Dispatcher {
             }
         }
         tracing::info!("dispatcher stopped");
+    }
+}
+
+/// The key that signs the passes of deliveries to Posthorn's own bins, read (or made)
+/// once; retried while the database is out of reach. None if told to stop meanwhile.
+async fn dispatch_key(pool: &PgPool, shutdown: &mut watch::Receiver<bool>) -> Option<Vec<u8>> {
+    loop {
+        match app::db::server_keys::get_or_create(pool, app::db::server_keys::DISPATCH).await {
+            Ok(key) => return Some(key),
+            Err(e) => tracing::warn!(error = %e, "cannot read the dispatch key; retrying in 1 s"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = shutdown.changed() => return None,
+        }
     }
 }
 
