@@ -26,6 +26,9 @@ pub struct Config {
     /// How often the alert loop looks for failing, recovered and dead-lettered endpoints.
     pub alert_interval: Duration,
     /// Dispatcher: rows claimed per round, attempts in flight at once, per endpoint.
+    /// Throttled endpoints' attempts start on their booked slots without waiting for one
+    /// of the `concurrency` slots: their rows' shares (per endpoint, per project, and
+    /// twice `concurrency` held per dispatcher) bound them instead.
     pub batch_size: i64,
     pub concurrency: usize,
     pub per_endpoint_concurrency: usize,
@@ -34,9 +37,19 @@ pub struct Config {
     pub lease: Duration,
     /// Inspector captures allowed per source address per minute.
     pub capture_per_minute: u32,
+    /// Captures of one project's own deliveries to bins (Redirects, endpoints pointed at
+    /// bins) allowed per minute: counted per project, never against the address they
+    /// come from.
+    pub project_capture_per_minute: u32,
     /// Inspector storage: per bin (oldest captures go first) and in all (then 507).
     pub bin_quota_bytes: i64,
     pub inspector_budget_bytes: i64,
+    /// The percent of the budget one source (an address, or a project's deliveries to
+    /// bins) may hold; past it that source gets 507 while others still capture.
+    pub inspector_address_share: u8,
+    /// The percent of the budget kept for Posthorn's own deliveries to bins: captures
+    /// from addresses stop short of it.
+    pub inspector_redirect_reserve: u8,
     /// The public API's requests per key per minute, by plan.
     pub plan_limits: crate::core::ratelimit::PlanLimits,
     /// Bulk replay: attempts enqueued per endpoint per second.
@@ -88,6 +101,18 @@ impl Config {
             }
         }
         let usize_var = |name: &str, default: usize| number(name, var(name), default);
+        let percent_var = |name: &str, default: u8, range: std::ops::RangeInclusive<u8>| {
+            let n: u8 = number(name, var(name), default)?;
+            if range.contains(&n) {
+                Ok(n)
+            } else {
+                Err(format!(
+                    "{name}: `{n}` is not a percent from {} to {}",
+                    range.start(),
+                    range.end()
+                ))
+            }
+        };
         let schedule_text =
             var("POSTHORN_RETRY_SCHEDULE").unwrap_or_else(|| "30s,5m,30m,2h,6h".into());
         let schedule =
@@ -174,6 +199,17 @@ impl Config {
                 var("POSTHORN_CAPTURE_RATE_LIMIT"),
                 6000u32,
             )?,
+            project_capture_per_minute: number(
+                "POSTHORN_PROJECT_CAPTURE_RATE_LIMIT",
+                var("POSTHORN_PROJECT_CAPTURE_RATE_LIMIT"),
+                6000u32,
+            )?,
+            inspector_address_share: percent_var("POSTHORN_INSPECTOR_ADDRESS_SHARE", 10, 1..=100)?,
+            inspector_redirect_reserve: percent_var(
+                "POSTHORN_INSPECTOR_REDIRECT_RESERVE",
+                10,
+                0..=99,
+            )?,
         })
     }
 
@@ -213,5 +249,37 @@ mod tests {
             ("POSTHORN_PROJECT_CONCURRENCY", "10"),
         ]);
         assert_eq!(c.project_concurrency, 10);
+    }
+
+    #[test]
+    fn an_address_may_hold_a_tenth_of_the_inspector_and_a_tenth_is_kept_for_redirects() {
+        let c = config(&[]);
+        assert_eq!(
+            (c.inspector_address_share, c.inspector_redirect_reserve),
+            (10, 10)
+        );
+        let c = config(&[
+            ("POSTHORN_INSPECTOR_ADDRESS_SHARE", "25"),
+            ("POSTHORN_INSPECTOR_REDIRECT_RESERVE", "0"),
+        ]);
+        assert_eq!(
+            (c.inspector_address_share, c.inspector_redirect_reserve),
+            (25, 0)
+        );
+        for (name, bad) in [
+            ("POSTHORN_INSPECTOR_ADDRESS_SHARE", "0"),
+            ("POSTHORN_INSPECTOR_ADDRESS_SHARE", "101"),
+            ("POSTHORN_INSPECTOR_REDIRECT_RESERVE", "100"),
+            ("POSTHORN_INSPECTOR_REDIRECT_RESERVE", "ten"),
+        ] {
+            let vars = [("DATABASE_URL", "postgres://127.0.0.1/x"), (name, bad)];
+            let err = Config::from_env_with(|n| {
+                vars.iter()
+                    .find(|(k, _)| *k == n)
+                    .map(|(_, v)| v.to_string())
+            })
+            .unwrap_err();
+            assert!(err.starts_with(name), "{err}");
+        }
     }
 }

@@ -4,8 +4,13 @@
 use std::net::SocketAddr;
 
 use app::{
-    core::ratelimit::{address_bucket, window_start},
-    db::{bins, rate_counters},
+    core::{
+        capture_source::{
+            check_dispatch_pass, storage_limits, CaptureSource, DISPATCH_PASS_HEADER,
+        },
+        ratelimit::window_start,
+    },
+    db::{bins, rate_counters, server_keys},
     error::AppError,
     model::BinRequest,
 };
@@ -203,19 +208,23 @@ async fn capture(
         ));
     }
     let now = chrono::Utc::now().timestamp();
-    if rate_counters::hit(
-        &state.pool,
-        &format!("capture:{}", address_bucket(addr.ip())),
-        window_start(now),
-    )
-    .await?
-        > state.cfg.capture_per_minute
-    {
-        return Err(ApiError::new(
+    let pass = header_text(&req, DISPATCH_PASS_HEADER);
+    let request_id = header_text(&req, "x-request-id");
+    let source = source_of(&state, &id, pass, request_id, addr, now).await?;
+    let (limit, whose) = match source {
+        CaptureSource::Address(_) => (state.cfg.capture_per_minute, "this address"),
+        CaptureSource::Project(_) => (state.cfg.project_capture_per_minute, "this project"),
+    };
+    if rate_counters::hit(&state.pool, &source.rate_bucket(), window_start(now)).await? > limit {
+        let mut r = ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "rate_limited",
-            "too many requests from this address",
-        ));
+            format!("too many requests from {whose}"),
+        )
+        .into_response();
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, (60 - now.rem_euclid(60)).into());
+        return Ok(r);
     }
     let (parts, body) = req.into_parts();
     let mut headers: Vec<(String, String)> = Vec::with_capacity(parts.headers.len());
@@ -225,6 +234,10 @@ async fn capture(
             if let Some(v) = without_session_cookie(&value) {
                 headers.push((name.to_string(), v));
             }
+            continue;
+        }
+        // The dispatcher's pass is Posthorn's, not part of the delivery.
+        if name == DISPATCH_PASS_HEADER && matches!(source, CaptureSource::Project(_)) {
             continue;
         }
         headers.push((name.to_string(), value));
@@ -246,6 +259,12 @@ async fn capture(
         ),
     };
     let remote = addr.to_string();
+    let limits = storage_limits(
+        &source,
+        state.cfg.inspector_budget_bytes,
+        state.cfg.inspector_address_share,
+        state.cfg.inspector_redirect_reserve,
+    );
     let stored = bins::capture(
         &state.pool,
         &id,
@@ -258,10 +277,12 @@ async fn capture(
             size,
             status: status.as_u16() as i16,
             remote_addr: Some(&remote),
+            source: &source.usage_key(),
         },
         bins::Quotas {
             per_bin_bytes: state.cfg.bin_quota_bytes,
-            total_bytes: state.cfg.inspector_budget_bytes,
+            total_bytes: limits.total,
+            per_source_bytes: limits.per_source,
         },
     )
     .await?;
@@ -276,6 +297,16 @@ async fn capture(
                 "the inspector's storage is full; captures resume as bins expire",
             ))
         }
+        // Past its share one source waits for its own captures to go; others still capture.
+        bins::Stored::ShareSpent => {
+            return Err(ApiError::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "insufficient_storage",
+                format!(
+                    "{whose} holds its whole share of the inspector's storage; captures resume as its bins expire"
+                ),
+            ))
+        }
     }
     if status == StatusCode::PAYLOAD_TOO_LARGE {
         return Err(ApiError::new(
@@ -285,6 +316,33 @@ async fn capture(
         ));
     }
     Ok((StatusCode::OK, Json(serde_json::json!({ "ok": true }))).into_response())
+}
+
+fn header_text(req: &Request, name: &str) -> Option<String> {
+    let value = req.headers().get(name)?;
+    value.to_str().ok().map(str::to_string)
+}
+
+/// Whom a capture counts against: the project whose delivery it is, when it carries a
+/// genuine pass from the dispatcher (see [`app::core::capture_source`]), or else the
+/// address it came from. A pass that does not check out is a stranger's header.
+async fn source_of(
+    state: &AppState,
+    bin_id: &str,
+    pass: Option<String>,
+    request_id: Option<String>,
+    addr: SocketAddr,
+    now: i64,
+) -> Result<CaptureSource, ApiError> {
+    if let Some(pass) = pass {
+        if let Some(key) = server_keys::get(&state.pool, server_keys::DISPATCH).await? {
+            let request_id = request_id.unwrap_or_default();
+            if let Some(project) = check_dispatch_pass(&key, &pass, bin_id, &request_id, now) {
+                return Ok(CaptureSource::Project(project));
+            }
+        }
+    }
+    Ok(CaptureSource::address(addr.ip()))
 }
 
 #[cfg(test)]

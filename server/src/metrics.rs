@@ -16,6 +16,7 @@ pub struct Metrics {
     buckets: [AtomicU64; 12],
     count: AtomicU64,
     sum_ms: AtomicU64,
+    slots_missed: AtomicU64,
 }
 
 impl Metrics {
@@ -34,6 +35,11 @@ impl Metrics {
         }
         self.count.fetch_add(1, Ordering::Relaxed);
         self.sum_ms.fetch_add(ms, Ordering::Relaxed);
+    }
+
+    /// A throttled attempt started too late for its slot and went back to the queue.
+    pub fn start_slot_missed(&self) {
+        self.slots_missed.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn render(&self, queue_depth: i64, oldest_due_secs: f64) -> String {
@@ -67,6 +73,11 @@ impl Metrics {
         ));
         out.push_str(&format!(
             "posthorn_attempt_duration_seconds_count {count}\n"
+        ));
+        out.push_str("# HELP posthorn_start_slots_missed_total Throttled attempts that missed their start slot and went back to the queue.\n# TYPE posthorn_start_slots_missed_total counter\n");
+        out.push_str(&format!(
+            "posthorn_start_slots_missed_total {}\n",
+            self.slots_missed.load(Ordering::Relaxed)
         ));
         out.push_str("# HELP posthorn_queue_depth Pending attempts that are due.\n# TYPE posthorn_queue_depth gauge\n");
         out.push_str(&format!("posthorn_queue_depth {queue_depth}\n"));

@@ -4,7 +4,13 @@
 
 mod common;
 
-use std::time::Duration;
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
 
 use common::{Receiver, TestApp};
 use serde_json::{json, Value};
@@ -275,51 +281,93 @@ async fn changing_a_throttled_endpoint_while_it_is_claimed_never_deadlocks() {
     app.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// A throttled attempt no longer waits for the concurrency slots other attempts hold, so
+/// a stalled process is what makes one miss its start: here a probe blocks this
+/// single-threaded runtime for 1.5 s inside another endpoint's attempt, and the throttled
+/// attempts wake after their slots.
+#[tokio::test]
 async fn an_attempt_that_misses_its_start_slot_goes_back_and_every_outcome_is_still_recorded() {
-    // One send at a time: a slow endpoint's attempt holds the only slot while a throttled
-    // attempt's start slot passes, so that attempt goes back to the queue, beside the
-    // slow attempt's outcome, and is sent once the slot is free again.
-    let app = TestApp::spawn_with(|cfg| cfg.concurrency = 1).await;
-    let (slow, throttled) = (Receiver::start().await, Receiver::start().await);
-    slow.set_default(common::Answer::status(200).delay(Duration::from_millis(600)));
+    let db = common::TestDb::new().await;
+    let cfg = Arc::new(common::test_config(&db.url));
+    let stalled = Arc::new(AtomicBool::new(false));
+    let probe: server::dispatcher::Probe = {
+        let stalled = stalled.clone();
+        Arc::new(move |row| {
+            if row.target_url.ends_with("/stall") && !stalled.swap(true, Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1500));
+            }
+        })
+    };
+    let metrics = Arc::new(server::metrics::Metrics::default());
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let dispatcher = server::dispatcher::Dispatcher::new(db.pool.clone(), cfg, metrics.clone())
+        .with_probe(probe);
+    let running = tokio::spawn(dispatcher.run(rx));
+    let app = TestApp::spawn_on(db, |_| {}, false).await;
+    let (stall, throttled) = (Receiver::start().await, Receiver::start().await);
     let (project, key) = app.project("business").await;
+    let stall_url = format!("{}/stall", stall.url.trim_end_matches("/hook"));
     let (status, _) = api(
         &app,
         &key,
         reqwest::Method::POST,
         "/webhooks",
-        json!({"url": slow.url, "events": ["order.slow"]}),
+        json!({"url": stall_url, "events": ["order.slow"]}),
     )
     .await;
     assert_eq!(status, 201);
-    let (status, _) = api(
+    let (status, body) = api(
         &app,
         &key,
         reqwest::Method::POST,
         "/webhooks",
-        json!({"url": throttled.url, "events": ["order.created"], "rate_limit": 10}),
+        json!({"url": throttled.url, "events": ["order.created"], "rate_limit": 1}),
     )
     .await;
     assert_eq!(status, 201);
+    let throttled_id = body["id"].as_i64().unwrap();
+    let mut events = Vec::new();
+    for i in 0..2 {
+        events.push(
+            app.ingest(project, "order.created", json!({ "i": i }))
+                .await,
+        );
+    }
+    // Both are booked (1 s apart) before the stall begins.
+    for _ in 0..100 {
+        let booked: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM deliveries WHERE endpoint_id = $1 AND status <> 'pending'",
+        )
+        .bind(throttled_id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if booked == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let slow_event = app.ingest(project, "order.slow", json!({})).await;
-    slow.wait_for(1, Duration::from_secs(5)).await;
-    let sent = std::time::Instant::now();
-    let throttled_event = app.ingest(project, "order.created", json!({})).await;
-    let arrived = throttled.wait_for(1, Duration::from_secs(15)).await;
-    assert_eq!(arrived.len(), 1, "the handed-back attempt is sent again");
-    assert!(
-        arrived[0].at - sent >= Duration::from_millis(400),
-        "it waited for the slow attempt's slot, past its own start slot"
-    );
-    // Both outcomes are recorded: the hand-back did not stop the outcome writer.
+    let arrived = throttled.wait_for(2, Duration::from_secs(15)).await;
+    assert_eq!(arrived.len(), 2, "the handed-back attempts are sent again");
+    assert!(stalled.load(Ordering::SeqCst));
+    assert!(metrics.render(0, 0.0).lines().any(|l| {
+        l.strip_prefix("posthorn_start_slots_missed_total ")
+            .is_some_and(|n| n != "0")
+    }));
+    // Every outcome is recorded: the hand-backs did not stop the outcome writer.
     let slow_attempts = app.settled(&slow_event, Duration::from_secs(10)).await;
-    let throttled_attempts = app.settled(&throttled_event, Duration::from_secs(10)).await;
     assert_eq!(slow_attempts.len(), 1);
-    assert_eq!(throttled_attempts.len(), 1, "handed back, not retried");
-    assert_eq!(throttled_attempts[0].1, "succeeded");
+    for event in &events {
+        let attempts = app.settled(event, Duration::from_secs(10)).await;
+        assert_eq!(attempts.len(), 1, "handed back, not retried");
+        assert_eq!(attempts[0].1, "succeeded");
+    }
     // And so is whatever comes after.
     let later = app.ingest(project, "order.created", json!({})).await;
     assert_eq!(app.settled(&later, Duration::from_secs(10)).await.len(), 1);
+    assert_eq!(throttled.seen().len(), 3, "each attempt sent once");
+    let _ = stop.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(10), running).await;
     app.stop().await;
 }

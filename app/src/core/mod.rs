@@ -2,6 +2,7 @@
 //! (the inspector verifies signatures client-side), and unit tests reach it directly.
 
 pub mod alerts;
+pub mod capture_source;
 pub mod classify;
 pub mod curl;
 pub mod cursor;

@@ -44,14 +44,17 @@ pub struct Captured<'a> {
     pub size: i64,
     pub status: i16,
     pub remote_addr: Option<&'a str>,
+    /// Whom its storage counts against ([`crate::core::capture_source::CaptureSource::usage_key`]).
+    pub source: &'a str,
 }
 
-/// The storage a capture may use: per bin (its oldest captures go first) and for the
-/// whole inspector (new captures are refused once it is spent).
+/// The storage a capture may use: per bin (its oldest captures go first), for the whole
+/// inspector and for its source (new captures are refused once either is spent).
 #[derive(Clone, Copy, Debug)]
 pub struct Quotas {
     pub per_bin_bytes: i64,
     pub total_bytes: i64,
+    pub per_source_bytes: i64,
 }
 
 /// What became of a capture.
@@ -62,6 +65,8 @@ pub enum Stored {
     NoSuchBin,
     /// The inspector's storage budget is spent.
     Full,
+    /// Its source holds its whole share of the budget.
+    ShareSpent,
 }
 
 /// Stores a capture and trims the bin to its newest [`MAX_REQUESTS_PER_BIN`] captures and
@@ -80,12 +85,19 @@ pub async fn capture(
         .map(|(k, v)| (k.len() + v.len() + 6) as i64)
         .sum();
     let stored_bytes = c.body.len() as i64 + header_bytes;
-    let inserted: Option<i64> = sqlx::query_scalar(
-        "INSERT INTO bin_requests (bin_id, method, path, query, headers, body, size, status, remote_addr, stored_bytes)
-         SELECT id, $2, $3, $4, $5, $6, $7, $8, $9, $10 FROM bins
-         WHERE id = $1 AND expires_at > now()
-           AND (SELECT bytes FROM inspector_usage) + $10 <= $11
-         RETURNING id",
+    let (inserted, total_ok, share_ok): (bool, bool, bool) = sqlx::query_as(
+        "WITH usage AS (
+            SELECT (SELECT bytes FROM inspector_usage) + $10 <= $11 AS total_ok,
+                   coalesce((SELECT bytes FROM inspector_source_usage WHERE source = $12), 0) + $10 <= $13
+                     AS share_ok
+         ), inserted AS (
+            INSERT INTO bin_requests (bin_id, method, path, query, headers, body, size, status, remote_addr,
+                                      stored_bytes, source)
+            SELECT b.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12 FROM bins b, usage u
+            WHERE b.id = $1 AND b.expires_at > now() AND u.total_ok AND u.share_ok
+            RETURNING id
+         )
+         SELECT EXISTS (SELECT 1 FROM inserted), total_ok, share_ok FROM usage",
     )
     .bind(bin_id)
     .bind(c.method)
@@ -98,12 +110,17 @@ pub async fn capture(
     .bind(c.remote_addr)
     .bind(stored_bytes)
     .bind(quotas.total_bytes)
-    .fetch_optional(pool)
+    .bind(c.source)
+    .bind(quotas.per_source_bytes)
+    .fetch_one(pool)
     .await?;
-    if inserted.is_none() {
-        return Ok(match live(pool, bin_id).await? {
-            Some(_) => Stored::Full,
-            None => Stored::NoSuchBin,
+    if !inserted {
+        return Ok(if !share_ok {
+            Stored::ShareSpent
+        } else if !total_ok {
+            Stored::Full
+        } else {
+            Stored::NoSuchBin
         });
     }
     // Keep the newest captures within both limits. Concurrent captures each trim what the

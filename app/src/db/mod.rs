@@ -23,6 +23,7 @@ pub mod notices;
 pub mod projects;
 pub mod rate_counters;
 pub mod replays;
+pub mod server_keys;
 pub mod targets;
 pub mod users;
 pub mod wakeup;

@@ -12,14 +12,17 @@ use tokio::{
 };
 
 use super::{
-    ms_until, panic_message,
+    ms_until,
+    outcomes::{HandBackOnDrop, Report},
+    panic_message,
     queue::{Claimed, Outcome},
     sender::Sender,
-    HandBackOnDrop, Probe, Report,
+    Probe,
 };
 use crate::metrics::Metrics;
 
 pub(super) struct Launch {
+    /// The concurrency slots unthrottled attempts share.
     pub global: Arc<Semaphore>,
     pub per_endpoint: HashMap<i64, Arc<Semaphore>>,
     pub per_endpoint_concurrency: usize,
@@ -51,12 +54,7 @@ impl Launch {
         let metrics = self.metrics.clone();
         let mut stopping = self.shutdown.clone();
         let probe = self.probe.clone();
-        let hand_back = HandBackOnDrop {
-            id: row.id,
-            created_at: row.created_at,
-            reports: self.reports.clone(),
-            done: false,
-        };
+        let hand_back = HandBackOnDrop::new(row.id, row.created_at, self.reports.clone());
         self.tasks.spawn(async move {
             let jitter: f64 = rand::thread_rng().gen();
             // A throttled attempt is signed before it waits, so that its start follows
@@ -86,7 +84,15 @@ impl Launch {
             }
             // The endpoint's slot first: waiting for a slow endpoint holds no global slot.
             let _ep = ep_sem.acquire_owned().await;
-            let _slot = global.acquire_owned().await;
+            // A throttled attempt starts on the room its claim reserved: its row counts
+            // against its endpoint's, its project's and this worker's shares, and its
+            // start slot is booked. Waiting for the slots unthrottled attempts share, it
+            // would miss its start whenever other tenants' hanging attempts held them all,
+            // go back, be booked again and miss again, for as long as they hung.
+            let _slot = match row.start_at {
+                None => Some(global.acquire_owned().await),
+                Some(_) => None,
+            };
             if *stopping.borrow() {
                 return; // not sent: handed back to the queue by `hand_back`
             }
@@ -96,6 +102,7 @@ impl Launch {
                     SlotCheck::Wait(wait) => tokio::time::sleep(wait).await,
                     SlotCheck::Missed => {
                         tracing::debug!(delivery = row.id, "start slot missed; back to the queue");
+                        metrics.start_slot_missed();
                         return;
                     }
                 }

@@ -5,6 +5,8 @@
 pub mod guard;
 mod handoff;
 mod launch;
+mod leases;
+mod outcomes;
 pub mod queue;
 pub mod sender;
 
@@ -24,7 +26,8 @@ use tokio::{
 use crate::metrics::Metrics;
 use handoff::LocalHandoff;
 use launch::Launch;
-use queue::{Claimed, Outcome};
+use outcomes::Report;
+use queue::Claimed;
 use sender::Sender;
 
 /// A claimed row not yet recorded or handed back.
@@ -41,45 +44,6 @@ type Held = Arc<Mutex<HashMap<i64, HeldRow>>>;
 
 /// Runs inside each attempt's task just before it is sent; tests use it to inject faults.
 pub type Probe = Arc<dyn Fn(&queue::Claimed) + Send + Sync>;
-
-/// What an attempt's task reports to the writer: an outcome to record, or a row it did
-/// not finish (stopped or aborted) to hand back to the queue.
-enum Report {
-    Outcome(Box<Outcome>),
-    HandBack {
-        id: i64,
-        created_at: chrono::DateTime<chrono::Utc>,
-    },
-}
-
-/// Sends `HandBack` for its row unless the task reported an outcome first, so a task
-/// that ends any other way (early return, abort, panic) never leaves its row held.
-struct HandBackOnDrop {
-    id: i64,
-    created_at: chrono::DateTime<chrono::Utc>,
-    reports: mpsc::UnboundedSender<Report>,
-    done: bool,
-}
-
-impl HandBackOnDrop {
-    fn report(mut self, outcome: Outcome) {
-        self.done = self
-            .reports
-            .send(Report::Outcome(Box::new(outcome)))
-            .is_ok();
-    }
-}
-
-impl Drop for HandBackOnDrop {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = self.reports.send(Report::HandBack {
-                id: self.id,
-                created_at: self.created_at,
-            });
-        }
-    }
-}
 
 pub struct Dispatcher {
     pool: PgPool,
@@ -133,7 +97,10 @@ impl Dispatcher {
     /// Runs until `shutdown` turns true, then stops claiming, lets in-flight attempts
     /// finish (bounded), records them, and hands back anything left.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
-        let sender = match Sender::new(self.cfg.clone()) {
+        let Some(dispatch_key) = dispatch_key(&self.pool, &mut shutdown).await else {
+            return;
+        };
+        let sender = match Sender::new(self.cfg.clone(), dispatch_key) {
             Ok(s) => Arc::new(s),
             Err(e) => {
                 tracing::error!(error = %e, "cannot build the HTTP client; dispatcher not started");
@@ -169,7 +136,7 @@ impl Dispatcher {
         let listener = tokio::spawn(listen(self.pool.clone(), wake.clone()));
         // The writer's statements find rows by key too, in a queue whose statistics lag
         // (a seq scan past the dead rows of the last second cost 0.9 ms an outcome).
-        let writer = tokio::spawn(write_outcomes(
+        let writer = tokio::spawn(outcomes::write_outcomes(
             queue::claim_pool(&self.pool),
             self.worker.clone(),
             results_rx,
@@ -177,7 +144,7 @@ impl Dispatcher {
             progress.clone(),
             recorded.clone(),
         ));
-        let renewer = tokio::spawn(renew(
+        let renewer = tokio::spawn(leases::renew(
             self.pool.clone(),
             self.worker.clone(),
             held.clone(),
@@ -188,7 +155,11 @@ impl Dispatcher {
         // of the lease apart, a lost attempt waits at most a lease and a quarter.
         let recovery_every =
             (self.cfg.lease / 4).clamp(Duration::from_secs(1), Duration::from_secs(15));
-        let recoverer = tokio::spawn(recover(self.pool.clone(), recovery_every, wake.clone()));
+        let recoverer = tokio::spawn(leases::recover(
+            self.pool.clone(),
+            recovery_every,
+            wake.clone(),
+        ));
         tracing::info!(worker = %self.worker, "dispatcher started");
         let claims = app::db::kept::Kept::new(self.claims.clone(), 1);
 
@@ -406,6 +377,21 @@ impl Dispatcher {
     }
 }
 
+/// The key that signs the passes of deliveries to Posthorn's own bins, read (or made)
+/// once; retried while the database is out of reach. None if told to stop meanwhile.
+async fn dispatch_key(pool: &PgPool, shutdown: &mut watch::Receiver<bool>) -> Option<Vec<u8>> {
+    loop {
+        match app::db::server_keys::get_or_create(pool, app::db::server_keys::DISPATCH).await {
+            Ok(key) => return Some(key),
+            Err(e) => tracing::warn!(error = %e, "cannot read the dispatch key; retrying in 1 s"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = shutdown.changed() => return None,
+        }
+    }
+}
+
 /// LISTEN for new pending rows; reconnects after losing the database.
 async fn listen(pool: PgPool, wake: Arc<Notify>) {
     loop {
@@ -429,82 +415,6 @@ async fn listen(pool: PgPool, wake: Arc<Notify>) {
         }
         wake.notify_one();
         tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
-/// Records outcomes in batches and hands back rows whose task ended without one. A batch
-/// that cannot be written (database down) is kept and retried: an outcome is never
-/// dropped while this process lives.
-async fn write_outcomes(
-    pool: PgPool,
-    worker: String,
-    mut rx: mpsc::UnboundedReceiver<Report>,
-    held: Held,
-    progress: Arc<Notify>,
-    recorded_batches: Arc<std::sync::atomic::AtomicU64>,
-) {
-    let mut batch: Vec<Outcome> = Vec::new();
-    let mut returned: Vec<(i64, chrono::DateTime<chrono::Utc>)> = Vec::new();
-    let mut closed = false;
-    let kept = app::db::kept::Kept::new(pool, 1);
-    loop {
-        if batch.is_empty() && returned.is_empty() {
-            if closed {
-                return;
-            }
-            match rx.recv().await {
-                Some(Report::Outcome(o)) => batch.push(*o),
-                Some(Report::HandBack { id, created_at }) => returned.push((id, created_at)),
-                None => return,
-            }
-        }
-        while batch.len() < 500 {
-            match rx.try_recv() {
-                Ok(Report::Outcome(o)) => batch.push(*o),
-                Ok(Report::HandBack { id, created_at }) => returned.push((id, created_at)),
-                Err(mpsc::error::TryRecvError::Empty) => break,
-                Err(mpsc::error::TryRecvError::Disconnected) => {
-                    closed = true;
-                    break;
-                }
-            }
-        }
-        let started = std::time::Instant::now();
-        // Both statements on the one connection this writer's pool has: the hand-back
-        // once asked that pool for a second one while the first was kept here, and
-        // waited for ever, leaving every later outcome unrecorded and its row held.
-        let written = match kept.get().await {
-            Ok(mut conn) => {
-                let mut written = queue::record(&mut conn, &worker, &batch).await;
-                if written.is_ok() && !returned.is_empty() {
-                    written = queue::release(&mut *conn, &worker, &returned).await;
-                }
-                conn.keep_if_ok(written)
-            }
-            Err(e) => Err(e),
-        };
-        slow("recording outcomes", started);
-        match written {
-            Ok(_) => {
-                let mut h = held.lock().unwrap_or_else(|e| e.into_inner());
-                for id in batch
-                    .iter()
-                    .map(|o| o.id)
-                    .chain(returned.iter().map(|r| r.0))
-                {
-                    h.remove(&id);
-                }
-                drop(h);
-                batch.clear();
-                returned.clear();
-                recorded_batches.fetch_add(1, std::sync::atomic::Ordering::Release);
-                progress.notify_one();
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, pending = batch.len(), "recording outcomes failed; retrying");
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        }
     }
 }
 
@@ -562,47 +472,6 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "panic".into())
-}
-
-/// Keeps the leases of held rows alive while they wait or run.
-async fn renew(pool: PgPool, worker: String, held: Held, lease: Duration) {
-    let every = (lease / 3).max(Duration::from_millis(200));
-    loop {
-        tokio::time::sleep(every).await;
-        let ids: Vec<i64> = held
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .copied()
-            .collect();
-        if ids.is_empty() {
-            continue;
-        }
-        if let Err(e) = queue::renew_leases(&pool, &worker, &ids, lease).await {
-            tracing::warn!(error = %e, "lease renewal failed");
-        }
-    }
-}
-
-/// Puts rows whose worker vanished back in the queue, `every` apart, and wakes the loop
-/// to claim them. Beside the loop, not in it: the scan reads the whole queue (110–265 ms
-/// beside a fan-out's backlog of 200,000 rows), and the loop waiting for it held up every
-/// attempt handed over from ingest meanwhile, every tenant's.
-async fn recover(pool: PgPool, every: Duration, wake: Arc<Notify>) {
-    loop {
-        let started = std::time::Instant::now();
-        let recovered = queue::recover_expired(&pool).await;
-        slow("lease recovery", started);
-        match recovered {
-            Ok(n) if n > 0 => {
-                tracing::warn!(rows = n, "recovered attempts whose lease ran out");
-                wake.notify_one();
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "lease recovery failed"),
-        }
-        tokio::time::sleep(every).await;
-    }
 }
 
 /// Database round trips of the dispatcher normally take a few milliseconds; a slow one

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use app::{
     cfg::Config,
     core::{
+        capture_source::{bin_id_of_path, dispatch_pass, DISPATCH_PASS_HEADER},
         classify::{classify_error, classify_status, TransportError, Verdict},
         ids::new_request_id,
         payload::build_body,
@@ -71,10 +72,13 @@ pub struct Sender {
     /// For Posthorn's own inspector bins, which are always allowed.
     trusted: Client,
     cfg: std::sync::Arc<Config>,
+    /// Signs the pass that tells the inspector an attempt to a bin is this installation's
+    /// own delivery (see [`app::core::capture_source`]).
+    dispatch_key: Vec<u8>,
 }
 
 impl Sender {
-    pub fn new(cfg: std::sync::Arc<Config>) -> reqwest::Result<Sender> {
+    pub fn new(cfg: std::sync::Arc<Config>, dispatch_key: Vec<u8>) -> reqwest::Result<Sender> {
         let base = || {
             // No proxy from the environment: the target guard checks the address connected
             // to, which through a proxy would be the proxy's.
@@ -96,6 +100,7 @@ impl Sender {
             guarded: guarded.build()?,
             trusted: base().build()?,
             cfg,
+            dispatch_key,
         })
     }
 
@@ -162,9 +167,26 @@ impl Sender {
     pub async fn send_prepared(&self, row: &Claimed, request: Prepared, jitter: f64) -> Outcome {
         let Prepared {
             body,
-            headers,
+            mut headers,
             recorded,
         } = request;
+        // A delivery to one of Posthorn's own bins carries the pass that has the inspector
+        // count it against its project, not against the address it comes from. Sent, never
+        // recorded: it is no part of what the receiver gets.
+        if let Some(bin_id) = reqwest::Url::parse(&row.target_url)
+            .ok()
+            .filter(|url| self.is_own_bin(url))
+            .and_then(|url| bin_id_of_path(url.path()).map(str::to_string))
+        {
+            let pass = dispatch_pass(
+                &self.dispatch_key,
+                row.project_id,
+                Utc::now().timestamp(),
+                &bin_id,
+                &row.request_id,
+            );
+            headers.push((DISPATCH_PASS_HEADER.to_string(), pass));
+        }
         let started_at = Utc::now();
         let started = Instant::now();
         let result = self.send(&row.target_url, &headers, body).await;
