@@ -184,6 +184,9 @@ impl Config {
 }
 
 #[cfg(test)]
+mod documented;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
