@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Posthorn's one build script: installs what is missing (idempotently), builds the
 # server and the WASM bundle, runs a private PostgreSQL when DATABASE_URL is unset,
-# and runs or tests the product. Usage: .ci/dev.sh run|test|build|tools|pg|first-load
+# and runs or tests the product. Usage: .ci/dev.sh run|test|build|tools|pg|docs|first-load
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,6 +16,7 @@ PROFILE="${POSTHORN_PROFILE:-debug}"   # the server's: debug | release
 # `make test` checks is what `make run` serves; wasm-dev is a quicker build for local work.
 WASM_PROFILE="${POSTHORN_WASM_PROFILE:-wasm-release}"   # wasm-release | wasm-dev
 BINARYEN_VERSION=132.0.0
+MDBOOK_VERSION=0.5.4
 SITE="$CARGO_TARGET_DIR/site"
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -44,6 +45,24 @@ ensure_asset_tools() {
     log "installing wasm-opt (npm binaryen@$BINARYEN_VERSION)"
     npm install --no-audit --no-fund --no-save --prefix "$ROOT/.tools" "binaryen@$BINARYEN_VERSION" >/dev/null
   fi
+}
+
+# mdBook from crates.io (no prebuilt binary can be fetched here), without its `serve` and
+# `watch` features (~3 min to build). Built in a temporary folder, not the project's target.
+ensure_book_tools() {
+  if [ "$(mdbook --version 2>/dev/null | awk '{print $2}')" != "v$MDBOOK_VERSION" ]; then
+    log "installing mdBook $MDBOOK_VERSION (~3 min)"
+    env -u CARGO_TARGET_DIR cargo install mdbook --locked --version "$MDBOOK_VERSION" --no-default-features --force
+  fi
+  command -v python3 >/dev/null || apt_install python3
+}
+
+# The book (docs/) builds, and its links and README's resolve: files and #anchors.
+check_docs() {
+  ensure_book_tools
+  log "the book: mdbook build docs, then its links"
+  mdbook build docs
+  python3 docs/check-links.py
 }
 
 ensure_postgres_binaries() {
@@ -170,6 +189,7 @@ ensure_test_database() {
 }
 
 test_all() {
+  check_docs
   ensure_test_tools
   build
   ensure_test_database
@@ -200,11 +220,12 @@ bench_first_load() {
 }
 
 case "${1:-}" in
-  tools) ensure_rust_tools; ensure_test_tools ;;
+  tools) ensure_rust_tools; ensure_test_tools; ensure_book_tools ;;
   build) build ;;
   pg) ensure_private_pg; echo "DATABASE_URL=$DATABASE_URL" ;;
+  docs) check_docs ;;
   run) run ;;
   test) test_all ;;
   first-load) bench_first_load ;;
-  *) echo "usage: .ci/dev.sh run|test|build|tools|pg|first-load" >&2; exit 2 ;;
+  *) echo "usage: .ci/dev.sh run|test|build|tools|pg|docs|first-load" >&2; exit 2 ;;
 esac

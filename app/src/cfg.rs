@@ -220,6 +220,9 @@ impl Config {
 }
 
 #[cfg(test)]
+mod documented;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

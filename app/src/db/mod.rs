@@ -74,8 +74,18 @@ pub async fn connect_dispatcher(url: &str, max_connections: u32) -> Result<PgPoo
     pool_options(max_connections).connect_with(options).await
 }
 
+/// Applies the migrations on a connection of their own whose statements are not logged: a
+/// migration is one long statement by design, and sqlx would log it as slow, whole, at
+/// WARN (on a first run, the entire schema).
 pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
-    MIGRATOR.run(pool).await
+    use sqlx::{ConnectOptions, Connection};
+    let options = (*pool.connect_options())
+        .clone()
+        .disable_statement_logging();
+    let mut conn = options.connect().await?;
+    let applied = MIGRATOR.run(&mut conn).await;
+    let _ = conn.close().await;
+    applied
 }
 
 /// The outcome of a write aimed at one row of the caller's project: none touched means
