@@ -16,6 +16,7 @@ use sqlx::PgPool;
 
 mod latency;
 mod measure;
+mod neighbours;
 mod processes;
 mod rig;
 mod throughput;

@@ -17,11 +17,19 @@ pub enum Backlog {
     Held,
     /// Due attempts queued behind an endpoint that answers in 1 s.
     Deep,
+    /// Another project's 3 bulk replays of 100,000 pairs each to a disabled endpoint.
+    Replays,
+    /// Another project's 3 keyed batches of 100 events to 500 endpoints, sent at once as
+    /// the measurement starts.
+    KeyedBatches,
 }
 
 /// Another project's endpoint with `rows` attempts: held (then disabled) or due (slow).
 async fn make_backlog(rig: &Rig, kind: Backlog, rows: i64) {
-    if matches!(kind, Backlog::None) || rows == 0 {
+    if matches!(kind, Backlog::Replays) {
+        return super::neighbours::replays(rig).await;
+    }
+    if matches!(kind, Backlog::None | Backlog::KeyedBatches) || rows == 0 {
         return;
     }
     let key = Rig::project(&rig.db_url);
@@ -96,13 +104,27 @@ pub async fn latency(
     let url = rig.receiver_url("/hook");
     rig.endpoint(&rig.key, &url).await;
     make_backlog(&rig, backlog, rows).await;
+    let wide = match backlog {
+        Backlog::KeyedBatches => Some(super::neighbours::wide_project(&rig).await),
+        _ => None,
+    };
     // Warm the connections and caches, unmeasured.
     rig.paced(&rig.key, rate.min(100), 2).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before = rig.cpu();
     let counters = pg_counters(&rig.pool).await;
     let counting = statements_reset(&rig.pool).await;
+    let batches = wide.map(|key| {
+        tokio::spawn(super::neighbours::keyed_batches(
+            rig.client.clone(),
+            rig.server.base.clone(),
+            key,
+        ))
+    });
     let (sent, refused) = rig.paced_keyed(&rig.key, rate, seconds, keys).await;
+    if let Some(b) = batches {
+        let _ = b.await;
+    }
     let ids: Vec<&str> = sent.iter().map(|(id, _)| id.as_str()).collect();
     rig.wait_for(
         "SELECT count(*) FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
