@@ -2,6 +2,8 @@
 //! HTTP receivers on loopback whose answers a test scripts in advance.
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::{
     collections::VecDeque,
     net::SocketAddr,
