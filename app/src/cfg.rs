@@ -25,6 +25,11 @@ pub struct Config {
     pub smtp_from: String,
     /// How often the alert loop looks for failing, recovered and dead-lettered endpoints.
     pub alert_interval: Duration,
+    /// Alert mails one project may have tried per hour; past it, its mail waits.
+    pub alert_mails_per_hour: i64,
+    /// Delay before each further try of an alert mail the server did not take for now
+    /// (4xx, no connection); when it is used up the mail is failed.
+    pub alert_mail_retry: Vec<Duration>,
     /// Dispatcher: rows claimed per round, attempts in flight at once, per endpoint.
     /// Throttled endpoints' attempts start on their booked slots without waiting for one
     /// of the `concurrency` slots: their rows' shares (per endpoint, per project, and
@@ -133,6 +138,20 @@ impl Config {
             var("POSTHORN_PUBLIC_URL").unwrap_or_else(|| "http://127.0.0.1:3000".into());
         url::Url::parse(&public_url).map_err(|e| format!("POSTHORN_PUBLIC_URL: {e}"))?;
         let concurrency = usize_var("POSTHORN_DISPATCH_CONCURRENCY", 512)?;
+        let alert_mails_per_hour = number(
+            "POSTHORN_ALERT_MAILS_PER_HOUR",
+            var("POSTHORN_ALERT_MAILS_PER_HOUR"),
+            60i64,
+        )?;
+        if !(1..=100_000).contains(&alert_mails_per_hour) {
+            return Err(format!(
+                "POSTHORN_ALERT_MAILS_PER_HOUR: `{alert_mails_per_hour}` is not between 1 and 100000"
+            ));
+        }
+        let alert_mail_retry = parse_schedule(
+            &var("POSTHORN_ALERT_MAIL_RETRY").unwrap_or_else(|| "1m,5m,30m,2h".into()),
+        )
+        .map_err(|e| format!("POSTHORN_ALERT_MAIL_RETRY: {e}"))?;
         Ok(Config {
             database_url: var("DATABASE_URL").ok_or("DATABASE_URL: not set")?,
             site_addr,
@@ -156,6 +175,8 @@ impl Config {
             smtp_from: var("POSTHORN_SMTP_FROM")
                 .unwrap_or_else(|| "Posthorn alerts <alerts@posthorn.localhost>".into()),
             alert_interval: duration_var("POSTHORN_ALERT_INTERVAL", "10s")?,
+            alert_mails_per_hour,
+            alert_mail_retry,
             batch_size: number(
                 "POSTHORN_DISPATCH_BATCH",
                 var("POSTHORN_DISPATCH_BATCH"),
@@ -234,6 +255,24 @@ mod tests {
             .collect();
         Config::from_env_with(|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
             .unwrap()
+    }
+
+    #[test]
+    fn alert_mail_limits_default_and_a_bad_value_names_its_variable() {
+        let c = config(&[]);
+        assert_eq!(c.alert_mails_per_hour, 60);
+        assert_eq!(c.alert_mail_retry.len(), 4, "five tries in all");
+        let c = config(&[("POSTHORN_ALERT_MAILS_PER_HOUR", "5")]);
+        assert_eq!(c.alert_mails_per_hour, 5);
+        for bad in ["0", "-1", "lots"] {
+            let e = Config::from_env_with(|name| match name {
+                "DATABASE_URL" => Some("postgres://127.0.0.1/x".into()),
+                "POSTHORN_ALERT_MAILS_PER_HOUR" => Some(bad.into()),
+                _ => None,
+            })
+            .unwrap_err();
+            assert!(e.starts_with("POSTHORN_ALERT_MAILS_PER_HOUR"), "{e}");
+        }
     }
 
     #[test]

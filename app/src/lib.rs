@@ -72,6 +72,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/developers/team") view=pages::team::TeamPage ssr=SsrMode::Async/>
                 <Route path=path!("/developers/audit") view=pages::audit::AuditPage ssr=SsrMode::Async/>
                 <Route path=path!("/invite/:token") view=pages::team::InvitePage ssr=SsrMode::Async/>
+                <Route path=path!("/alerts/confirm/:token") view=pages::alert_confirm::ConfirmAlertAddressPage ssr=SsrMode::Async/>
                 <Route path=path!("/inspector") view=pages::inspector::InspectorHome/>
                 <Route path=path!("/inspector/:id") view=pages::inspector::BinPage ssr=SsrMode::Async/>
             </Routes>

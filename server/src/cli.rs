@@ -135,11 +135,7 @@ async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
         rx.clone(),
     ));
     let replayer = tokio::spawn(crate::replayer::run(pool.clone(), rx.clone()));
-    let mailer = cfg
-        .smtp_url
-        .as_deref()
-        .map(|url| crate::alerts::Mailer::new(url, &cfg.smtp_from, &cfg.public_url))
-        .transpose()?;
+    let mailer = crate::alerts::Mailer::from_config(&cfg)?;
     let alerts = tokio::spawn(crate::alerts::run(
         pool.clone(),
         cfg.alert_interval,

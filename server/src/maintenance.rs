@@ -1,10 +1,15 @@
-//! The periodic housekeeping loop: partitions, retention, expired bins and sessions.
+//! The periodic housekeeping loop: partitions, retention, expired bins and sessions, old
+//! alert mail.
 
 use std::time::Duration;
 
 use sqlx::PgPool;
 use tokio::sync::watch;
 use tower_sessions::ExpiredDeletion;
+
+/// How long the record of alert mail is kept: past every daily limit that counts it,
+/// and long enough to tell a member why mail stopped.
+const ALERT_MAIL_KEPT_DAYS: i32 = 30;
 
 pub async fn run(
     pool: PgPool,
@@ -23,6 +28,9 @@ pub async fn run(
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "maintenance failed"),
+        }
+        if let Err(e) = app::db::alert_mails::purge_finished(&pool, ALERT_MAIL_KEPT_DAYS).await {
+            tracing::warn!(error = %e, "alert mail purge failed");
         }
         let _ = store.delete_expired().await;
         tokio::select! {

@@ -1,10 +1,11 @@
-//! Keys across processes, custom headers, and failing endpoints switched off.
+//! Keys across processes, custom headers, failing endpoints switched off, and accounts
+//! made through invitations.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{header, Answer, Receiver, TestApp, TestDb};
+use common::{browser::Browser, header, Answer, Receiver, TestApp, TestDb};
 use reqwest::Client;
 use serde_json::{json, Value};
 
@@ -226,5 +227,103 @@ async fn an_endpoint_failing_for_the_whole_window_is_disabled_and_resumes_when_e
         .settled("evt_waiting000000000000000000", Duration::from_secs(10))
         .await;
     assert_eq!(done[0].1, "succeeded");
+    app.stop().await;
+}
+
+/// An owner who can invite: (project id, the owner's access).
+async fn inviting_project(app: &TestApp) -> (i64, app::auth::Access) {
+    let (project, _) = app.project("business").await;
+    let owner: i64 = sqlx::query_scalar("SELECT user_id FROM memberships WHERE project_id = $1")
+        .bind(project)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let owner = app::db::users::get(&app.pool, owner)
+        .await
+        .unwrap()
+        .unwrap();
+    let access = app::auth::authorize(
+        &app.pool,
+        &owner,
+        project,
+        app::core::permissions::Action::ManageTeam,
+    )
+    .await
+    .unwrap();
+    (project, access)
+}
+
+/// The finding: both callers found no account, and the slower one's insert handed it
+/// the faster one's row, so it was signed in to an account whose password it never
+/// gave. Two invitations to one address (from two projects, or the same link twice) are
+/// accepted at the same moment by two browsers with different passwords.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_people_accepting_invitations_to_one_address_at_once_make_one_account() {
+    let app = TestApp::spawn_with(|_| {}).await;
+    let (_, first) = inviting_project(&app).await;
+    let (_, second) = inviting_project(&app).await;
+    for round in 0..6 {
+        let email = format!("race-{round}-{}@example.com", ulid::Ulid::new()).to_lowercase();
+        let token_a = app::ops::team::invite(&app.pool, &first, &email)
+            .await
+            .unwrap();
+        // Even rounds: two invitations; odd rounds: the same link in both browsers.
+        let token_b = if round % 2 == 0 {
+            app::ops::team::invite(&app.pool, &second, &email)
+                .await
+                .unwrap()
+        } else {
+            token_a.clone()
+        };
+        let (a, b) = (Browser::new(&app), Browser::new(&app));
+        let (pass_a, pass_b) = (format!("password-a-{round}"), format!("password-b-{round}"));
+        let form_a = [("token", token_a.as_str()), ("password", pass_a.as_str())];
+        let form_b = [("token", token_b.as_str()), ("password", pass_b.as_str())];
+        let (answer_a, answer_b) = tokio::join!(
+            a.call("accept_invitation", &form_a),
+            b.call("accept_invitation", &form_b),
+        );
+        let won = [answer_a.0 < 400, answer_b.0 < 400];
+        assert_eq!(
+            won.iter().filter(|w| **w).count(),
+            1,
+            "round {round}: exactly one of the two makes the account: {answer_a:?} {answer_b:?}"
+        );
+        let (winner, loser) = if won[0] { (&a, &b) } else { (&b, &a) };
+        let (winner_pass, loser_pass) = if won[0] {
+            (&pass_a, &pass_b)
+        } else {
+            (&pass_b, &pass_a)
+        };
+        let (loser_answer, loser_token) = if won[0] {
+            (&answer_b, &token_b)
+        } else {
+            (&answer_a, &token_a)
+        };
+        assert!(
+            loser_answer
+                .1
+                .contains("An account with this e-mail exists")
+                || loser_answer.1.contains("already has an account")
+                || loser_answer.1.contains("unknown, used or expired"),
+            "round {round}: the refusal says why: {loser_answer:?}"
+        );
+        assert_eq!(loser.viewer().await, "null", "round {round}: no session");
+        assert!(winner.viewer().await.contains(&email));
+        let check = Browser::new(&app);
+        assert!(
+            check.login(&email, winner_pass).await,
+            "round {round}: the winner's password"
+        );
+        assert!(!Browser::new(&app).login(&email, loser_pass).await);
+
+        // The loser's invitation is still good for the account, once signed in.
+        if token_a != token_b {
+            let (status, body) = check
+                .call("accept_invitation", &[("token", loser_token)])
+                .await;
+            assert!(status < 400, "round {round}: {status} {body}");
+        }
+    }
     app.stop().await;
 }

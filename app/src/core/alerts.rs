@@ -1,5 +1,6 @@
 //! Operational notices as people read them: one line per notice (the e-mail's subject
-//! and the cabinet's list) and an example of each for the event catalogue.
+//! and the cabinet's list), an example of each for the event catalogue, and the panel's
+//! list of alert addresses.
 
 use serde_json::{json, Value};
 
@@ -110,6 +111,55 @@ pub fn notices_table(rows: &[(String, Value, String, String)]) -> String {
     html
 }
 
+/// One alert address as the panel lists it.
+pub struct AddressRow {
+    pub email: String,
+    pub confirmed: bool,
+    /// The latest mail to it failed for good: (when relative, when absolute, the reply).
+    pub failed: Option<(String, String, String)>,
+}
+
+/// The project's alert addresses as an HTML table: each one's state and, when its latest
+/// mail failed, when and what the mail server answered. Built and escaped on the server
+/// like [`notices_table`]: a reply quotes whatever the mail server said.
+pub fn addresses_table(rows: &[AddressRow]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut html = String::from(
+        "<table class=\"grid\" data-testid=\"alert-addresses\"><thead><tr><th>Alert e-mail to</th>\
+         <th>State</th><th>Last failure</th></tr></thead><tbody>",
+    );
+    for row in rows {
+        let state = if row.confirmed {
+            "receiving alerts"
+        } else {
+            "waiting for confirmation"
+        };
+        let failure = match &row.failed {
+            Some((relative, absolute, reply)) => format!(
+                "<span title=\"{}\">{}</span>: <code>{}</code>",
+                escape_html(absolute),
+                escape_html(relative),
+                escape_html(reply)
+            ),
+            None => String::new(),
+        };
+        html.push_str(&format!(
+            "<tr data-testid=\"alert-address-row\" data-state=\"{}\"><td class=\"mono\">{}</td>\
+             <td>{state}</td><td>{failure}</td></tr>",
+            if row.confirmed {
+                "confirmed"
+            } else {
+                "waiting"
+            },
+            escape_html(&row.email),
+        ));
+    }
+    html.push_str("</tbody></table>");
+    html
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +190,33 @@ mod tests {
         assert!(html
             .contains("&lt;script&gt;alert(1)&lt;/script&gt;?a=&quot;b&quot;&amp;c=&#39;d&#39;"));
         assert!(notices_table(&[]).contains("no-notices"));
+    }
+
+    #[test]
+    fn an_address_row_says_its_state_and_the_servers_reply_as_text() {
+        let html = addresses_table(&[
+            AddressRow {
+                email: "a@example.com".into(),
+                confirmed: false,
+                failed: None,
+            },
+            AddressRow {
+                email: "b@example.com".into(),
+                confirmed: true,
+                failed: Some((
+                    "2 min ago".into(),
+                    "2026".into(),
+                    "permanent error (550): <b@example.com> rejected".into(),
+                )),
+            },
+        ]);
+        assert!(html.contains("waiting for confirmation"), "{html}");
+        assert!(html.contains("receiving alerts"), "{html}");
+        assert!(
+            html.contains("(550): &lt;b@example.com&gt; rejected"),
+            "{html}"
+        );
+        assert!(addresses_table(&[]).is_empty());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Pure domain code: no HTTP, no SQL. Compiles on the server and in the browser
 //! (the inspector verifies signatures client-side), and unit tests reach it directly.
 
+pub mod alert_mail;
 pub mod alerts;
 pub mod capture_source;
 pub mod classify;

@@ -1,6 +1,8 @@
 //! Data access, one module per table or aggregate. Every function that reads or writes a
 //! project's data takes an [`crate::auth::Access`], which only the authorization layer makes.
 
+pub mod alert_mails;
+pub mod alert_recipients;
 pub mod api_keys;
 pub mod attempts;
 pub mod audit;

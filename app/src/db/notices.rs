@@ -13,8 +13,8 @@ use crate::error::AppResult;
 pub const FIRST_IDS: usize = 5;
 
 /// Records a notice about `about` (an endpoint) and sends it to the project's operations
-/// endpoint unless that is the endpoint the notice is about. It is queued for e-mail if
-/// a member asked for alerts by e-mail.
+/// endpoint unless that is the endpoint the notice is about. It is queued for e-mail to
+/// each member who asked for it at a confirmed address.
 pub async fn emit(
     conn: &mut PgConnection,
     project_id: i64,
@@ -22,18 +22,17 @@ pub async fn emit(
     kind: &str,
     data: &Value,
 ) -> AppResult<()> {
-    sqlx::query(
-        "INSERT INTO notices (project_id, endpoint_id, kind, data, emailed_at)
-         SELECT $1, $2, $3, $4,
-                CASE WHEN EXISTS (SELECT 1 FROM memberships WHERE project_id = $1 AND email_alerts)
-                     THEN NULL ELSE now() END",
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO notices (project_id, endpoint_id, kind, data) VALUES ($1, $2, $3, $4)
+         RETURNING id",
     )
     .bind(project_id)
     .bind(about)
     .bind(kind)
     .bind(data)
-    .execute(&mut *conn)
+    .fetch_one(&mut *conn)
     .await?;
+    super::alert_mails::queue_notice(&mut *conn, project_id, id).await?;
     if let Some((ops_id, ops_url)) =
         super::projects::ops_target(&mut *conn, project_id, about).await?
     {
@@ -133,63 +132,18 @@ pub async fn tell_dead_letters(pool: &PgPool, every: std::time::Duration) -> App
     Ok(told.len())
 }
 
-/// A notice waiting to be mailed, with who asked for it.
-#[derive(Debug, sqlx::FromRow)]
-pub struct ToMail {
-    pub id: i64,
-    pub project: String,
-    pub kind: String,
-    pub data: sqlx::types::Json<Value>,
-    pub created_at: DateTime<Utc>,
-    pub recipients: Vec<String>,
-}
-
-/// Up to `limit` notices not yet mailed, claimed for five minutes so that two servers
-/// do not mail the same one, oldest first. The claim commits at once: sending happens
-/// outside any transaction.
-pub async fn to_mail(pool: &PgPool, limit: i64) -> AppResult<Vec<ToMail>> {
-    let mut claimed: Vec<ToMail> = sqlx::query_as(
-        "UPDATE notices n SET mail_claimed_until = now() + interval '5 minutes'
-           FROM (SELECT id FROM notices
-                  WHERE emailed_at IS NULL AND (mail_claimed_until IS NULL OR mail_claimed_until < now())
-                  ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) c,
-                projects p
-          WHERE n.id = c.id AND p.id = n.project_id
-         RETURNING n.id, p.name AS project, n.kind, n.data, n.created_at,
-                   coalesce((SELECT array_agg(u.email ORDER BY u.email) FROM memberships m
-                              JOIN users u ON u.id = m.user_id
-                             WHERE m.project_id = n.project_id AND m.email_alerts), '{}') AS recipients",
-    )
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    claimed.sort_by_key(|n| n.id);
-    Ok(claimed)
-}
-
-/// Marks notices mailed, and gives back the claims of those that were not, for the
-/// next round.
-pub async fn mark_mailed(pool: &PgPool, mailed: &[i64], unsent: &[i64]) -> AppResult<()> {
-    sqlx::query(
-        "UPDATE notices SET emailed_at = CASE WHEN id = ANY($1) THEN now() END,
-                            mail_claimed_until = NULL
-          WHERE id = ANY($1) OR id = ANY($2)",
-    )
-    .bind(mailed)
-    .bind(unsent)
-    .execute(pool)
-    .await?;
-    Ok(())
-}
-
 /// Whether the member gets alerts by e-mail, and setting it.
-pub async fn email_alerts(pool: &PgPool, project_id: i64, user_id: i64) -> AppResult<bool> {
+pub async fn email_alerts(
+    db: impl sqlx::PgExecutor<'_>,
+    project_id: i64,
+    user_id: i64,
+) -> AppResult<bool> {
     Ok(sqlx::query_scalar(
         "SELECT email_alerts FROM memberships WHERE project_id = $1 AND user_id = $2",
     )
     .bind(project_id)
     .bind(user_id)
-    .fetch_optional(pool)
+    .fetch_optional(db)
     .await?
     .unwrap_or(false))
 }

@@ -82,26 +82,33 @@ pub fn dummy_hash() -> &'static str {
     "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$9ZbHkJ8hxV9GEXkQq9cJ+6c0bCHx1LJ9n2D3Zp1rxXw"
 }
 
-pub async fn create(pool: &PgPool, email: &str, password: &str, role: &str) -> AppResult<User> {
+/// Makes a new account with an already hashed password, and never touches an existing
+/// one: None when the address is taken (even by an account made a moment ago by
+/// someone else), so nobody is handed a row whose password they did not give.
+pub async fn create(
+    db: impl sqlx::PgExecutor<'_>,
+    email: &str,
+    password_hash: &str,
+    role: &str,
+) -> AppResult<Option<User>> {
     let email = email.trim();
     if !email.contains('@') {
         return Err(AppError::Invalid("email must contain @".into()));
     }
-    let hash = make_hash(password).await?;
-    let user = sqlx::query_as::<_, User>(
+    Ok(sqlx::query_as::<_, User>(
         "INSERT INTO users (email, password_hash, role) VALUES ($1, $2, $3)
-         ON CONFLICT (lower(email)) DO UPDATE SET role = users.role
+         ON CONFLICT (lower(email)) DO NOTHING
          RETURNING id, email, password_hash, role, session_epoch",
     )
     .bind(email)
-    .bind(&hash)
+    .bind(password_hash)
     .bind(role)
-    .fetch_one(pool)
-    .await?;
-    Ok(user)
+    .fetch_optional(db)
+    .await?)
 }
 
-/// Creates the user, or resets the password and role of an existing one (idempotent seeding).
+/// Creates the user, or resets the password and role of an existing one: for the command
+/// line and idempotent seeding only, where the operator names the password.
 pub async fn upsert(pool: &PgPool, email: &str, password: &str, role: &str) -> AppResult<User> {
     let hash = make_hash(password).await?;
     Ok(sqlx::query_as::<_, User>(

@@ -79,10 +79,24 @@ pub async fn invitation(pool: &PgPool, token: &str) -> AppResult<OpenInvitation>
         .ok_or_else(unknown_invitation)
 }
 
+/// Who accepts an invitation: the signed-in account, or a new one with this password hash.
+enum Joining {
+    As(User),
+    New(String),
+}
+
+fn account_exists() -> AppError {
+    AppError::Conflict(
+        "An account with this e-mail exists: sign in to accept the invitation.".into(),
+    )
+}
+
 /// Accepts an invitation once; returns the user who joined and the project. A new
 /// account is made with the password given; an existing account joins only when
 /// `signed_in` is that account: the invitation path never checks an existing account's
-/// password, so it cannot be used to guess one.
+/// password, so it cannot be used to guess one. The account, the invitation's use and
+/// the membership commit together: when another caller made the account first, this
+/// one is refused and its invitation stays open for signing in.
 pub async fn accept(
     pool: &PgPool,
     token: &str,
@@ -90,18 +104,23 @@ pub async fn accept(
     password: Option<String>,
 ) -> AppResult<(User, i64)> {
     let email = invitation(pool, token).await?.email;
-    let user = match users::find_by_email(pool, &email).await? {
-        Some(existing) => {
-            if signed_in.map(|u| u.id) != Some(existing.id) {
-                return Err(AppError::Unauthorized(format!(
-                    "{email} already has an account: sign in as {email}, then open this link again."
-                )));
-            }
-            existing
+    let joining = match users::find_by_email(pool, &email).await? {
+        Some(existing) if signed_in.map(|u| u.id) == Some(existing.id) => Joining::As(existing),
+        Some(_) => {
+            return Err(AppError::Unauthorized(format!(
+                "{email} already has an account: sign in as {email}, then open this link again."
+            )));
         }
-        None => users::create(pool, &email, &password.unwrap_or_default(), "user").await?,
+        // Hashed before the transaction opens: it takes a while.
+        None => Joining::New(users::make_hash(&password.unwrap_or_default()).await?),
     };
     let mut tx = pool.begin().await?;
+    let user = match joining {
+        Joining::As(user) => user,
+        Joining::New(hash) => users::create(&mut *tx, &email, &hash, "user")
+            .await?
+            .ok_or_else(account_exists)?,
+    };
     let (project_id, role) = invitations::take(&mut tx, token)
         .await?
         .ok_or_else(unknown_invitation)?;

@@ -1,12 +1,13 @@
 //! The alerts panel under the endpoints: where notices go, after how long a failing
-//! endpoint is reported, whether the signed-in member gets them by e-mail, and the
-//! project's latest notices. One form, one server function: the panel is part of the
-//! first download, so it is kept small.
+//! endpoint is reported, whether the signed-in member gets them by e-mail (and whether
+//! the address is confirmed yet), the project's alert addresses and the project's latest
+//! notices. One form, one server function to read it: the panel is part of the first
+//! download, so it is kept small.
 
 use leptos::{html, prelude::*};
 
 use crate::{
-    cabinet::{alert_settings, save_alert_settings},
+    cabinet::{alert_settings, resend_alert_confirmation, save_alert_settings},
     components::{hydration::gate, widgets::error_text},
 };
 
@@ -24,6 +25,7 @@ pub fn AlertsPanel(version: RwSignal<u32>) -> impl IntoView {
         let on = email.get_untracked().is_some_and(|i| i.checked());
         save_alert_settings(m.trim().parse().unwrap_or(0), on)
     });
+    let resend = Action::new(|_: &()| resend_alert_confirmation());
     view! {
         <section class="alerts" data-testid="alerts-panel" aria-labelledby="alerts-title">
             <h2 id="alerts-title">"Alerts"</h2>
@@ -47,6 +49,17 @@ pub fn AlertsPanel(version: RwSignal<u32>) -> impl IntoView {
                                 </label>
                                 <button type="submit" data-testid="save-alerts-button">"Save"</button>
                             </form>
+                            {s.address.map(|(address, confirmed)| if confirmed {
+                                view! { <p data-testid="alert-address-state" data-state="confirmed">"Alerts are mailed to "<code>{address}</code>"."</p> }.into_any()
+                            } else {
+                                view! {
+                                    <p data-testid="alert-address-state" data-state="waiting">
+                                        <code>{address}</code>" is waiting for confirmation: alerts are mailed once the link sent to it is followed. "
+                                        <button type="button" data-testid="resend-confirmation-button" on:click=move |_| { resend.dispatch(()); }>"Send again"</button>
+                                    </p>
+                                }.into_any()
+                            })}
+                            <div inner_html=s.addresses_html></div>
                             <div inner_html=s.recent_html></div>
                         }.into_any(),
                         Err(e) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
@@ -54,6 +67,10 @@ pub fn AlertsPanel(version: RwSignal<u32>) -> impl IntoView {
                     view! { {gate.open()} {content} }
                 })}
             </Transition>
+            {move || resend.value().get().map(|r| match r {
+                Ok(()) => view! { <p class="note ok" role="status" data-testid="resend-message">"A new confirmation link is on its way."</p> }.into_any(),
+                Err(e) => view! { <p class="note error" role="alert" data-testid="resend-message">{error_text(&e)}</p> }.into_any(),
+            })}
             {move || save.value().get().map(|r| match r {
                 Ok(()) => view! { <p class="note ok" role="status" data-testid="alerts-message">"Alert settings saved."</p> }.into_any(),
                 Err(e) => view! { <p class="note error" role="alert" data-testid="alerts-message">{error_text(&e)}</p> }.into_any(),

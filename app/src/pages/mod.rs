@@ -1,5 +1,6 @@
 //! One module per page.
 
+pub mod alert_confirm;
 pub mod alerts;
 pub mod audit;
 pub mod cabinet;

@@ -2,6 +2,9 @@
 //! HTTP receivers on loopback whose answers a test scripts in advance.
 #![allow(dead_code)]
 
+pub mod browser;
+pub mod smtp;
+
 use std::{
     collections::VecDeque,
     net::SocketAddr,
@@ -136,9 +139,7 @@ impl TestApp {
             )));
         }
         // Alerts, mailed when the test configured SMTP.
-        let mailer = cfg.smtp_url.as_deref().map(|url| {
-            server::alerts::Mailer::new(url, &cfg.smtp_from, &cfg.public_url).expect("smtp url")
-        });
+        let mailer = server::alerts::Mailer::from_config(&cfg).expect("smtp url");
         handles.push(tokio::spawn(server::alerts::run(
             db.pool.clone(),
             cfg.alert_interval,
