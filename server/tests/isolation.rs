@@ -11,15 +11,7 @@ use common::{Answer, Receiver, TestApp};
 use serde_json::{json, Value};
 
 async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value) {
-    let r = reqwest::Client::new()
-        .post(format!("{}/public/v1{path}", app.base))
-        .bearer_auth(key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
+    app.api(key, reqwest::Method::POST, path, body).await
 }
 
 async fn business(app: &TestApp) -> (i64, String) {

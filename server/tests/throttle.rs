@@ -22,15 +22,7 @@ async fn api(
     path: &str,
     body: Value,
 ) -> (u16, Value) {
-    let r = reqwest::Client::new()
-        .request(method, format!("{}/public/v1{path}", app.base))
-        .bearer_auth(key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
+    app.api(key, method, path, body).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -191,6 +191,25 @@ impl TestApp {
         (p.id, key)
     }
 
+    /// A public API call with `key`: its status and JSON body (null when none).
+    pub async fn api(
+        &self,
+        key: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: serde_json::Value,
+    ) -> (u16, serde_json::Value) {
+        let r = reqwest::Client::new()
+            .request(method, format!("{}/public/v1{path}", self.base))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(serde_json::Value::Null))
+    }
+
     pub async fn endpoint(&self, project_id: i64, url: &str) -> (i64, String) {
         let access = app::auth::system_access(project_id, "test");
         let (ep, secret) = db::endpoints::create(

@@ -63,15 +63,7 @@ async fn make_backlog(rig: &Rig, kind: Backlog, rows: i64) {
     .await
     .unwrap();
     if matches!(kind, Backlog::Held) {
-        let r = rig
-            .client
-            .patch(format!("{}/public/v1/webhooks/{endpoint}", rig.server.base))
-            .bearer_auth(&key)
-            .json(&serde_json::json!({ "enabled": false }))
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success(), "disable: {}", r.status());
+        rig.disable(&key, endpoint).await;
     }
     // As autovacuum would within a minute of such a change.
     sqlx::query(&format!("VACUUM ANALYZE {queue}"))

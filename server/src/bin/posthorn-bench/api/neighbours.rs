@@ -54,15 +54,7 @@ pub async fn replays(rig: &Rig) {
     .execute(&rig.pool)
     .await
     .unwrap();
-    let r = rig
-        .client
-        .patch(format!("{}/public/v1/webhooks/{endpoint}", rig.server.base))
-        .bearer_auth(&key)
-        .json(&serde_json::json!({ "enabled": false }))
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "disable: {}", r.status());
+    rig.disable(&key, endpoint).await;
     for _ in 0..REPLAYS {
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO replays (project_id, created_by, filter, per_second, total)
@@ -84,7 +76,10 @@ pub async fn replays(rig: &Rig) {
         .await
         .unwrap();
     }
-    sqlx::query("VACUUM ANALYZE").execute(&rig.pool).await.unwrap();
+    sqlx::query("VACUUM ANALYZE")
+        .execute(&rig.pool)
+        .await
+        .unwrap();
     sqlx::query("CHECKPOINT").execute(&rig.pool).await.unwrap();
     println!(
         "neighbour: {REPLAYS} running replays of {REPLAY_PAIRS} pairs each to a disabled endpoint, made in {:.1} s",

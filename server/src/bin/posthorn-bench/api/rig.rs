@@ -84,6 +84,22 @@ impl Rig {
         r["id"].as_i64().unwrap_or_else(|| panic!("endpoint: {r}"))
     }
 
+    /// Disables an endpoint through the API.
+    pub async fn disable(&self, key: &str, endpoint: i64) {
+        let r = self
+            .client
+            .patch(format!(
+                "{}/public/v1/webhooks/{endpoint}",
+                self.server.base
+            ))
+            .bearer_auth(key)
+            .json(&serde_json::json!({ "enabled": false }))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "disable: {}", r.status());
+    }
+
     /// Sends one event (with the ordering key `key-{i % keys}` when `keys` > 0); returns
     /// its id.
     pub async fn send(
