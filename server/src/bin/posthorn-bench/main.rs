@@ -7,7 +7,7 @@
 //!
 //! Through the public HTTP API (`api`: `posthorn serve` and the receiver in processes of
 //! their own):
-//! posthorn-bench api-latency --rate 200 --seconds 30 [--backlog held|deep|replays|keyed-batches --rows 300000]
+//! posthorn-bench api-latency --rate 200 --seconds 30 [--backlog held|deep|replays|keyed-batches|batches --rows 300000]
 //! posthorn-bench api-fanout --endpoints 100 --rate 72 --seconds 60
 //! posthorn-bench api-ingest --concurrency 32 --seconds 20 [--batch 100]
 //!

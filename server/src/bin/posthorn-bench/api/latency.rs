@@ -22,6 +22,8 @@ pub enum Backlog {
     /// Another project's 3 keyed batches of 100 events to 500 endpoints, sent at once as
     /// the measurement starts.
     KeyedBatches,
+    /// The same batches without ordering keys: the fan-out alone, as a control.
+    Batches,
 }
 
 /// Another project's endpoint with `rows` attempts: held (then disabled) or due (slow).
@@ -29,7 +31,11 @@ async fn make_backlog(rig: &Rig, kind: Backlog, rows: i64) {
     if matches!(kind, Backlog::Replays) {
         return super::neighbours::replays(rig).await;
     }
-    if matches!(kind, Backlog::None | Backlog::KeyedBatches) || rows == 0 {
+    if matches!(
+        kind,
+        Backlog::None | Backlog::KeyedBatches | Backlog::Batches
+    ) || rows == 0
+    {
         return;
     }
     let key = Rig::project(&rig.db_url);
@@ -97,7 +103,9 @@ pub async fn latency(
     rig.endpoint(&rig.key, &url).await;
     make_backlog(&rig, backlog, rows).await;
     let wide = match backlog {
-        Backlog::KeyedBatches => Some(super::neighbours::wide_project(&rig).await),
+        Backlog::KeyedBatches | Backlog::Batches => {
+            Some(super::neighbours::wide_project(&rig).await)
+        }
         _ => None,
     };
     // Warm the connections and caches, unmeasured.
@@ -107,10 +115,11 @@ pub async fn latency(
     let counters = pg_counters(&rig.pool).await;
     let counting = statements_reset(&rig.pool).await;
     let batches = wide.map(|key| {
-        tokio::spawn(super::neighbours::keyed_batches(
+        tokio::spawn(super::neighbours::batches(
             rig.client.clone(),
             rig.server.base.clone(),
             key,
+            matches!(backlog, Backlog::KeyedBatches),
         ))
     });
     let (sent, refused) = rig.paced_keyed(&rig.key, rate, seconds, keys).await;
@@ -127,6 +136,9 @@ pub async fn latency(
     .await;
     let after = rig.cpu();
     let counters_after = pg_counters(&rig.pool).await;
+    if matches!(backlog, Backlog::Replays) {
+        super::neighbours::replays_report(&rig).await;
+    }
     statements_report(&rig.pool, counting, sent.len() as u64, "event").await;
     let Rig {
         receiver, server, ..

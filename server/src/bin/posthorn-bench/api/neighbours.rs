@@ -102,16 +102,20 @@ pub async fn wide_project(rig: &Rig) -> String {
     key
 }
 
-/// Sends `BATCHES` keyed batches of 100 events at once to the wide project; returns
-/// when all are answered, printing their statuses and time.
-pub async fn keyed_batches(client: reqwest::Client, base: String, key: String) {
+/// Sends `BATCHES` batches of 100 events at once to the wide project, each event with an
+/// ordering key of its own when `keyed`; returns when all are answered, printing their
+/// statuses and time. Without keys, the same fan-out is the control: what the keys
+/// (their locks and lanes) add to it.
+pub async fn batches(client: reqwest::Client, base: String, key: String, keyed: bool) {
     let started = Instant::now();
     let sends = (0..BATCHES).map(|b| {
         let items: Vec<String> = (0..100)
             .map(|i| {
-                format!(
-                    r#"{{"event":"order.paid","data":{{"order":{i}}},"ordering_key":"customer-{b}-{i}"}}"#
-                )
+                let ordering = match keyed {
+                    true => format!(r#","ordering_key":"customer-{b}-{i}""#),
+                    false => String::new(),
+                };
+                format!(r#"{{"event":"order.paid","data":{{"order":{i}}}{ordering}}}"#)
             })
             .collect();
         let request = client
@@ -128,7 +132,20 @@ pub async fn keyed_batches(client: reqwest::Client, base: String, key: String) {
     });
     let statuses = futures::future::join_all(sends).await;
     println!(
-        "neighbour: {BATCHES} keyed batches of 100 events × {ENDPOINTS} endpoints answered {statuses:?} in {:.1} s",
+        "neighbour: {BATCHES} {} batches of 100 events × {ENDPOINTS} endpoints answered {statuses:?} in {:.1} s",
+        if keyed { "keyed" } else { "unkeyed" },
         started.elapsed().as_secs_f64()
     );
+}
+
+/// What the replays queued during the measurement, and how much of it is parked.
+pub async fn replays_report(rig: &Rig) {
+    let (queued, parked): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(*) FILTER (WHERE parked) FROM delivery_queue
+          WHERE triggered_by LIKE '%bulk replay%'",
+    )
+    .fetch_one(&rig.pool)
+    .await
+    .unwrap();
+    println!("neighbour: the replays queued {queued} attempts for the disabled endpoint, {parked} of them parked");
 }
