@@ -482,6 +482,7 @@ async fn claim_median_ms_holding(
         throttled_held: false,
         backlogged: false,
         sole_project_room: None,
+        pass_over: None,
     };
     let mut times = Vec::new();
     for _ in 0..21 {

@@ -29,6 +29,10 @@ pub struct Caps<'a> {
     pub backlogged: bool,
     /// When every row of the last claim came from one project: its room now.
     pub sole_project_room: Option<i64>,
+    /// A project this claim passes over whatever its share, so that the rows of everyone
+    /// else are found even while that project's backlog fills the oldest due rows and
+    /// its sends finish too fast for its share ever to be full at a claim.
+    pub pass_over: Option<i64>,
 }
 
 impl Caps<'_> {
@@ -193,8 +197,11 @@ pub async fn claim_due<'c>(
     caps: &Caps<'_>,
 ) -> Result<Vec<Claimed>, sqlx::Error> {
     let full_endpoints = Caps::saturated(caps.endpoints, caps.endpoint_held, caps.per_endpoint);
-    let full_projects = Caps::saturated(caps.projects, caps.project_held, caps.per_project);
-    let (candidates, limit) = if caps.by_endpoint(limit) {
+    let mut full_projects = Caps::saturated(caps.projects, caps.project_held, caps.per_project);
+    full_projects.extend(caps.pass_over);
+    // Passing a project over, endpoint by endpoint: the oldest-first walk would read
+    // every due row of its backlog to get past it.
+    let (candidates, limit) = if caps.pass_over.is_some() || caps.by_endpoint(limit) {
         (BY_ENDPOINT, limit)
     } else {
         (OLDEST_FIRST, claim_size(limit, caps.sole_project_room))
