@@ -2,7 +2,9 @@
 //! HTTP receivers on loopback whose answers a test scripts in advance.
 #![allow(dead_code)]
 
+pub mod api_calls;
 pub mod browser;
+pub mod ordering;
 pub mod smtp;
 
 use std::{
