@@ -84,9 +84,14 @@ pub fn CopyButton(
 
 /// Pretty JSON when the text is JSON, the text itself otherwise. Always text, never HTML.
 pub fn pretty(text: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(text)
-        .and_then(|v| serde_json::to_string_pretty(&v))
-        .unwrap_or_else(|_| text.to_string())
+    crate::core::text::indent_json(text).unwrap_or_else(|| text.to_string())
+}
+
+/// The current value of a form input (empty before it is mounted). Forms read their
+/// fields this way and dispatch the server function themselves: `ActionForm` would
+/// bring a query-string decoder into the browser bundle for five forms.
+pub fn input_value(input: NodeRef<leptos::html::Input>) -> String {
+    input.get_untracked().map(|i| i.value()).unwrap_or_default()
 }
 
 #[component]

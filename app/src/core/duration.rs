@@ -37,15 +37,34 @@ pub fn parse_schedule(text: &str) -> Result<Vec<Duration>, String> {
 pub fn format_millis(ms: i64) -> String {
     match ms {
         ms if ms < 1_000 => format!("{ms} ms"),
-        ms if ms < 60_000 => format!("{:.1} s", ms as f64 / 1000.0),
+        ms if ms < 60_000 => format!("{} s", tenths(ms, 1000)),
         ms if ms < 3_600_000 => format!("{} min", ms / 60_000),
-        ms => format!("{:.1} h", ms as f64 / 3_600_000.0),
+        ms => format!("{} h", tenths(ms, 3_600_000)),
     }
+}
+
+/// `numer / denom` with one decimal, rounded half up (`denom` > 0, `numer` ≥ 0). Integer
+/// arithmetic keeps float formatting (several KB of WASM) out of the browser bundle.
+pub fn tenths(numer: i64, denom: i64) -> String {
+    let t = (numer.max(0) * 10 + denom / 2) / denom.max(1);
+    format!("{}.{}", t / 10, t % 10)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_forms_round_to_a_tenth() {
+        assert_eq!(format_millis(850), "850 ms");
+        assert_eq!(format_millis(12_340), "12.3 s");
+        assert_eq!(format_millis(12_350), "12.4 s");
+        assert_eq!(format_millis(59_999), "60.0 s");
+        assert_eq!(format_millis(240_000), "4 min");
+        assert_eq!(format_millis(5_400_000), "1.5 h");
+        assert_eq!(tenths(2, 3), "0.7");
+        assert_eq!(tenths(100, 1), "100.0");
+    }
 
     #[test]
     fn every_unit_parses() {

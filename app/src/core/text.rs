@@ -46,6 +46,69 @@ pub fn replace_nul_escapes(json: &str) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
+/// Lays a JSON text out as `serde_json::to_string_pretty` would (two-space indents),
+/// without parsing it into values: numbers keep their spelling, and the browser bundle
+/// needs no JSON value parser for it. `None` when the text is not an object or array,
+/// or its brackets or strings do not close.
+pub fn indent_json(text: &str) -> Option<String> {
+    let t = text.trim();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return None;
+    }
+    fn newline(out: &mut String, depth: usize) {
+        out.push('\n');
+        (0..depth).for_each(|_| out.push_str("  "));
+    }
+    let mut out = String::with_capacity(t.len() * 2);
+    // The closers still open, innermost last.
+    let (mut open, mut in_string, mut escaped) = (Vec::new(), false, false);
+    let mut chars = t.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                out.push(c);
+                while chars.next_if(|c| c.is_whitespace()).is_some() {}
+                let close = if c == '{' { '}' } else { ']' };
+                if chars.next_if_eq(&close).is_some() {
+                    out.push(close);
+                } else {
+                    open.push(close);
+                    newline(&mut out, open.len());
+                }
+            }
+            '}' | ']' => {
+                if open.pop()? != c {
+                    return None;
+                }
+                newline(&mut out, open.len());
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                newline(&mut out, open.len());
+            }
+            ':' => out.push_str(": "),
+            c if c.is_whitespace() => {}
+            c => out.push(c),
+        }
+    }
+    (open.is_empty() && !in_string).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +137,23 @@ mod tests {
         assert!(check_description(&"é".repeat(MAX_DESCRIPTION)).is_ok());
         assert!(check_description(&"é".repeat(MAX_DESCRIPTION + 1)).is_err());
         assert!(check_description("a\0b").is_err());
+    }
+
+    #[test]
+    fn json_is_laid_out_as_serde_json_would() {
+        for text in [
+            r#"{"a":1,"b":[1,2.50,{"c":"x,y:{z}"}],"d":{},"e":[],"f":"q\"uote\\"}"#,
+            r#"[ { "k" : null } , true ]"#,
+            "{}",
+        ] {
+            let v: serde_json::Value = serde_json::from_str(text).unwrap();
+            let want = serde_json::to_string_pretty(&v)
+                .unwrap()
+                .replace("2.5", "2.50");
+            assert_eq!(indent_json(text).as_deref(), Some(want.as_str()), "{text}");
+        }
+        assert_eq!(indent_json("not json"), None);
+        assert_eq!(indent_json("{\"a\":[1}}"), None);
+        assert_eq!(indent_json("{\"open"), None);
     }
 }

@@ -2,7 +2,7 @@
 //! Confirm rather than confirming on load, so a mail scanner that follows links does not
 //! confirm an address for its owner.
 
-use leptos::prelude::*;
+use leptos::{prelude::*, server_fn::ServerFn};
 
 use crate::components::{hydration::gate, widgets::error_text};
 
@@ -26,11 +26,12 @@ pub fn ConfirmAlertAddressPage() -> impl IntoView {
                             {move || match confirm.value().get() {
                                 Some(Ok(email)) => view! { <p class="note ok" role="status" data-testid="alert-address-confirmed">{format!("Confirmed: {email} gets the alerts from now on.")}</p> }.into_any(),
                                 other => view! {
-                                    <ActionForm action=confirm>
+                                    <form method="post" action=ConfirmAlertAddress::url()
+                                        on:submit=move |ev| { ev.prevent_default(); confirm.dispatch(ConfirmAlertAddress { token: token() }); }>
                                         <input type="hidden" name="token" value=token()/>
                                         <button type="submit" data-testid="confirm-alert-address-button">"Confirm"</button>
                                         {other.and_then(|r| r.err()).map(|e| view! { <p class="error" role="alert">{error_text(&e)}</p> })}
-                                    </ActionForm>
+                                    </form>
                                 }.into_any(),
                             }}
                         }.into_any(),

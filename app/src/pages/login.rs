@@ -1,6 +1,6 @@
-use leptos::prelude::*;
+use leptos::{html, prelude::*, server_fn::ServerFn};
 
-use crate::auth::Login;
+use crate::{auth::Login, components::widgets::input_value};
 
 #[component]
 pub fn LoginPage() -> impl IntoView {
@@ -12,21 +12,30 @@ pub fn LoginPage() -> impl IntoView {
             text.rsplit(": ").next().unwrap_or(&text).to_string()
         })
     };
+    let (email, password) = (NodeRef::<html::Input>::new(), NodeRef::<html::Input>::new());
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        login.dispatch(Login {
+            email: input_value(email),
+            password: input_value(password),
+        });
+    };
     view! {
         <main class="login">
             <h1>"Sign in to Posthorn"</h1>
-            <ActionForm action=login>
+            // Before the page hydrates, the browser posts the form to the server function.
+            <form method="post" action=Login::url() on:submit=submit>
                 <label>"Email"
-                    <input type="email" name="email" autocomplete="username" required data-testid="login-email"/>
+                    <input type="email" name="email" autocomplete="username" required data-testid="login-email" node_ref=email/>
                 </label>
                 <label>"Password"
-                    <input type="password" name="password" autocomplete="current-password" required data-testid="login-password"/>
+                    <input type="password" name="password" autocomplete="current-password" required data-testid="login-password" node_ref=password/>
                 </label>
                 <button type="submit" data-testid="login-submit" disabled=move || login.pending().get()>
                     {move || if login.pending().get() { "Signing in…" } else { "Sign in" }}
                 </button>
                 {move || error().map(|e| view! { <p class="error" role="alert" data-testid="login-error">{e}</p> })}
-            </ActionForm>
+            </form>
         </main>
     }
 }

@@ -1,13 +1,13 @@
 //! `/developers/team`: members of the project, and the signed-in user's password.
 
-use leptos::prelude::*;
+use leptos::{prelude::*, server_fn::ServerFn};
 
 use crate::{
     cabinet::{invite_member, list_members, remove_member, ChangePassword},
     components::{
         hydration::gate,
         layout::Cabinet,
-        widgets::{error_text, CopyButton, Time},
+        widgets::{error_text, input_value, CopyButton, Time},
     },
 };
 
@@ -17,6 +17,10 @@ pub fn TeamPage() -> impl IntoView {
     let members = Resource::new(move || version.get(), |_| list_members());
     let gate = gate();
     let change = ServerAction::<ChangePassword>::new();
+    let (current, new_password) = (
+        NodeRef::<leptos::html::Input>::new(),
+        NodeRef::<leptos::html::Input>::new(),
+    );
     let invite_email = RwSignal::new(String::new());
     let invite = Action::new(move |_: &()| invite_member(invite_email.get_untracked()));
     let remove = Action::new(move |email: &String| remove_member(email.clone()));
@@ -65,16 +69,20 @@ pub fn TeamPage() -> impl IntoView {
                 None => ().into_any(),
             }}
             <h2>"Change your password"</h2>
-            <ActionForm action=change attr:class="stack">
-                <label>"Current password "<input type="password" name="current" autocomplete="current-password" required data-testid="current-password"/></label>
-                <label>"New password (8+ characters) "<input type="password" name="new_password" autocomplete="new-password" minlength="8" required data-testid="new-password"/></label>
+            <form class="stack" method="post" action=ChangePassword::url()
+                on:submit=move |ev| {
+                    ev.prevent_default();
+                    change.dispatch(ChangePassword { current: input_value(current), new_password: input_value(new_password) });
+                }>
+                <label>"Current password "<input type="password" name="current" autocomplete="current-password" required data-testid="current-password" node_ref=current/></label>
+                <label>"New password (8+ characters) "<input type="password" name="new_password" autocomplete="new-password" minlength="8" required data-testid="new-password" node_ref=new_password/></label>
                 <button type="submit" class="primary" data-testid="change-password-button">"Change password"</button>
                 {move || match change.value().get() {
                     Some(Ok(())) => view! { <p class="note ok" role="status">"Password changed."</p> }.into_any(),
                     Some(Err(e)) => view! { <p class="error" role="alert">{error_text(&e)}</p> }.into_any(),
                     None => ().into_any(),
                 }}
-            </ActionForm>
+            </form>
         </Cabinet>
     }
 }
@@ -89,6 +97,7 @@ pub fn InvitePage() -> impl IntoView {
     let invitation = Resource::new(token, get_invitation);
     let gate = gate();
     let accept = ServerAction::<AcceptInvitation>::new();
+    let password = NodeRef::<leptos::html::Input>::new();
     view! {
         <main class="login">
             <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
@@ -103,17 +112,23 @@ pub fn InvitePage() -> impl IntoView {
                                     <p><a href="/login">"Sign in"</a></p>
                                 }.into_any()
                             } else {
+                                let has_account = inv.has_account;
                                 view! {
-                                    <ActionForm action=accept>
+                                    <form method="post" action=AcceptInvitation::url()
+                                        on:submit=move |ev| {
+                                            ev.prevent_default();
+                                            let password = Some(input_value(password)).filter(|_| !has_account);
+                                            accept.dispatch(AcceptInvitation { token: token(), password });
+                                        }>
                                         <input type="hidden" name="token" value=token()/>
                                         {(!inv.has_account).then(|| view! {
                                             <label>"Choose a password (8+ characters)"
-                                                <input type="password" name="password" required data-testid="invite-password"/>
+                                                <input type="password" name="password" required data-testid="invite-password" node_ref=password/>
                                             </label>
                                         })}
                                         <button type="submit" data-testid="accept-invite-button">"Join"</button>
                                         {move || accept.value().get().and_then(|r| r.err()).map(|e| view! { <p class="error" role="alert">{error_text(&e)}</p> })}
-                                    </ActionForm>
+                                    </form>
                                 }.into_any()
                             }}
                         }.into_any(),
