@@ -93,6 +93,42 @@ mod server_side {
         Ok(access)
     }
 
+    pub use crate::db::portal::PortalSession;
+
+    /// The portal session the request's cookie names, which the server's portal layer
+    /// looked up before any page or server function ran.
+    pub async fn portal_session() -> Option<PortalSession> {
+        leptos_axum::extract::<Option<axum::Extension<PortalSession>>>()
+            .await
+            .ok()
+            .flatten()
+            .map(|axum::Extension(p)| p)
+    }
+
+    /// Access for a portal user: their one project (any other is "not found"), in the
+    /// role the operator gave them.
+    pub fn portal_access(
+        portal: &PortalSession,
+        project_id: i64,
+        action: Action,
+    ) -> AppResult<Access> {
+        if project_id != portal.project_id {
+            return Err(AppError::NotFound);
+        }
+        let access = Access {
+            user_id: 0,
+            email: portal.actor(),
+            is_support: false,
+            role: match portal.role {
+                crate::core::operator::PortalRole::Viewer => Role::Viewer,
+                _ => Role::Portal,
+            },
+            project_id,
+        };
+        access.require(action)?;
+        Ok(access)
+    }
+
     /// The project itself acting (its API key, the command line, tests).
     pub fn system_access(project_id: i64, actor: &str) -> Access {
         Access {
@@ -205,6 +241,9 @@ mod server_side {
 
     /// Access to a project named explicitly (a row's project, a link).
     pub async fn access_to(project_id: i64, action: Action) -> Result<Access, ServerFnError> {
+        if let Some(portal) = portal_session().await {
+            return Ok(portal_access(&portal, project_id, action)?);
+        }
         let ctx = server_ctx()?;
         let user = require_user().await?;
         Ok(authorize(&ctx.pool, &user, project_id, action).await?)
@@ -212,6 +251,9 @@ mod server_side {
 
     /// Access to the project selected in the session (or the user's first project).
     pub async fn current_access(action: Action) -> Result<Access, ServerFnError> {
+        if let Some(portal) = portal_session().await {
+            return Ok(portal_access(&portal, portal.project_id, action)?);
+        }
         let ctx = server_ctx()?;
         let user = require_user().await?;
         let session = session().await?;
@@ -235,6 +277,9 @@ mod server_side {
 pub async fn get_viewer() -> Result<Option<Viewer>, ServerFnError> {
     use crate::{ctx::server_ctx, db::projects};
     let ctx = server_ctx()?;
+    if let Some(portal) = portal_session().await {
+        return portal_viewer(&ctx.pool, portal).await.map(Some);
+    }
     let Some(user) = current_user().await? else {
         return Ok(None);
     };
@@ -255,7 +300,41 @@ pub async fn get_viewer() -> Result<Option<Viewer>, ServerFnError> {
         projects,
         current,
         disabled_endpoints,
+        portal: None,
     }))
+}
+
+/// What a portal page shows: the one project, its brand, and the portal user.
+#[cfg(feature = "ssr")]
+async fn portal_viewer(
+    pool: &sqlx::PgPool,
+    portal: PortalSession,
+) -> Result<Viewer, ServerFnError> {
+    use crate::{db::projects, model::PortalView};
+    let project = projects::get(pool, portal.project_id)
+        .await?
+        .ok_or_else(crate::ctx::not_found)?;
+    let disabled_endpoints =
+        crate::db::endpoint_activity::auto_disabled(pool, portal.project_id).await?;
+    let user = portal
+        .user
+        .name
+        .clone()
+        .or_else(|| portal.user.email.clone())
+        .unwrap_or_else(|| portal.user.id.clone());
+    Ok(Viewer {
+        user_id: 0,
+        email: portal.user.email.clone().unwrap_or_default(),
+        is_support: false,
+        projects: vec![project.clone()],
+        current: Some(project),
+        disabled_endpoints,
+        portal: Some(PortalView {
+            brand: portal.brand,
+            role: portal.role.as_str().to_string(),
+            user,
+        }),
+    })
 }
 
 #[server(endpoint = "login")]

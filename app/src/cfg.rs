@@ -17,6 +17,8 @@ pub struct Config {
     pub allow_private_targets: bool,
     pub retention_days: u32,
     pub bin_ttl: Duration,
+    /// How long a portal session lasts at most from its link's use.
+    pub portal_session: Duration,
     pub public_url: String,
     pub auto_disable_after: Duration,
     /// Where alert e-mail goes out (`smtp://`, `smtps://`; none: no e-mail).
@@ -169,6 +171,7 @@ impl Config {
                 14u32,
             )?,
             bin_ttl: duration_var("POSTHORN_BIN_TTL", "7d")?,
+            portal_session: duration_var("POSTHORN_PORTAL_SESSION", "8h")?,
             public_url: public_url.trim_end_matches('/').to_string(),
             auto_disable_after: duration_var("POSTHORN_AUTO_DISABLE_AFTER", "5d")?,
             smtp_url: var("POSTHORN_SMTP_URL").filter(|u| !u.trim().is_empty()),

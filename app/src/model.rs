@@ -23,6 +23,38 @@ pub struct Viewer {
     pub current: Option<ProjectRef>,
     /// Endpoints of the current project that Posthorn disabled: (id, url, reason).
     pub disabled_endpoints: Vec<(i64, String, String)>,
+    /// Set when the operator signed this browser in through a portal link.
+    pub portal: Option<PortalView>,
+}
+
+impl Viewer {
+    /// A portal `viewer` reads and acts on nothing: its pages show no action buttons.
+    pub fn read_only(&self) -> bool {
+        self.portal.as_ref().is_some_and(|p| p.role == "viewer")
+    }
+}
+
+/// A project's brand, as the operator set it (SPEC "Operator API and portal").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Brand {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `#rrggbb`, checked when set.
+    #[serde(default)]
+    pub accent: Option<String>,
+    /// An https URL, checked when set.
+    #[serde(default)]
+    pub logo_url: Option<String>,
+}
+
+/// What a portal page shows of its session: the brand, and who is signed in as what.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PortalView {
+    pub brand: Brand,
+    /// `owner`, `member` or `viewer`.
+    pub role: String,
+    /// The portal user's name, email or id, whichever the operator gave first.
+    pub user: String,
 }
 
 /// One line of the delivery list.

@@ -40,6 +40,16 @@ pub enum Command {
         #[arg(long, default_value = "trial", value_parser = ["trial", "business"])]
         plan: String,
     },
+    /// Create an operator key for /operator/v1; prints {"operator_key":…} (shown once).
+    CreateOperatorKey {
+        #[arg(long)]
+        name: String,
+    },
+    /// Revoke the operator key with this name.
+    RevokeOperatorKey {
+        #[arg(long)]
+        name: String,
+    },
     /// Create a user (support staff read every project).
     CreateUser {
         #[arg(long)]
@@ -89,6 +99,16 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
                 "{}",
                 serde_json::json!({ "project_id": project.id, "api_key": key })
             );
+        }
+        Command::CreateOperatorKey { name } => {
+            let key = app::db::operator_keys::create(&pool, &name).await?;
+            println!("{}", serde_json::json!({ "operator_key": key }));
+        }
+        Command::RevokeOperatorKey { name } => {
+            if !app::db::operator_keys::revoke(&pool, &name).await? {
+                return Err(format!("no live operator key is named `{name}`").into());
+            }
+            println!("{}", serde_json::json!({ "revoked": name }));
         }
         Command::CreateUser {
             email,

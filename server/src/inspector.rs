@@ -26,7 +26,7 @@ use base64::{engine::general_purpose::STANDARD, Engine as _};
 
 use crate::{
     api::error::ApiError,
-    state::{AppState, SESSION_COOKIE},
+    state::{AppState, PORTAL_COOKIE, SESSION_COOKIE},
 };
 
 /// Bodies above this are refused (413) and the refusal is still listed.
@@ -183,12 +183,17 @@ async fn body(
     Ok(([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
 }
 
-/// Removes Posthorn's own session cookie from a Cookie header; `None` when nothing is left.
+/// Removes Posthorn's own session cookies (dashboard and portal) from a Cookie header;
+/// `None` when nothing is left.
 fn without_session_cookie(value: &str) -> Option<String> {
     let kept: Vec<&str> = value
         .split(';')
         .map(str::trim)
-        .filter(|c| !c.is_empty() && !c.starts_with(&format!("{SESSION_COOKIE}=")))
+        .filter(|c| {
+            !c.is_empty()
+                && !c.starts_with(&format!("{SESSION_COOKIE}="))
+                && !c.starts_with(&format!("{PORTAL_COOKIE}="))
+        })
         .collect();
     (!kept.is_empty()).then(|| kept.join("; "))
 }

@@ -8,6 +8,8 @@ pub mod dispatcher;
 pub mod inspector;
 pub mod maintenance;
 pub mod metrics;
+pub mod operator;
+pub mod portal;
 pub mod replayer;
 pub mod seed;
 pub mod state;

@@ -18,6 +18,7 @@ pub async fn run(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let store = crate::web::session_store(&pool);
+    tokio::spawn(purge_deleted_projects(pool.clone(), shutdown.clone()));
     loop {
         if let Err(e) = disable_failing_endpoints(&pool, auto_disable_after).await {
             tracing::warn!(error = %e, "failing-endpoint check failed");
@@ -33,8 +34,43 @@ pub async fn run(
             tracing::warn!(error = %e, "alert mail purge failed");
         }
         let _ = store.delete_expired().await;
+        if let Err(e) = app::db::portal::sweep(&pool).await {
+            tracing::warn!(error = %e, "portal sweep failed");
+        }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// Rows one purge statement removes: small enough that no statement holds locks long.
+const PURGE_BATCH: i32 = 5_000;
+
+/// Purges deleted projects' data in bounded batches, one project at a time, pausing
+/// between batches so the purge never crowds out the traffic of live projects.
+async fn purge_deleted_projects(pool: PgPool, mut shutdown: watch::Receiver<bool>) {
+    let mut removed: i64 = 0;
+    loop {
+        let pause = match app::db::tenants::purge_step(&pool, PURGE_BATCH).await {
+            Ok(0) => {
+                if removed > 0 {
+                    tracing::info!(rows = removed, "deleted projects purged");
+                    removed = 0;
+                }
+                Duration::from_secs(10)
+            }
+            Ok(n) => {
+                removed += n;
+                Duration::from_millis(50)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "project purge failed");
+                Duration::from_secs(10)
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
             _ = shutdown.changed() => return,
         }
     }

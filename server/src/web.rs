@@ -49,10 +49,15 @@ pub fn router(state: AppState) -> Router {
             move || shell(options.clone())
         })
         .route("/logout", get(logout_form).post(logout))
+        .route("/portal/{token}", get(crate::portal::redeem))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(middleware::from_fn_with_state(
             state.pool.clone(),
             require_login,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::portal::gate,
         ))
         .layer(middleware::from_fn(same_origin_server_fns))
         .layer(sessions);
@@ -62,6 +67,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics))
         .nest_service("/pkg", assets(&state.leptos_options))
         .nest("/public/v1", crate::api::router(state.clone()))
+        .nest("/operator/v1", crate::operator::router(state.clone()))
         .merge(crate::inspector::router(state.clone()))
         .merge(leptos_app)
         .layer(middleware::from_fn(security_headers))
@@ -131,7 +137,9 @@ async fn logout_form() -> Html<&'static str> {
 }
 
 /// Pages under /developers need a signed-in user (whose session outlived no password
-/// change); anyone else goes to /login.
+/// change) or a portal session; anyone else goes to /login, unless the page was asked
+/// for inside a frame: a portal whose cookie is gone gets the frameable "session ended"
+/// page, never a blank frame.
 async fn require_login(
     State(pool): State<PgPool>,
     session: Session,
@@ -139,9 +147,17 @@ async fn require_login(
     next: Next,
 ) -> Response {
     let path = req.uri().path();
-    if path == "/developers" || path.starts_with("/developers/") {
+    let portal = req.extensions().get::<app::auth::PortalSession>().is_some();
+    if !portal && (path == "/developers" || path.starts_with("/developers/")) {
         let signed_in = matches!(app::auth::session_user(&pool, &session).await, Ok(Some(_)));
         if !signed_in {
+            let framed = req
+                .headers()
+                .get("sec-fetch-dest")
+                .is_some_and(|v| v.as_bytes() == b"iframe");
+            if framed {
+                return crate::portal::session_ended();
+            }
             return Redirect::to("/login").into_response();
         }
     }
@@ -165,7 +181,11 @@ async fn security_headers(req: Request, next: Next) -> Response {
         header::REFERRER_POLICY,
         HeaderValue::from_static("same-origin"),
     );
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // Portal pages name the origins that may frame them in their policy instead.
+    if res.extensions().get::<crate::portal::Framed>().is_none() {
+        res.headers_mut()
+            .insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    }
     res
 }
 

@@ -35,7 +35,7 @@ pub async fn alert_settings() -> Result<AlertsView, ServerFnError> {
         db::{alert_recipients, notices, projects},
     };
     let ctx = server_ctx()?;
-    let access = current_access(Action::ReadEndpoints).await?;
+    let access = current_access(Action::ReadTeam).await?;
     let seconds = notices::failing_after(&ctx.pool, access.project_id).await?;
     let now = chrono::Utc::now();
     let recent: Vec<(String, serde_json::Value, String, String)> =
@@ -81,7 +81,7 @@ pub async fn alert_settings() -> Result<AlertsView, ServerFnError> {
 pub async fn save_alert_settings(minutes: i64, email: bool) -> Result<(), ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, db::notices};
     let ctx = server_ctx()?;
-    let access = current_access(Action::ReadEndpoints).await?;
+    let access = current_access(Action::ReadTeam).await?;
     let current = notices::failing_after(&ctx.pool, access.project_id).await? / 60;
     if minutes != current.max(1) {
         crate::ops::alerts::set_failing_after(&ctx.pool, &access, minutes).await?;
@@ -95,7 +95,7 @@ pub async fn save_alert_settings(minutes: i64, email: bool) -> Result<(), Server
 pub async fn resend_alert_confirmation() -> Result<(), ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
-    let access = current_access(Action::ReadEndpoints).await?;
+    let access = current_access(Action::ReadTeam).await?;
     crate::ops::alerts::send_confirmation_again(&ctx.pool, &access).await?;
     Ok(())
 }

@@ -1,13 +1,13 @@
 //! The `/developers` frame: navigation, signed-in user, project switcher. Anonymous
 //! visitors are sent to `/login`.
 
-use leptos::prelude::*;
+use leptos::{prelude::*, server_fn::ServerFn};
 use leptos_router::components::{Redirect, A};
 
 use crate::{
     auth::{get_viewer, Logout, SwitchProject},
     components::hydration::gate,
-    model::Viewer,
+    model::{PortalView, Viewer},
 };
 
 #[component]
@@ -20,8 +20,16 @@ pub fn Cabinet(#[prop(into)] title: String, children: ChildrenFn) -> impl IntoVi
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 let content = match viewer.await {
-                    Ok(Some(v)) => view! {
-                        <CabinetHeader viewer=v.clone()/>
+                    Ok(Some(v)) => {
+                    // Pages read who is looking (a portal viewer sees no action buttons).
+                    provide_context(v.clone());
+                    let accent = v.portal.as_ref().and_then(|p| p.brand.accent.clone());
+                    view! {
+                        <div class="frame" style=accent.map(|a| format!("--accent:{a}"))>
+                        {match v.portal.clone() {
+                            Some(portal) => view! { <PortalHeader portal project=v.current.clone().map(|p| p.name).unwrap_or_default()/> }.into_any(),
+                            None => view! { <CabinetHeader viewer=v.clone()/> }.into_any(),
+                        }}
                         {(!v.disabled_endpoints.is_empty()).then(|| view! {
                             <div class="banner" role="alert" data-testid="disabled-banner">
                                 {v.disabled_endpoints.iter().map(|(id, url, reason)| view! {
@@ -33,13 +41,53 @@ pub fn Cabinet(#[prop(into)] title: String, children: ChildrenFn) -> impl IntoVi
                             <h1>{title.get_value()}</h1>
                             {children.read_value()()}
                         </main>
-                    }.into_any(),
+                        </div>
+                    }.into_any()
+                    }
                     Ok(None) => view! { <Redirect path="/login"/> }.into_any(),
                     Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
                 };
                 view! { {gate.open()} {content} }
             })}
         </Suspense>
+    }
+}
+
+/// Renders its children for everyone who may act: not for a portal `viewer`, whose
+/// server functions answer 403 anyway (the buttons would only lead to an error).
+#[component]
+pub fn CanAct(children: Children) -> impl IntoView {
+    let may = use_context::<Viewer>().is_none_or(|v| !v.read_only());
+    may.then(children)
+}
+
+/// Renders its children outside the portal only (operations settings, alerts).
+#[component]
+pub fn NotInPortal(children: Children) -> impl IntoView {
+    let outside = use_context::<Viewer>().is_none_or(|v| v.portal.is_none());
+    outside.then(children)
+}
+
+/// The portal's header: the operator's brand instead of Posthorn's top bar, the three
+/// pages a portal user has, and who they are signed in as. No switcher, no sign-out (the
+/// operator's own page holds the session).
+#[component]
+fn PortalHeader(portal: PortalView, project: String) -> impl IntoView {
+    let name = portal.brand.name.clone().unwrap_or(project);
+    view! {
+        <header class="portalbar" data-testid="portal-header">
+            {portal.brand.logo_url.clone().map(|src| view! { <img class="logo" src=src alt="" height="24"/> })}
+            <span class="brand-name" data-testid="portal-brand">{name}</span>
+            <nav>
+                <A href="/developers/deliveries">"Deliveries"</A>
+                <A href="/developers/webhooks">"Webhooks"</A>
+                <A href="/developers/events">"Events"</A>
+            </nav>
+            <span class="who">
+                <span class="user" data-testid="portal-user">{portal.user.clone()}</span>
+                <span class=format!("role role-{}", portal.role) data-testid="portal-role">{portal.role.clone()}</span>
+            </span>
+        </header>
     }
 }
 
@@ -92,9 +140,10 @@ fn CabinetHeader(viewer: Viewer) -> impl IntoView {
                 <span class="project-name" data-testid="project-name">{current_name}</span>
                 <span class="user" data-testid="user-email">{viewer.email.clone()}</span>
                 <span class=format!("role role-{role}")>{role}</span>
-                <ActionForm action=logout attr:class="inline">
+                <form class="inline" method="post" action=Logout::url()
+                    on:submit=move |ev| { ev.prevent_default(); logout.dispatch(Logout {}); }>
                     <button type="submit" class="link">"Sign out"</button>
-                </ActionForm>
+                </form>
             </div>
         </header>
     }

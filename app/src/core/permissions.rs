@@ -16,6 +16,12 @@ pub enum Role {
     Support,
     /// The project's own API key, the command line, maintenance.
     System,
+    /// A portal user the operator signed in as `owner` or `member`: the project's
+    /// endpoints and deliveries, never its keys, team, audit or operations settings
+    /// (nothing that would outlive the operator's control).
+    Portal,
+    /// A portal user who reads deliveries, endpoints and the catalogue, and changes nothing.
+    Viewer,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +106,23 @@ pub fn allows(role: Role, action: Action) -> bool {
     match role {
         Role::Owner | Role::System => true,
         Role::Member => !matches!(action, ManageTeam),
+        Role::Portal => matches!(
+            action,
+            ReadDeliveries
+                | Retry
+                | Redirect
+                | Replay
+                | ReadEndpoints
+                | CreateEndpoint
+                | EditEndpoint
+                | DeleteEndpoint
+                | TestSend
+                | RevealSecret
+                | RotateSecret
+                | EditCustomHeaders
+                | ReadCatalogue
+        ),
+        Role::Viewer => matches!(action, ReadDeliveries | ReadEndpoints | ReadCatalogue),
         Role::Support => matches!(
             action,
             ReadDeliveries
@@ -148,6 +171,37 @@ mod tests {
         ] {
             assert!(!allows(Role::Support, a), "{a:?}");
         }
+    }
+
+    #[test]
+    fn portal_users_never_reach_keys_team_audit_or_operations() {
+        for role in [Role::Portal, Role::Viewer] {
+            for a in [
+                Action::ReadKeys,
+                Action::ManageKeys,
+                Action::ReadAudit,
+                Action::ReadTeam,
+                Action::ManageTeam,
+                Action::SetOpsEndpoint,
+                Action::SendEvents,
+            ] {
+                assert!(!allows(role, a), "{role:?} {a:?}");
+            }
+        }
+        let viewer: Vec<Action> = Action::ALL
+            .into_iter()
+            .filter(|a| allows(Role::Viewer, *a))
+            .collect();
+        assert_eq!(
+            viewer,
+            [
+                Action::ReadDeliveries,
+                Action::ReadEndpoints,
+                Action::ReadCatalogue
+            ]
+        );
+        assert!(allows(Role::Portal, Action::Retry));
+        assert!(allows(Role::Portal, Action::RotateSecret));
     }
 
     #[test]

@@ -43,6 +43,12 @@ pub struct KeyOwner {
     pub endpoints_version: i64,
     /// How deeply an event's `data` may nest in this project (SPEC "Limits").
     pub data_depth: u32,
+    /// The operator's override of the plan's requests per minute, if set.
+    pub per_minute: Option<u32>,
+}
+
+fn per_minute_of(limits: &serde_json::Value) -> Option<u32> {
+    crate::core::operator::override_of(limits, crate::core::operator::API_REQUESTS_PER_MINUTE)
 }
 
 fn data_depth_of(limits: &serde_json::Value) -> u32 {
@@ -64,7 +70,7 @@ pub async fn authenticate_counting<'c>(
     let row = sqlx::query_as::<_, (i64, i64, String, i64, i32, Limits)>(
         "WITH k AS (
             SELECT k.id, k.project_id, p.plan, p.endpoints_version, p.limits, k.last_used_at FROM api_keys k
-            JOIN projects p ON p.id = k.project_id
+            JOIN projects p ON p.id = k.project_id AND p.deleted_at IS NULL
             WHERE k.key_hash = $1 AND k.revoked_at IS NULL
          ), touched AS (
             UPDATE api_keys SET last_used_at = now()
@@ -90,6 +96,7 @@ pub async fn authenticate_counting<'c>(
                 plan: Plan::parse(&plan).unwrap_or(Plan::Trial),
                 endpoints_version,
                 data_depth: data_depth_of(&limits),
+                per_minute: per_minute_of(&limits),
             };
             (owner, count.max(0) as u32)
         },
@@ -132,7 +139,7 @@ pub async fn authenticate_counting_all<'c>(
                    a.window_start, a.n
             FROM asked a
             JOIN api_keys k ON k.key_hash = a.key_hash AND k.revoked_at IS NULL
-            JOIN projects p ON p.id = k.project_id
+            JOIN projects p ON p.id = k.project_id AND p.deleted_at IS NULL
          ), touched AS (
             UPDATE api_keys SET last_used_at = now()
             WHERE id IN (SELECT id FROM k WHERE last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
@@ -165,6 +172,7 @@ pub async fn authenticate_counting_all<'c>(
                 plan: Plan::parse(plan).unwrap_or(Plan::Trial),
                 endpoints_version: *endpoints_version,
                 data_depth: data_depth_of(limits),
+                per_minute: per_minute_of(limits),
             };
             // The count after all of them, less the ones presented after this one.
             Some((owner, (count - n + 1 + nth).max(0) as u32))

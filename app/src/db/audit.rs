@@ -39,3 +39,23 @@ pub async fn list(pool: &PgPool, access: &Access, limit: i64) -> AppResult<Vec<A
     .fetch_all(pool)
     .await?)
 }
+
+/// An operator's call: kept apart from any project (a project's purge leaves it).
+pub async fn record_operator(
+    db: impl sqlx::PgExecutor<'_>,
+    actor: &str,
+    action: &str,
+    target: &str,
+    detail: serde_json::Value,
+) -> AppResult<()> {
+    sqlx::query(
+        "INSERT INTO audit_log (project_id, actor, action, target, detail) VALUES (NULL, $1, $2, $3, $4)",
+    )
+    .bind(actor)
+    .bind(action)
+    .bind(target)
+    .bind(detail)
+    .execute(db)
+    .await?;
+    Ok(())
+}

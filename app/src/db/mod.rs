@@ -22,11 +22,15 @@ pub mod limits;
 pub mod maintenance;
 pub mod memberships;
 pub mod notices;
+pub mod operator_keys;
+pub mod portal;
 pub mod projects;
 pub mod rate_counters;
 pub mod replays;
 pub mod server_keys;
 pub mod targets;
+pub mod tenants;
+pub mod usage;
 pub mod users;
 pub mod wakeup;
 

@@ -26,14 +26,14 @@ pub async fn visible_to(
 ) -> AppResult<Vec<ProjectRef>> {
     let rows = if is_support {
         sqlx::query_as::<_, ProjectRef>(
-            "SELECT id, name, plan FROM projects ORDER BY name, id LIMIT 1000",
+            "SELECT id, name, plan FROM projects WHERE deleted_at IS NULL ORDER BY name, id LIMIT 1000",
         )
         .fetch_all(pool)
         .await?
     } else {
         sqlx::query_as::<_, ProjectRef>(
             "SELECT p.id, p.name, p.plan FROM projects p JOIN memberships m ON m.project_id = p.id
-             WHERE m.user_id = $1 ORDER BY p.name, p.id",
+             WHERE m.user_id = $1 AND p.deleted_at IS NULL ORDER BY p.name, p.id",
         )
         .bind(user_id)
         .fetch_all(pool)
@@ -49,7 +49,7 @@ pub async fn find_by_owner_and_name(
 ) -> AppResult<Option<ProjectRef>> {
     Ok(sqlx::query_as::<_, ProjectRef>(
         "SELECT p.id, p.name, p.plan FROM projects p JOIN memberships m ON m.project_id = p.id
-         WHERE m.user_id = $1 AND m.role = 'owner' AND p.name = $2 ORDER BY p.id LIMIT 1",
+         WHERE m.user_id = $1 AND m.role = 'owner' AND p.name = $2 AND p.deleted_at IS NULL ORDER BY p.id LIMIT 1",
     )
     .bind(owner_id)
     .bind(name)
@@ -58,12 +58,12 @@ pub async fn find_by_owner_and_name(
 }
 
 pub async fn get(pool: &PgPool, id: i64) -> AppResult<Option<ProjectRef>> {
-    Ok(
-        sqlx::query_as::<_, ProjectRef>("SELECT id, name, plan FROM projects WHERE id = $1")
-            .bind(id)
-            .fetch_optional(pool)
-            .await?,
+    Ok(sqlx::query_as::<_, ProjectRef>(
+        "SELECT id, name, plan FROM projects WHERE id = $1 AND deleted_at IS NULL",
     )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?)
 }
 
 /// The endpoint that receives the project's operational notices, if one is chosen.

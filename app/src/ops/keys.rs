@@ -11,6 +11,15 @@ use crate::{
 
 /// Returns the new key: the only time it is ever shown.
 pub async fn create(pool: &PgPool, access: &Access, name: &str) -> AppResult<String> {
+    Ok(create_with_view(pool, access, name).await?.0)
+}
+
+/// [`create`], with the key's row.
+pub async fn create_with_view(
+    pool: &PgPool,
+    access: &Access,
+    name: &str,
+) -> AppResult<(String, crate::model::ApiKeyView)> {
     access.require(Action::ManageKeys)?;
     let name: String = if name.trim().is_empty() {
         "unnamed".to_string()
@@ -29,7 +38,7 @@ pub async fn create(pool: &PgPool, access: &Access, name: &str) -> AppResult<Str
     )
     .await?;
     tx.commit().await?;
-    Ok(key)
+    Ok((key, view))
 }
 
 pub async fn revoke(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {

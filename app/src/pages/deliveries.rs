@@ -8,7 +8,7 @@ use leptos_router::hooks::{use_navigate, use_query_map};
 use crate::{
     components::{
         hydration::{gate, Gate},
-        layout::Cabinet,
+        layout::{Cabinet, CanAct},
         widgets::{
             absolute, error_text, pretty, relative, CopyButton, HeaderTable, OrderingKey,
             StatusBadge, Time, WaitingBehind,
@@ -77,7 +77,7 @@ fn DeliveryView(
                 view! { {options_gate.open()} <FilterBar filter opts search_ref/> }
             })}
         </Suspense>
-        <BulkReplay filter/>
+        <CanAct><BulkReplay filter/></CanAct>
         <Transition fallback=|| view! { <p class="loading">"Loading deliveries…"</p> }>
             {move || Suspend::new(async move {
                 let content = match page.await {
@@ -427,6 +427,7 @@ fn Detail(
     });
     view! {
         <div class="detail" data-testid="delivery-detail">
+            <CanAct>
             <div class="actions">
                 <button type="button" data-testid="retry-button" class="primary"
                     disabled=move || retry.pending().get()
@@ -446,6 +447,7 @@ fn Detail(
                     <span class=if ok { "note ok" } else { "note error" } role="status" data-testid="action-message">{m}</span>
                 })}
             </div>
+            </CanAct>
             <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match detail.await {

@@ -10,7 +10,7 @@ use crate::{
     },
     components::{
         hydration::gate,
-        layout::Cabinet,
+        layout::{Cabinet, CanAct, NotInPortal},
         widgets::{error_text, CopyButton, StatusBadge},
     },
     model::DeliveryRow,
@@ -22,15 +22,18 @@ fn sparkline(hourly: &[Option<f64>]) -> impl IntoView {
         .iter()
         .enumerate()
         .map(|(i, v)| {
+            // Heights in tenths of a pixel and whole percents: integers, so the bundle
+            // carries no float formatting.
             let (h, class) = match v {
-                Some(r) => ((r * 20.0).max(2.0), if *r >= 0.95 { "bar ok" } else if *r >= 0.5 { "bar warn" } else { "bar bad" }),
-                None => (1.0, "bar none"),
+                Some(r) => (((r * 200.0) as i64).max(20), if *r >= 0.95 { "bar ok" } else if *r >= 0.5 { "bar warn" } else { "bar bad" }),
+                None => (10, "bar none"),
             };
             let title = match v {
-                Some(r) => format!("{}h ago: {:.0}% succeeded", 23 - i, r * 100.0),
+                Some(r) => format!("{}h ago: {}% succeeded", 23 - i, (r * 100.0 + 0.5) as i64),
                 None => format!("{}h ago: no attempts", 23 - i),
             };
-            view! { <rect x=(i * 5).to_string() y=(22.0 - h).to_string() width="4" height=h.to_string() class=class><title>{title}</title></rect> }
+            let px = |t: i64| crate::core::duration::tenths(t, 10);
+            view! { <rect x=(i * 5).to_string() y=px(220 - h) width="4" height=px(h) class=class><title>{title}</title></rect> }
         })
         .collect_view();
     view! { <svg class="spark" viewBox="0 0 120 22" width="120" height="22" role="img" aria-label="Success per hour, last 24 hours">{bars}</svg> }
@@ -64,6 +67,7 @@ pub fn WebhooksPage() -> impl IntoView {
     });
     view! {
         <Cabinet title="Webhooks">
+            <CanAct>
             <form class="filters" on:submit=move |ev| { ev.prevent_default(); create.dispatch(()); }>
                 <input type="url" placeholder="https://example.com/webhooks" aria-label="Endpoint URL" required data-testid="endpoint-url-input"
                     prop:value=move || url.get() on:input=move |ev| url.set(event_target_value(&ev))/>
@@ -95,6 +99,7 @@ pub fn WebhooksPage() -> impl IntoView {
                     prop:value=move || description.get() on:input=move |ev| description.set(event_target_value(&ev))/>
                 <button type="submit" class="primary" data-testid="create-endpoint-button">"Add endpoint"</button>
             </form>
+            </CanAct>
             {move || match create.value().get() {
                 Some(Ok(secret)) => view! { <p class="newkey" role="status">"Endpoint added. Signing secret: "<code data-testid="new-endpoint-secret">{secret.clone()}</code>" "<CopyButton text=secret.clone()/></p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error" role="alert">{error_text(&e)}</p> }.into_any(),
@@ -114,7 +119,7 @@ pub fn WebhooksPage() -> impl IntoView {
                     view! { {gate.open()} {content} }
                 })}
             </Transition>
-            <super::alerts::AlertsPanel version/>
+            <NotInPortal><super::alerts::AlertsPanel version/></NotInPortal>
         </Cabinet>
     }
 }
@@ -248,14 +253,14 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
             }
         });
     }
-    let rate = (stats.attempts_24h > 0)
-        .then(|| stats.succeeded_24h as f64 / stats.attempts_24h as f64 * 100.0);
-    let rate_class = match rate {
-        Some(r) if r >= 95.0 => "rate ok",
-        Some(r) if r >= 50.0 => "rate warn",
-        Some(_) => "rate bad",
-        None => "rate none",
+    let (ok, all) = (stats.succeeded_24h, stats.attempts_24h);
+    let rate_class = match all {
+        0 => "rate none",
+        _ if ok * 100 >= all * 95 => "rate ok",
+        _ if ok * 100 >= all * 50 => "rate warn",
+        _ => "rate bad",
     };
+    let rate = (all > 0).then(|| crate::core::duration::tenths(ok * 100, all));
     view! {
         <section class="endpoint" data-testid="endpoint-row" data-endpoint-id=id.to_string() data-enabled=enabled.to_string()>
             <div class="ephead">
@@ -274,7 +279,7 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
                 {move || (!header_names.get().is_empty()).then(|| view! {
                     <span data-testid="custom-headers">"Custom headers: "<span class="mono">{header_names.get().iter().map(|n| format!("{n}: [redacted]")).collect::<Vec<_>>().join(", ")}</span></span>
                 })}
-                <span class=rate_class data-testid="success-rate">{rate.map(|r| format!("{r:.1}% ok")).unwrap_or_else(|| "no attempts".into())}" · 24 h"</span>
+                <span class=rate_class data-testid="success-rate">{rate.map(|r| format!("{r}% ok")).unwrap_or_else(|| "no attempts".into())}" · 24 h"</span>
                 <span>{format!("{} attempts", stats.attempts_24h)}</span>
                 <span>{stats.p95_ms.map(|p| format!("p95 {p:.0} ms")).unwrap_or_default()}</span>
                 {sparkline(&stats.hourly)}
@@ -326,6 +331,7 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
                     </form>
                 </div>
             })}
+            <CanAct>
             <div class="actions">
                 <button type="button" data-testid="edit-endpoint-button" on:click=move |_| editing.update(|e| *e = !*e)>"Edit"</button>
                 <button type="button" data-testid="test-send-button" on:click=move |_| { test.dispatch(()); }>"Test send"</button>
@@ -333,7 +339,9 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
                 <button type="button" data-testid="reveal-secret-button" on:click=move |_| { reveal.dispatch(()); }>"Reveal secret"</button>
                 <button type="button" data-testid="rotate-secret-button" on:click=move |_| { rotate.dispatch(()); }>"Rotate secret"</button>
                 {(!stats.is_ops).then(|| view! {
+                    <NotInPortal>
                     <button type="button" data-testid="ops-endpoint-button" on:click=move |_| { make_ops.dispatch(()); }>"Send operations alerts here"</button>
+                    </NotInPortal>
                 })}
                 <button type="button" class="link danger" on:click=move |_| { remove.dispatch(()); }>"Delete"</button>
                 {move || secret.get().map(|s| view! { <code data-testid="endpoint-secret">{s.clone()}</code> <CopyButton text=s.clone()/> })}
@@ -344,6 +352,7 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
                 })}
                 {move || message.get().map(|(ok, m)| view! { <span class=if ok { "note ok" } else { "note error" } role="status">{m}</span> })}
             </div>
+            </CanAct>
         </section>
     }
 }

@@ -207,7 +207,8 @@ async fn authenticate_and_limit(
     let (owner, bucket, limit, count) = match counted {
         Some((o, count)) => {
             let (limit, bucket) = (
-                state.cfg.plan_limits.per_minute(o.plan),
+                o.per_minute
+                    .unwrap_or_else(|| state.cfg.plan_limits.per_minute(o.plan)),
                 api_keys::key_bucket(o.key_id),
             );
             (Some(o), bucket, limit, count)

@@ -9,10 +9,15 @@ use utoipa::{
     Modify, OpenApi,
 };
 
-/// The errors every operation can answer with, listed once here rather than on each
-/// handler: 401 (no or bad key), 422 (a value refused), 429 (the minute's quota spent),
-/// and 400 (not JSON) and 413 for operations that take a body.
-struct CommonErrors;
+/// The errors every operation of a document can answer with, listed once here rather
+/// than on each handler: 401 (no or bad key), 422 (a value refused), 429, and 400 (not
+/// JSON) and 413 for operations that take a body. The operator API's document shares it.
+pub struct CommonErrors {
+    /// What a 401 means, naming the kind of key.
+    pub unauthorized: &'static str,
+    /// What a 429 means there.
+    pub too_many: &'static str,
+}
 
 impl Modify for CommonErrors {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
@@ -44,9 +49,9 @@ impl Modify for CommonErrors {
                         .entry(status.to_string())
                         .or_insert_with(|| error(description).into());
                 };
-                add("401", "Missing, unknown or revoked API key");
+                add("401", self.unauthorized);
                 add("422", "A value was refused; the message says which");
-                add("429", "Rate limit spent; see Retry-After");
+                add("429", self.too_many);
                 if with_body {
                     add("400", "The body is not JSON (or is empty)");
                     add("413", "Request body over 256 KiB");
@@ -56,17 +61,24 @@ impl Modify for CommonErrors {
     }
 }
 
-struct BearerKey;
+/// Declares a bearer key, under the name the document's `security` uses.
+pub struct BearerKey(pub &'static str);
 
 impl Modify for BearerKey {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
-            "api_key",
+            self.0,
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
     }
 }
+
+const KEY: BearerKey = BearerKey("api_key");
+const ERRORS: CommonErrors = CommonErrors {
+    unauthorized: "Missing, unknown or revoked API key",
+    too_many: "Rate limit spent; see Retry-After",
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -79,7 +91,7 @@ impl Modify for BearerKey {
         super::deliveries::list, super::deliveries::get, super::deliveries::retry,
     ),
     components(schemas(super::error::ApiErrorBody, super::error::ApiErrorDetail)),
-    modifiers(&BearerKey, &CommonErrors),
+    modifiers(&KEY, &ERRORS),
     security(("api_key" = []))
 )]
 pub struct ApiDoc;

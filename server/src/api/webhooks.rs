@@ -177,7 +177,7 @@ pub struct UpdateWebhook {
 }
 
 /// JSON's integers include `5.0`, as JSON Schema's `integer` does; `5.5` is refused.
-fn whole<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+pub(crate) fn whole<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
     let n = Option::<serde_json::Number>::deserialize(d)?;
     n.map(|n| {
         n.as_i64()

@@ -1,0 +1,196 @@
+//! Projects as the operator manages them: made, found by the operator's own id, changed,
+//! and deleted (gone at once for every reader, purged in bounded batches afterwards).
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::PgPool;
+
+use crate::{
+    core::cursor::Cursor,
+    error::{AppError, AppResult},
+    model::Brand,
+};
+
+/// A project with everything the operator set on it.
+#[derive(Clone, Debug)]
+pub struct Tenant {
+    pub id: i64,
+    pub uid: Option<String>,
+    pub name: String,
+    pub plan: String,
+    /// The operator's overrides of the project's limits, as set.
+    pub overrides: Value,
+    pub frame_ancestors: Vec<String>,
+    pub brand: Brand,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Values already checked by `core::operator`.
+#[derive(Clone, Debug, Default)]
+pub struct TenantFields {
+    pub name: Option<String>,
+    /// `Some(None)` clears the operator's id.
+    pub uid: Option<Option<String>>,
+    pub plan: Option<String>,
+    pub overrides: Option<Value>,
+    pub frame_ancestors: Option<Vec<String>>,
+    pub brand: Option<Brand>,
+}
+
+type Row = (
+    i64,
+    Option<String>,
+    String,
+    String,
+    Value,
+    Vec<String>,
+    sqlx::types::Json<Brand>,
+    DateTime<Utc>,
+);
+
+const COLUMNS: &str = "id, uid, name, plan, limits, frame_ancestors, brand, created_at";
+
+fn tenant(r: Row) -> Tenant {
+    Tenant {
+        id: r.0,
+        uid: r.1,
+        name: r.2,
+        plan: r.3,
+        overrides: r.4,
+        frame_ancestors: r.5,
+        brand: r.6 .0,
+        created_at: r.7,
+    }
+}
+
+/// A second live project with the same `uid` is a conflict, not an error.
+fn uid_taken(e: sqlx::Error) -> AppError {
+    match e.as_database_error().and_then(|d| d.code()) {
+        Some(code) if code == "23505" => {
+            AppError::Conflict("a project with this uid exists".into())
+        }
+        _ => e.into(),
+    }
+}
+
+pub async fn create(pool: &PgPool, f: &TenantFields) -> AppResult<Tenant> {
+    let row: Row = sqlx::query_as(&format!(
+        "INSERT INTO projects (name, uid, plan, limits, frame_ancestors, brand)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}"
+    ))
+    .bind(f.name.as_deref().unwrap_or("Untitled"))
+    .bind(f.uid.clone().flatten())
+    .bind(f.plan.as_deref().unwrap_or("trial"))
+    .bind(
+        f.overrides
+            .clone()
+            .unwrap_or_else(|| Value::Object(Default::default())),
+    )
+    .bind(f.frame_ancestors.clone().unwrap_or_default())
+    .bind(sqlx::types::Json(f.brand.clone().unwrap_or_default()))
+    .fetch_one(pool)
+    .await
+    .map_err(uid_taken)?;
+    Ok(tenant(row))
+}
+
+pub async fn get(pool: &PgPool, id: i64) -> AppResult<Tenant> {
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM projects WHERE id = $1 AND deleted_at IS NULL"
+    ))
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    row.map(tenant).ok_or(AppError::NotFound)
+}
+
+/// Live projects oldest first, after `after`, at most `limit` (`uid` picks one).
+pub async fn list(
+    pool: &PgPool,
+    uid: Option<&str>,
+    after: Option<Cursor>,
+    limit: i64,
+) -> AppResult<Vec<Tenant>> {
+    let after = after.unwrap_or(Cursor {
+        created_at: DateTime::<Utc>::UNIX_EPOCH,
+        id: 0,
+    });
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM projects
+          WHERE deleted_at IS NULL AND ($1::text IS NULL OR uid = $1)
+            AND (created_at, id) > ($2, $3)
+          ORDER BY created_at, id LIMIT $4"
+    ))
+    .bind(uid)
+    .bind(after.created_at)
+    .bind(after.id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(tenant).collect())
+}
+
+pub async fn update(pool: &PgPool, id: i64, f: &TenantFields) -> AppResult<Tenant> {
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "UPDATE projects SET
+            name = coalesce($2, name),
+            uid = CASE WHEN $3 THEN $4 ELSE uid END,
+            plan = coalesce($5, plan),
+            limits = coalesce($6, limits),
+            frame_ancestors = coalesce($7, frame_ancestors),
+            brand = coalesce($8, brand)
+          WHERE id = $1 AND deleted_at IS NULL RETURNING {COLUMNS}"
+    ))
+    .bind(id)
+    .bind(&f.name)
+    .bind(f.uid.is_some())
+    .bind(f.uid.clone().flatten())
+    .bind(&f.plan)
+    .bind(&f.overrides)
+    .bind(&f.frame_ancestors)
+    .bind(f.brand.clone().map(sqlx::types::Json))
+    .fetch_optional(pool)
+    .await
+    .map_err(uid_taken)?;
+    row.map(tenant).ok_or(AppError::NotFound)
+}
+
+/// Deletes a project for every reader at once: its keys revoked, its members, invitations
+/// and portal sessions gone, its endpoints deleted (their waiting attempts parked, so
+/// nothing more is sent). The data itself goes in the background ([`purge_step`]).
+pub async fn delete(pool: &PgPool, id: i64) -> AppResult<()> {
+    let mut tx = pool.begin().await?;
+    let found =
+        sqlx::query("UPDATE projects SET deleted_at = now() WHERE id = $1 AND deleted_at IS NULL")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+    if found.rows_affected() == 0 {
+        return Err(AppError::NotFound);
+    }
+    for statement in [
+        "UPDATE api_keys SET revoked_at = now() WHERE project_id = $1 AND revoked_at IS NULL",
+        "DELETE FROM portal_sessions WHERE project_id = $1",
+        "DELETE FROM portal_links WHERE project_id = $1",
+        "DELETE FROM invitations WHERE project_id = $1",
+        "DELETE FROM memberships WHERE project_id = $1",
+        "UPDATE endpoints SET deleted_at = now() WHERE project_id = $1 AND deleted_at IS NULL",
+    ] {
+        sqlx::query(statement).bind(id).execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Purges up to `batch` rows of the longest-deleted project; returns the rows removed
+/// (0 when no deleted project is left).
+pub async fn purge_step(pool: &PgPool, batch: i32) -> AppResult<i64> {
+    Ok(sqlx::query_scalar(
+        "SELECT coalesce(posthorn_purge_project(id, $1), 0) FROM projects
+          WHERE deleted_at IS NOT NULL ORDER BY deleted_at LIMIT 1",
+    )
+    .bind(batch)
+    .fetch_optional(pool)
+    .await?
+    .unwrap_or(0))
+}

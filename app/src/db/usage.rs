@@ -1,0 +1,55 @@
+//! What a project used, per UTC day: events accepted and attempts finished by status,
+//! from the counters the database keeps apart from the delivery log (see the
+//! `operator_and_portal` migration), so retention and deletion leave them whole.
+
+use chrono::NaiveDate;
+use sqlx::PgPool;
+
+use crate::error::AppResult;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DayUsage {
+    pub day: NaiveDate,
+    pub events: i64,
+    pub succeeded: i64,
+    pub failed: i64,
+    pub dead_letter: i64,
+}
+
+/// The days from `since` to `until` (both included) that saw any use, oldest first.
+pub async fn between(
+    pool: &PgPool,
+    project_id: i64,
+    since: NaiveDate,
+    until: NaiveDate,
+) -> AppResult<Vec<DayUsage>> {
+    let rows: Vec<(NaiveDate, i64, i64, i64, i64)> = sqlx::query_as(
+        "WITH a AS (
+            SELECT day,
+                   sum(attempts) FILTER (WHERE status = 'succeeded') AS succeeded,
+                   sum(attempts) FILTER (WHERE status = 'failed') AS failed,
+                   sum(attempts) FILTER (WHERE status = 'dead_letter') AS dead_letter
+              FROM usage_attempts WHERE project_id = $1 AND day BETWEEN $2 AND $3 GROUP BY day),
+         e AS (SELECT day, events FROM usage_events WHERE project_id = $1 AND day BETWEEN $2 AND $3)
+         SELECT coalesce(e.day, a.day), coalesce(e.events, 0),
+                coalesce(a.succeeded, 0)::bigint, coalesce(a.failed, 0)::bigint,
+                coalesce(a.dead_letter, 0)::bigint
+           FROM e FULL JOIN a ON a.day = e.day
+          ORDER BY 1",
+    )
+    .bind(project_id)
+    .bind(since)
+    .bind(until)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(day, events, succeeded, failed, dead_letter)| DayUsage {
+            day,
+            events,
+            succeeded,
+            failed,
+            dead_letter,
+        })
+        .collect())
+}

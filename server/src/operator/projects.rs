@@ -1,0 +1,426 @@
+//! `/projects`: the operator's customers, one project each.
+
+use app::{
+    core::{
+        cursor::Cursor,
+        limits::{Limit, Limits},
+        operator::{
+            check_accent, check_frame_ancestors, check_limit_overrides, check_logo_url, check_text,
+            override_of, API_REQUESTS_PER_MINUTE, RETENTION_DAYS,
+        },
+        ratelimit::Plan,
+    },
+    db::tenants::{self, Tenant, TenantFields},
+    model::Brand,
+};
+use axum::{
+    extract::{Path, State},
+    http::StatusCode,
+    response::IntoResponse,
+    Json,
+};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::{
+    api::{
+        error::ApiErrorBody, page_limit, paging::cut_page, paging::PageMeta, parse_cursor,
+        parse_id, webhooks::whole, ApiError, ApiJson, ApiQuery,
+    },
+    state::AppState,
+};
+
+/// What [`check_origin`](app::core::operator::check_origin) accepts.
+const ORIGIN_PATTERN: &str = r"^([hH][tT][tT][pP][sS]://[A-Za-z0-9][A-Za-z0-9.-]*|[hH][tT][tT][pP]://([lL][oO][cC][aA][lL][hH][oO][sS][tT]|127\.0\.0\.1))(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?$";
+
+fn origins_schema() -> utoipa::openapi::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(ORIGIN_PATTERN))
+                .max_length(Some(app::core::operator::MAX_ORIGIN_LEN)),
+        )
+        .max_items(Some(app::core::operator::MAX_FRAME_ANCESTORS))
+        .description(Some(
+            "Origins that may frame the portal: `https://host[:port]`, or `http://` for \
+             localhost and 127.0.0.1.",
+        ))
+        .examples([serde_json::json!(["https://app.example.com"])])
+        .build()
+}
+
+/// The operator's overrides, by limit name (SPEC "Limits"); each from 1 to its ceiling.
+#[derive(Deserialize, Serialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LimitOverrides {
+    #[serde(
+        default,
+        deserialize_with = "whole",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(minimum = 1, maximum = 100000)]
+    pub endpoints: Option<i64>,
+    #[serde(
+        default,
+        deserialize_with = "whole",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(minimum = 1, maximum = 100000)]
+    pub api_keys: Option<i64>,
+    #[serde(
+        default,
+        deserialize_with = "whole",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(minimum = 1, maximum = 100000)]
+    pub members: Option<i64>,
+    #[serde(
+        default,
+        deserialize_with = "whole",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(minimum = 1, maximum = 100000)]
+    pub event_types_per_endpoint: Option<i64>,
+    #[serde(
+        default,
+        deserialize_with = "whole",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(minimum = 1, maximum = 20)]
+    pub concurrent_replays: Option<i64>,
+    #[serde(
+        default,
+        deserialize_with = "whole",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(minimum = 1, maximum = 256)]
+    pub data_depth: Option<i64>,
+    /// Public API requests per key per minute, instead of the plan's.
+    #[serde(
+        default,
+        deserialize_with = "whole",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(minimum = 1, maximum = 1000000)]
+    pub api_requests_per_minute: Option<i64>,
+    /// Days of delivery history kept, at most the server's `POSTHORN_RETENTION_DAYS`.
+    #[serde(
+        default,
+        deserialize_with = "whole",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(minimum = 1, maximum = 3650)]
+    pub retention_days: Option<i64>,
+}
+
+/// The endpoint URL grammar, https only.
+fn logo_url_schema() -> utoipa::openapi::Object {
+    use app::core::endpoint_url::{MAX_LEN, PATTERN};
+    use utoipa::openapi::{schema::Type, ObjectBuilder};
+    ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            Type::String,
+            Type::Null,
+        ]))
+        .description(Some("An https image the portal shows in its header."))
+        .pattern(Some(PATTERN.replacen("^https?://", "^https://", 1)))
+        .max_length(Some(MAX_LEN))
+        .examples([serde_json::json!("https://cdn.example.com/logo.png")])
+        .build()
+}
+
+/// Every limit's value for this project: the default, the plan's or the override.
+#[derive(Serialize, ToSchema)]
+pub struct EffectiveLimits {
+    pub endpoints: u32,
+    pub api_keys: u32,
+    pub members: u32,
+    pub event_types_per_endpoint: u32,
+    pub concurrent_replays: u32,
+    pub data_depth: u32,
+    pub api_requests_per_minute: u32,
+    pub retention_days: u32,
+}
+
+#[derive(Deserialize, Serialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct BrandIn {
+    /// The name the portal shows instead of the project's.
+    #[schema(
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    pub name: Option<String>,
+    /// The portal's accent colour.
+    #[schema(pattern = r"^#[0-9a-fA-F]{6}$", example = "#4f46e5")]
+    pub accent: Option<String>,
+    /// An https image the portal shows in its header.
+    #[schema(schema_with = logo_url_schema)]
+    pub logo_url: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct BrandOut {
+    pub name: Option<String>,
+    pub accent: Option<String>,
+    pub logo_url: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Project {
+    pub id: i64,
+    /// The operator's own id for this customer.
+    pub uid: Option<String>,
+    pub name: String,
+    #[schema(pattern = "^(trial|business)$")]
+    pub plan: String,
+    pub limits: EffectiveLimits,
+    /// Origins that may frame this project's portal pages.
+    pub frame_ancestors: Vec<String>,
+    pub brand: BrandOut,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateProject {
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    pub name: String,
+    /// The operator's own id for this customer: unique among live projects.
+    #[schema(
+        min_length = 1,
+        max_length = 255,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    pub uid: Option<String>,
+    #[schema(pattern = "^(trial|business)$")]
+    pub plan: Option<String>,
+    pub limits: Option<LimitOverrides>,
+    #[schema(schema_with = origins_schema)]
+    pub frame_ancestors: Option<Vec<String>>,
+    pub brand: Option<BrandIn>,
+}
+
+/// Any subset of a project's fields; `limits` replaces the overrides whole.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateProject {
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    pub name: Option<String>,
+    #[schema(
+        min_length = 1,
+        max_length = 255,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    pub uid: Option<String>,
+    #[schema(pattern = "^(trial|business)$")]
+    pub plan: Option<String>,
+    pub limits: Option<LimitOverrides>,
+    #[schema(schema_with = origins_schema)]
+    pub frame_ancestors: Option<Vec<String>>,
+    pub brand: Option<BrandIn>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ProjectList {
+    pub data: Vec<Project>,
+    #[serde(flatten)]
+    pub page: PageMeta,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// 1 to 200, default 50.
+    #[param(minimum = 1, maximum = 200)]
+    pub limit: Option<i64>,
+    #[param(pattern = r"^[0-9]{1,16}_[0-9]{1,18}$")]
+    pub cursor: Option<String>,
+    /// The operator's id: the one project that carries it, if any.
+    #[param(max_length = 255)]
+    pub uid: Option<String>,
+}
+
+impl Project {
+    pub fn from_tenant(t: Tenant, state: &AppState) -> Project {
+        let limits = Limits::from_overrides(&t.overrides);
+        let plan = Plan::parse(&t.plan).unwrap_or(Plan::Trial);
+        let max_retention = state.cfg.retention_days;
+        Project {
+            id: t.id,
+            uid: t.uid,
+            name: t.name,
+            limits: EffectiveLimits {
+                endpoints: limits.get(Limit::Endpoints),
+                api_keys: limits.get(Limit::ApiKeys),
+                members: limits.get(Limit::Members),
+                event_types_per_endpoint: limits.get(Limit::EventTypesPerEndpoint),
+                concurrent_replays: limits.get(Limit::ConcurrentReplays),
+                data_depth: limits.get(Limit::DataDepth),
+                api_requests_per_minute: override_of(&t.overrides, API_REQUESTS_PER_MINUTE)
+                    .unwrap_or_else(|| state.cfg.plan_limits.per_minute(plan)),
+                retention_days: override_of(&t.overrides, RETENTION_DAYS)
+                    .unwrap_or(max_retention)
+                    .min(max_retention),
+            },
+            plan: t.plan,
+            frame_ancestors: t.frame_ancestors,
+            brand: BrandOut {
+                name: t.brand.name,
+                accent: t.brand.accent,
+                logo_url: t.brand.logo_url,
+            },
+            created_at: t.created_at,
+        }
+    }
+}
+
+fn check_brand(b: BrandIn) -> Result<Brand, ApiError> {
+    let name = b
+        .name
+        .map(|n| check_text("brand.name", &n, 100))
+        .transpose()
+        .map_err(ApiError::invalid)?;
+    if let Some(a) = &b.accent {
+        check_accent(a).map_err(ApiError::invalid)?;
+    }
+    if let Some(l) = &b.logo_url {
+        check_logo_url(l).map_err(ApiError::invalid)?;
+    }
+    Ok(Brand {
+        name,
+        accent: b.accent,
+        logo_url: b.logo_url,
+    })
+}
+
+/// Checks every field given; returns what to store.
+fn fields(
+    name: Option<String>,
+    uid: Option<String>,
+    plan: Option<String>,
+    limits: Option<LimitOverrides>,
+    frame_ancestors: Option<Vec<String>>,
+    brand: Option<BrandIn>,
+) -> Result<TenantFields, ApiError> {
+    let text = |field: &str, v: Option<String>, max: usize| {
+        v.map(|v| check_text(field, &v, max))
+            .transpose()
+            .map_err(ApiError::invalid)
+    };
+    if let Some(p) = &plan {
+        Plan::parse(p).ok_or_else(|| ApiError::invalid("plan: trial or business"))?;
+    }
+    let overrides = limits
+        .map(|l| {
+            let v = serde_json::to_value(l).unwrap_or_default();
+            check_limit_overrides(&v).map(|_| v)
+        })
+        .transpose()
+        .map_err(ApiError::invalid)?;
+    let frame_ancestors = frame_ancestors
+        .map(|list| check_frame_ancestors(&list))
+        .transpose()
+        .map_err(ApiError::invalid)?;
+    Ok(TenantFields {
+        name: text("name", name, 200)?,
+        uid: text("uid", uid, 255)?.map(Some),
+        plan,
+        overrides,
+        frame_ancestors,
+        brand: brand.map(check_brand).transpose()?,
+    })
+}
+
+#[utoipa::path(post, path = "/projects", request_body = CreateProject,
+    responses((status = 201, body = Project), (status = 409, body = ApiErrorBody)))]
+pub async fn create(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<CreateProject>,
+) -> Result<impl IntoResponse, ApiError> {
+    let f = fields(
+        Some(body.name),
+        body.uid,
+        body.plan,
+        body.limits,
+        body.frame_ancestors,
+        body.brand,
+    )?;
+    let t = tenants::create(&state.pool, &f).await?;
+    Ok((StatusCode::CREATED, Json(Project::from_tenant(t, &state))))
+}
+
+#[utoipa::path(get, path = "/projects", params(ListQuery), responses((status = 200, body = ProjectList)))]
+pub async fn list(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Json<ProjectList>, ApiError> {
+    let limit = page_limit(q.limit)?;
+    let after = parse_cursor(q.cursor.as_deref())?;
+    let mut rows = tenants::list(&state.pool, q.uid.as_deref(), after, limit + 1).await?;
+    let (next, has_more) = cut_page(&mut rows, limit, after, |t| Cursor {
+        created_at: t.created_at,
+        id: t.id,
+    });
+    Ok(Json(ProjectList {
+        data: rows
+            .into_iter()
+            .map(|t| Project::from_tenant(t, &state))
+            .collect(),
+        page: PageMeta::new(next, has_more),
+    }))
+}
+
+#[utoipa::path(get, path = "/projects/{id}", params(("id" = i64, Path, description = "Project id")),
+    responses((status = 200, body = Project), (status = 404, body = ApiErrorBody)))]
+pub async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Project>, ApiError> {
+    let t = tenants::get(&state.pool, parse_id(&id)?).await?;
+    Ok(Json(Project::from_tenant(t, &state)))
+}
+
+#[utoipa::path(patch, path = "/projects/{id}", params(("id" = i64, Path, description = "Project id")),
+    request_body = UpdateProject,
+    responses((status = 200, body = Project), (status = 404, body = ApiErrorBody), (status = 409, body = ApiErrorBody)))]
+pub async fn update(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<UpdateProject>,
+) -> Result<Json<Project>, ApiError> {
+    let id = parse_id(&id)?;
+    let f = fields(
+        body.name,
+        body.uid,
+        body.plan,
+        body.limits,
+        body.frame_ancestors,
+        body.brand,
+    )?;
+    let t = tenants::update(&state.pool, id, &f).await?;
+    Ok(Json(Project::from_tenant(t, &state)))
+}
+
+/// The project is gone at once: its id answers 404, its keys and sessions stop working,
+/// nothing more is sent for it. Its data is purged in the background.
+#[utoipa::path(delete, path = "/projects/{id}", params(("id" = i64, Path, description = "Project id")),
+    responses((status = 204, description = "Deleted"), (status = 404, body = ApiErrorBody)))]
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    tenants::delete(&state.pool, parse_id(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
