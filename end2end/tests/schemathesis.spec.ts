@@ -35,24 +35,28 @@ test("schemathesis with all checks finds nothing, over several seeds", async () 
     "--owner-password", "password-123", "--plan", "business",
   ], { env, encoding: "utf8" });
   const { api_key } = JSON.parse(created.trim());
+  const { operator_key } = JSON.parse(execFileSync(bin, ["create-operator-key", "--name", "schemathesis"], { env, encoding: "utf8" }).trim());
   const server = spawn(bin, ["serve"], { env, stdio: "ignore" });
   try {
-    const documentUrl = `http://127.0.0.1:${port}/public/v1/openapi.json`;
-    await expect.poll(async () => (await fetch(documentUrl).catch(() => null))?.status, { timeout: 30_000 }).toBe(200);
+    const documents = [
+      [`http://127.0.0.1:${port}/public/v1/openapi.json`, api_key],
+      [`http://127.0.0.1:${port}/operator/v1/openapi.json`, operator_key],
+    ];
+    await expect.poll(async () => (await fetch(documents[0][0]).catch(() => null))?.status, { timeout: 30_000 }).toBe(200);
     const python = process.env.POSTHORN_PYTHON || "python3";
     const st = path.join(path.dirname(python), "schemathesis");
-    for (const seed of SEEDS) {
+    for (const [documentUrl, key] of documents) for (const seed of SEEDS) {
       let out = "";
       try {
         out = execFileSync(st, [
-          "run", documentUrl, "-H", `Authorization: Bearer ${api_key}`,
+          "run", documentUrl, "-H", `Authorization: Bearer ${key}`,
           "--checks", "all", "-n", "25", "--no-color", "--seed", seed,
         ], { encoding: "utf8", timeout: 170_000 });
       } catch (e: any) {
-        throw new Error(`schemathesis (seed ${seed}) failed:\n${e.stdout}\n${e.stderr}`);
+        throw new Error(`schemathesis (${documentUrl}, seed ${seed}) failed:\n${e.stdout}\n${e.stderr}`);
       }
       expect(out).toMatch(/\d+ generated, \d+ passed/);
-      expect(out, `seed ${seed}`).not.toMatch(/failure/);
+      expect(out, `${documentUrl} seed ${seed}`).not.toMatch(/failure/);
     }
   } finally {
     server.kill();

@@ -24,9 +24,6 @@ use axum::{
 
 use crate::{api::ApiError, state::AppState};
 
-/// Wrong keys one address may present per minute before it is told to wait.
-const BAD_KEYS_PER_MINUTE: u32 = 60;
-
 pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/projects", post(projects::create).get(projects::list))
@@ -105,7 +102,13 @@ async fn authenticate_and_audit(
         let count = rate_counters::hit(&state.pool, &bucket, window_start(now))
             .await
             .unwrap_or(u32::MAX);
-        if count > BAD_KEYS_PER_MINUTE {
+        // Wrong keys count per address like the public API's: the trial plan's minute.
+        if count
+            > state
+                .cfg
+                .plan_limits
+                .per_minute(app::core::ratelimit::Plan::Trial)
+        {
             let mut r = ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate_limited",

@@ -368,7 +368,20 @@ pub async fn list(
 ) -> Result<Json<ProjectList>, ApiError> {
     let limit = page_limit(q.limit)?;
     let after = parse_cursor(q.cursor.as_deref())?;
-    let mut rows = tenants::list(&state.pool, q.uid.as_deref(), after, limit + 1).await?;
+    if q.uid.as_ref().is_some_and(|u| u.chars().count() > 255) {
+        return Err(ApiError::invalid("uid: at most 255 characters"));
+    }
+    // A uid with a control character (NUL among them, which PostgreSQL cannot even
+    // compare) was never stored: nothing carries it.
+    let mut rows = if q
+        .uid
+        .as_ref()
+        .is_some_and(|u| u.chars().any(char::is_control))
+    {
+        Vec::new()
+    } else {
+        tenants::list(&state.pool, q.uid.as_deref(), after, limit + 1).await?
+    };
     let (next, has_more) = cut_page(&mut rows, limit, after, |t| Cursor {
         created_at: t.created_at,
         id: t.id,
