@@ -9,6 +9,10 @@ import { api, startReceiver } from "./helpers";
 // http://localhost) frames a portal link of Posthorn (http://127.0.0.1). Everything is
 // made through the operator API, as the platform's backend would.
 
+function sql(query: string): string {
+  return execFileSync(process.env.POSTHORN_PSQL || "psql", [e2eDatabaseUrl(), "-tAc", query], { encoding: "utf8" }).trim();
+}
+
 function operatorKey(): string {
   const out = execFileSync(process.env.POSTHORN_BIN!, ["create-operator-key", "--name", `e2e-${Date.now()}`], {
     env: { ...process.env, DATABASE_URL: e2eDatabaseUrl() }, encoding: "utf8",
@@ -78,9 +82,27 @@ test("a platform frames its customer's delivery log: a member retries, a viewer 
     await frame.getByTestId("retry-button").click();
     await expect(frame.getByTestId("action-message")).toContainText("Retry queued");
     await page.screenshot({ path: "../docs/screenshots/portal.png" });
+    // Another project's delivery is unknown inside this session.
+    const foreignForm = sql(`SELECT 'project_id=' || project_id || '&id=' || id FROM delivery_log WHERE project_id <> ${project} ORDER BY id LIMIT 1`);
+    const memberFrame = page.frames().find((f) => f.url().startsWith(BASE_URL))!;
+    const foreign = await memberFrame.evaluate(async (form) => {
+      const r = await fetch("/api/get_delivery_detail", {
+        method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form,
+      });
+      return r.status;
+    }, foreignForm);
+    expect(foreign).toBe(404);
     // The same link a second time makes no session.
     const again = await framed(page, platform.origin, memberLink);
     await expect(again.getByTestId("portal-notice")).toContainText("This link cannot be used");
+
+    // A forged link and an expired one make no session either.
+    const forged = await framed(page, platform.origin, `${BASE_URL}/portal/pl_forged0000000000000000`);
+    await expect(forged.getByTestId("portal-notice")).toContainText("This link cannot be used");
+    const expiring = await link(request, key, project, "member");
+    sql(`UPDATE portal_links SET expires_at = now() - interval '1 second' WHERE project_id = ${project} AND used_at IS NULL`);
+    const expired = await framed(page, platform.origin, expiring);
+    await expect(expired.getByTestId("portal-notice")).toContainText("This link cannot be used");
 
     // A viewer sees no action buttons, and the server refuses the action anyway.
     const viewer = await framed(page, platform.origin, await link(request, key, project, "viewer"));
