@@ -94,15 +94,24 @@ project() {
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"])'
 }
 
-# Runs one suite in the background with its own projects; output to $WORK/<name>.log.
+# Prints a new operator key (for /operator/v1).
+operator_key() {
+  "$POSTHORN_BIN" create-operator-key --name "$1" 2>>"$WORK/create.log" \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["operator_key"])'
+}
+
+# Runs one suite in the background with its own projects and operator key; output to
+# $WORK/<name>.log.
 run_suite() {
   local name="$1"; shift
   (
     export POSTHORN_REQUIRE_SERVER=1
     export POSTHORN_TEST_KEY_BUSINESS POSTHORN_TEST_KEY_TRIAL_A POSTHORN_TEST_KEY_TRIAL_B
+    export POSTHORN_OPERATOR_KEY
     POSTHORN_TEST_KEY_BUSINESS="$(project "$name-business" business)"
     POSTHORN_TEST_KEY_TRIAL_A="$(project "$name-trial-a" trial)"
     POSTHORN_TEST_KEY_TRIAL_B="$(project "$name-trial-b" trial)"
+    POSTHORN_OPERATOR_KEY="$(operator_key "$name-operator")"
     start=$(date +%s)
     set +e
     "$@" >"$WORK/$name.log" 2>&1

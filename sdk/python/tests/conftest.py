@@ -1,6 +1,6 @@
-"""Fixtures for the suite. The server tests need a running `posthorn serve` and keys,
-given by `sdk/test.sh` in the environment; without them they are skipped, unless
-POSTHORN_REQUIRE_SERVER=1 (as in test.sh), when they fail."""
+"""Fixtures for the suite. The server tests need a running `posthorn serve`, API keys and
+an operator key, given by `sdk/test.sh` in the environment; without them they are skipped,
+unless POSTHORN_REQUIRE_SERVER=1 (as in test.sh), when they fail."""
 
 import json
 import os
@@ -32,6 +32,17 @@ def business_key():
 @pytest.fixture(scope="session")
 def trial_keys():
     return _env("POSTHORN_TEST_KEY_TRIAL_A"), _env("POSTHORN_TEST_KEY_TRIAL_B")
+
+
+@pytest.fixture(scope="session")
+def operator_key():
+    return _env("POSTHORN_OPERATOR_KEY")
+
+
+@pytest.fixture(scope="session")
+def operator_openapi(base_url):
+    with urllib.request.urlopen(base_url + "/operator/v1/openapi.json", timeout=10) as r:
+        return json.load(r)
 
 
 @pytest.fixture(scope="session")

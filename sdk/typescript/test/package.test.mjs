@@ -31,13 +31,13 @@ test("npm install <folder> gives ESM, CommonJS and types without a build step", 
   execFileSync("npm", ["install", "--no-audit", "--no-fund", "--offline", ROOT], { cwd: app, stdio: "pipe" });
   const pkg = join(app, "node_modules", "@posthorn", "sdk");
   assert.ok(existsSync(join(pkg, "dist", "esm", "index.d.ts")));
-  writeFileSync(join(app, "a.cjs"), 'const p = require("@posthorn/sdk"); console.log(typeof p.verify, typeof p.Client, typeof p.WebhookVerificationError);');
-  writeFileSync(join(app, "b.mjs"), 'import { verify, Client, WebhookVerificationError } from "@posthorn/sdk"; console.log(typeof verify, typeof Client, typeof WebhookVerificationError);');
+  writeFileSync(join(app, "a.cjs"), 'const p = require("@posthorn/sdk"); console.log(typeof p.verify, typeof p.Client, typeof p.WebhookVerificationError, typeof p.Operator);');
+  writeFileSync(join(app, "b.mjs"), 'import { verify, Client, WebhookVerificationError, Operator } from "@posthorn/sdk"; console.log(typeof verify, typeof Client, typeof WebhookVerificationError, typeof Operator);');
   for (const f of ["a.cjs", "b.mjs"]) {
-    assert.equal(execFileSync(process.execPath, [f], { cwd: app, encoding: "utf8" }).trim(), "function function function");
+    assert.equal(execFileSync(process.execPath, [f], { cwd: app, encoding: "utf8" }).trim(), "function function function function");
   }
   // Types resolve for both module systems (checked by the compiler of this package).
-  writeFileSync(join(app, "c.ts"), 'import { verify, type Webhook } from "@posthorn/sdk";\nconst w: Webhook | null = null;\nconst e: unknown = verify("{}", {}, "whsec_AAAA");\nexport { w, e };\n');
+  writeFileSync(join(app, "c.ts"), 'import { verify, Operator, type Webhook, type Project } from "@posthorn/sdk";\nconst w: Webhook | null = null;\nconst e: unknown = verify("{}", {}, "whsec_AAAA");\nconst p: Promise<Project | null> = new Operator("pho_x").projects.find("uid");\nexport { w, e, p };\n');
   const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
   for (const mod of ["NodeNext", "CommonJS"]) {
     const res = mod === "NodeNext" ? ["--module", "NodeNext", "--moduleResolution", "NodeNext"] : ["--module", "CommonJS", "--moduleResolution", "Node10"];

@@ -5,9 +5,10 @@ declare(strict_types=1);
 namespace Posthorn\Model;
 
 /**
- * Typed models of the public API's answers; property names are the JSON names, times are
- * DateTimeImmutable. Each is checked against /public/v1/openapi.json by the test suite.
- * Fields the server adds later are ignored, so an older client keeps working.
+ * Typed models of the public and operator APIs' answers; property names are the JSON names,
+ * times are DateTimeImmutable, nested objects are models too. Each is checked against
+ * /public/v1/openapi.json or /operator/v1/openapi.json by the test suite. Fields the server
+ * adds later are ignored, so an older client keeps working.
  */
 abstract class Model
 {
@@ -22,8 +23,13 @@ abstract class Model
             }
             $value = $data[$name];
             $type = $prop->getType();
-            if ($value !== null && $type instanceof \ReflectionNamedType && $type->getName() === \DateTimeImmutable::class) {
-                $value = new \DateTimeImmutable($value);
+            if ($value !== null && $type instanceof \ReflectionNamedType && !$type->isBuiltin()) {
+                $class = $type->getName();
+                if ($class === \DateTimeImmutable::class) {
+                    $value = new \DateTimeImmutable($value);
+                } elseif (is_subclass_of($class, self::class)) {
+                    $value = $class::fromArray($value);
+                }
             }
             $model->{$name} = $value;
         }

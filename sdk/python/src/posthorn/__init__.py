@@ -1,7 +1,8 @@
-"""Posthorn: verify webhooks, call the public API with backoff, page through lists.
+"""Posthorn: verify webhooks, call the public API with backoff, page through lists, and
+run projects for customers through the operator API.
 
     from posthorn.webhooks import verify, WebhookVerificationError
-    from posthorn import Client
+    from posthorn import Client, Operator
 """
 
 __version__ = "0.1.0"
@@ -9,6 +10,19 @@ __version__ = "0.1.0"
 from .client import Client, CursorIterator  # noqa: E402
 from .errors import ApiConnectionError, ApiError, PosthornError, RateLimitError  # noqa: E402
 from .models import Delivery, DeliveryDetail, Event, EventAccepted, Page, Webhook  # noqa: E402
+from .operator import (  # noqa: E402
+    AttemptCounts,
+    Brand,
+    BrandIn,
+    CreatedKey,
+    EffectiveLimits,
+    LimitOverrides,
+    Operator,
+    PortalLink,
+    Project,
+    Usage,
+    UsageDay,
+)
 from .transport import Attempt  # noqa: E402
 from .webhooks import (  # noqa: E402
     InvalidSignatureError,
@@ -32,6 +46,17 @@ __all__ = [
     "Delivery",
     "DeliveryDetail",
     "Page",
+    "Operator",
+    "Project",
+    "EffectiveLimits",
+    "Brand",
+    "CreatedKey",
+    "Usage",
+    "UsageDay",
+    "AttemptCounts",
+    "PortalLink",
+    "LimitOverrides",
+    "BrandIn",
     "verify",
     "WebhookVerificationError",
     "InvalidSignatureError",

@@ -136,6 +136,10 @@ def _convert(hint: Any, value: Any) -> Any:
         return _convert(inner[0], value) if len(inner) == 1 else value
     if hint is _dt.datetime:
         return parse_time(value)
+    if hint is _dt.date:
+        return _dt.date.fromisoformat(value)
+    if dataclasses.is_dataclass(hint):
+        return decode(hint, value)
     if origin in (list, List):
         return [_convert(args[0], v) for v in value] if args else list(value)
     if origin in (tuple, Tuple):

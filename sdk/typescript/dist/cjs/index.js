@@ -1,10 +1,11 @@
 "use strict";
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.DEFAULT_POLICY = exports.retryWait = exports.parseRetryAfter = exports.backoff = exports.ApiConnectionError = exports.RateLimitError = exports.ApiError = exports.PosthornError = exports.VERSION = exports.Deliveries = exports.Events = exports.Webhooks = exports.CursorIterator = exports.Client = exports.DEFAULT_TOLERANCE = exports.MissingHeadersError = exports.InvalidTimestampError = exports.InvalidSignatureError = exports.WebhookVerificationError = exports.sign = exports.verify = void 0;
+exports.DEFAULT_POLICY = exports.retryWait = exports.parseRetryAfter = exports.backoff = exports.ApiConnectionError = exports.RateLimitError = exports.ApiError = exports.PosthornError = exports.PortalLinks = exports.UsageReports = exports.ApiKeys = exports.Projects = exports.Operator = exports.VERSION = exports.Deliveries = exports.Events = exports.Webhooks = exports.CursorIterator = exports.Client = exports.DEFAULT_TOLERANCE = exports.MissingHeadersError = exports.InvalidTimestampError = exports.InvalidSignatureError = exports.WebhookVerificationError = exports.sign = exports.verify = void 0;
 /**
- * Posthorn: verify webhooks, call the public API with backoff, page through lists.
+ * Posthorn: verify webhooks, call the public API with backoff, page through lists, and
+ * run projects for customers through the operator API.
  *
- *     import { verify, WebhookVerificationError, Client } from "@posthorn/sdk";
+ *     import { verify, WebhookVerificationError, Client, Operator } from "@posthorn/sdk";
  */
 var webhooks_js_1 = require("./webhooks.js");
 Object.defineProperty(exports, "verify", { enumerable: true, get: function () { return webhooks_js_1.verify; } });
@@ -21,6 +22,12 @@ Object.defineProperty(exports, "Webhooks", { enumerable: true, get: function () 
 Object.defineProperty(exports, "Events", { enumerable: true, get: function () { return client_js_1.Events; } });
 Object.defineProperty(exports, "Deliveries", { enumerable: true, get: function () { return client_js_1.Deliveries; } });
 Object.defineProperty(exports, "VERSION", { enumerable: true, get: function () { return client_js_1.VERSION; } });
+var operator_js_1 = require("./operator.js");
+Object.defineProperty(exports, "Operator", { enumerable: true, get: function () { return operator_js_1.Operator; } });
+Object.defineProperty(exports, "Projects", { enumerable: true, get: function () { return operator_js_1.Projects; } });
+Object.defineProperty(exports, "ApiKeys", { enumerable: true, get: function () { return operator_js_1.ApiKeys; } });
+Object.defineProperty(exports, "UsageReports", { enumerable: true, get: function () { return operator_js_1.UsageReports; } });
+Object.defineProperty(exports, "PortalLinks", { enumerable: true, get: function () { return operator_js_1.PortalLinks; } });
 var errors_js_1 = require("./errors.js");
 Object.defineProperty(exports, "PosthornError", { enumerable: true, get: function () { return errors_js_1.PosthornError; } });
 Object.defineProperty(exports, "ApiError", { enumerable: true, get: function () { return errors_js_1.ApiError; } });

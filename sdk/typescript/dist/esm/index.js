@@ -1,9 +1,11 @@
 /**
- * Posthorn: verify webhooks, call the public API with backoff, page through lists.
+ * Posthorn: verify webhooks, call the public API with backoff, page through lists, and
+ * run projects for customers through the operator API.
  *
- *     import { verify, WebhookVerificationError, Client } from "@posthorn/sdk";
+ *     import { verify, WebhookVerificationError, Client, Operator } from "@posthorn/sdk";
  */
 export { verify, sign, WebhookVerificationError, InvalidSignatureError, InvalidTimestampError, MissingHeadersError, DEFAULT_TOLERANCE, } from "./webhooks.js";
 export { Client, CursorIterator, Webhooks, Events, Deliveries, VERSION } from "./client.js";
+export { Operator, Projects, ApiKeys, UsageReports, PortalLinks } from "./operator.js";
 export { PosthornError, ApiError, RateLimitError, ApiConnectionError } from "./errors.js";
 export { backoff, parseRetryAfter, retryWait, DEFAULT_POLICY } from "./retry.js";

@@ -1,7 +1,8 @@
 /**
- * Typed models of the public API's answers; field names are the JSON names, times are
- * `Date`s. Each is checked against `/public/v1/openapi.json` by the test suite. Fields the
- * server adds later pass through untouched, so an older client keeps working.
+ * Typed models of the public and operator APIs' answers; field names are the JSON names,
+ * times are `Date`s. Each is checked against `/public/v1/openapi.json` or
+ * `/operator/v1/openapi.json` by the test suite. Fields the server adds later pass
+ * through untouched, so an older client keeps working.
  */
 /** An endpoint. `secret` is only set in the answers to create and rotateSecret. */
 export interface Webhook {
@@ -66,6 +67,74 @@ export interface Page<T> {
     data: T[];
     has_more: boolean;
     next_cursor: string;
+}
+/** Every limit's value for a project: the default, the plan's or the operator's override. */
+export interface EffectiveLimits {
+    endpoints: number;
+    api_keys: number;
+    members: number;
+    event_types_per_endpoint: number;
+    concurrent_replays: number;
+    data_depth: number;
+    api_requests_per_minute: number;
+    retention_days: number;
+}
+/** What the portal shows instead of Posthorn's look; null: not set. */
+export interface Brand {
+    name?: string | null;
+    accent?: string | null;
+    logo_url?: string | null;
+}
+export type Plan = "trial" | "business";
+/** One of the operator's customers. */
+export interface Project {
+    id: number;
+    /** The operator's own id for this customer. */
+    uid?: string | null;
+    name: string;
+    plan: Plan;
+    limits: EffectiveLimits;
+    /** Origins that may frame this project's portal pages. */
+    frame_ancestors: string[];
+    brand: Brand;
+    created_at: Date;
+}
+/** A project's new public API key; `key` is shown this once (stored hashed). */
+export interface CreatedKey {
+    id: number;
+    name: string;
+    /** The key's first characters, as the dashboard shows it. */
+    prefix: string;
+    key: string;
+    created_at: Date;
+}
+export interface AttemptCounts {
+    succeeded: number;
+    failed: number;
+    dead_letter: number;
+}
+export interface UsageDay {
+    /** A UTC day, `YYYY-MM-DD`. */
+    day: string;
+    events: number;
+    attempts: AttemptCounts;
+}
+/** What a project used from `since` to `until` (UTC days `YYYY-MM-DD`, both included). */
+export interface Usage {
+    project_id: number;
+    since: string;
+    until: string;
+    /** Events accepted in the window. */
+    events: number;
+    /** Attempts finished in the window, by how they ended. */
+    attempts: AttemptCounts;
+    /** The days that saw any use, oldest first. */
+    days: UsageDay[];
+}
+/** Single-use: opening `url` signs the browser into the project's portal. */
+export interface PortalLink {
+    url: string;
+    expires_at: Date;
 }
 /** A model from its JSON object: the time fields become `Date`s. */
 export declare function decode<T>(obj: any): T;
