@@ -182,16 +182,27 @@ async fn a_portal_session_sees_three_pages_of_its_project_and_acts_as_its_role_a
         assert!(s < 300);
     }
     receiver.wait_for(2, Duration::from_secs(10)).await;
+    // The receiver has both requests; their outcomes reach the log a moment later.
     let id_of = |p: i64| {
         let pool = app.pool.clone();
         async move {
-            sqlx::query_scalar::<_, i64>(
-                "SELECT id FROM delivery_log WHERE project_id = $1 LIMIT 1",
-            )
-            .bind(p)
-            .fetch_one(&pool)
-            .await
-            .unwrap()
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let id = sqlx::query_scalar::<_, i64>(
+                    "SELECT id FROM delivery_log WHERE project_id = $1 LIMIT 1",
+                )
+                .bind(p)
+                .fetch_optional(&pool)
+                .await
+                .unwrap();
+                match id {
+                    Some(id) => return id,
+                    None if std::time::Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(50)).await
+                    }
+                    None => panic!("no attempt of project {p} in the log"),
+                }
+            }
         }
     };
     let (mine, theirs) = (
