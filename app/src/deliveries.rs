@@ -18,14 +18,10 @@ pub async fn list_deliveries(filter: DeliveryFilter) -> Result<DeliveryPage, Ser
     };
     let ctx = server_ctx()?;
     let access = current_access(Action::ReadDeliveries).await?;
-    let mut rows = deliveries::list(
-        &ctx.pool,
-        &access,
-        &filter,
-        ctx.cfg.retention_days,
-        PAGE_SIZE + 1,
-    )
-    .await?;
+    let days =
+        crate::db::projects::window_days(&ctx.pool, access.project_id, ctx.cfg.retention_days)
+            .await?;
+    let mut rows = deliveries::list(&ctx.pool, &access, &filter, days, PAGE_SIZE + 1).await?;
     let next = if rows.len() as i64 > PAGE_SIZE {
         rows.truncate(PAGE_SIZE as usize);
         rows.last().map(|r| {
@@ -41,7 +37,7 @@ pub async fn list_deliveries(filter: DeliveryFilter) -> Result<DeliveryPage, Ser
     Ok(DeliveryPage {
         rows,
         next,
-        retention_days: ctx.cfg.retention_days,
+        retention_days: days,
     })
 }
 
@@ -117,7 +113,7 @@ pub struct FilterOptions {
     pub project_id: i64,
     pub endpoints: Vec<(i64, String)>,
     pub event_types: Vec<String>,
-    /// How many days of history there are (`POSTHORN_RETENTION_DAYS`).
+    /// How many days of history the project has (its window, within the server's).
     pub retention_days: u32,
 }
 
@@ -127,14 +123,15 @@ pub async fn delivery_filter_options() -> Result<FilterOptions, ServerFnError> {
     let ctx = server_ctx()?;
     let access = current_access(Action::ReadDeliveries).await?;
     let endpoints = crate::db::endpoints::names(&ctx.pool, access.project_id).await?;
-    let event_types =
-        crate::db::events::recent_types(&ctx.pool, access.project_id, ctx.cfg.retention_days)
+    let days =
+        crate::db::projects::window_days(&ctx.pool, access.project_id, ctx.cfg.retention_days)
             .await?;
+    let event_types = crate::db::events::recent_types(&ctx.pool, access.project_id, days).await?;
     Ok(FilterOptions {
         project_id: access.project_id,
         endpoints,
         event_types,
-        retention_days: ctx.cfg.retention_days,
+        retention_days: days,
     })
 }
 

@@ -152,6 +152,7 @@ async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
         pool.clone(),
         cfg.retention_days,
         cfg.auto_disable_after,
+        metrics.clone(),
         rx.clone(),
     ));
     let replayer = tokio::spawn(crate::replayer::run(pool.clone(), rx.clone()));

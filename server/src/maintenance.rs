@@ -1,11 +1,13 @@
 //! The periodic housekeeping loop: partitions, retention, expired bins and sessions, old
 //! alert mail.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use sqlx::PgPool;
 use tokio::sync::watch;
 use tower_sessions::ExpiredDeletion;
+
+use crate::metrics::Metrics;
 
 /// How long the record of alert mail is kept: past every daily limit that counts it,
 /// and long enough to tell a member why mail stopped.
@@ -15,10 +17,17 @@ pub async fn run(
     pool: PgPool,
     retention_days: u32,
     auto_disable_after: Duration,
+    metrics: Arc<Metrics>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let store = crate::web::session_store(&pool);
     tokio::spawn(purge_deleted_projects(pool.clone(), shutdown.clone()));
+    tokio::spawn(trim_short_windows(
+        pool.clone(),
+        retention_days,
+        metrics,
+        shutdown.clone(),
+    ));
     loop {
         if let Err(e) = disable_failing_endpoints(&pool, auto_disable_after).await {
             tracing::warn!(error = %e, "failing-endpoint check failed");
@@ -69,6 +78,35 @@ async fn purge_deleted_projects(pool: PgPool, mut shutdown: watch::Receiver<bool
                 Duration::from_secs(10)
             }
         };
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// Trims the history of projects whose operator set a shorter `retention_days` than the
+/// server's window, in bounded steps with pauses between them, counting what it removes
+/// in `/metrics`.
+async fn trim_short_windows(
+    pool: PgPool,
+    server_days: u32,
+    metrics: Arc<Metrics>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let pause =
+            match app::db::maintenance::trim_short_windows(&pool, server_days, PURGE_BATCH).await {
+                Ok((0, 0)) => Duration::from_secs(60),
+                Ok((attempts, events)) => {
+                    metrics.trimmed(attempts as u64, events as u64);
+                    Duration::from_millis(50)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "retention trim failed");
+                    Duration::from_secs(60)
+                }
+            };
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
             _ = shutdown.changed() => return,

@@ -17,6 +17,8 @@ pub struct Metrics {
     count: AtomicU64,
     sum_ms: AtomicU64,
     slots_missed: AtomicU64,
+    /// Rows removed from projects' history older than their own window: attempts, events.
+    trimmed: [AtomicU64; 2],
 }
 
 impl Metrics {
@@ -40,6 +42,12 @@ impl Metrics {
     /// A throttled attempt started too late for its slot and went back to the queue.
     pub fn start_slot_missed(&self) {
         self.slots_missed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One step of trimming projects' history to their windows removed these rows.
+    pub fn trimmed(&self, attempts: u64, events: u64) {
+        self.trimmed[0].fetch_add(attempts, Ordering::Relaxed);
+        self.trimmed[1].fetch_add(events, Ordering::Relaxed);
     }
 
     pub fn render(&self, queue_depth: i64, oldest_due_secs: f64) -> String {
@@ -85,6 +93,13 @@ impl Metrics {
         out.push_str(&format!(
             "posthorn_oldest_due_pending_seconds {oldest_due_secs}\n"
         ));
+        out.push_str("# HELP posthorn_retention_trimmed_rows_total Rows removed because they passed their project's own retention_days.\n# TYPE posthorn_retention_trimmed_rows_total counter\n");
+        for (table, c) in ["attempts", "events"].iter().zip(&self.trimmed) {
+            out.push_str(&format!(
+                "posthorn_retention_trimmed_rows_total{{table=\"{table}\"}} {}\n",
+                c.load(Ordering::Relaxed)
+            ));
+        }
         out
     }
 }

@@ -45,8 +45,10 @@ pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::ReadCatalogue).await?;
-    let seen =
-        crate::db::events::types_seen(&ctx.pool, access.project_id, ctx.cfg.retention_days).await?;
+    let days =
+        crate::db::projects::window_days(&ctx.pool, access.project_id, ctx.cfg.retention_days)
+            .await?;
+    let seen = crate::db::events::types_seen(&ctx.pool, access.project_id, days).await?;
     let mut out: Vec<EventTypeInfo> = seen
         .into_iter()
         .map(|(t, n, last, ex)| EventTypeInfo {

@@ -180,6 +180,14 @@ pub fn override_of(overrides: &Value, name: &str) -> Option<u32> {
         .filter(|n| *n >= 1)
 }
 
+/// A project's history window in days: the operator's `retention_days` if set, never
+/// past the server's window (`POSTHORN_RETENTION_DAYS`).
+pub fn window_days(overrides: &Value, server_days: u32) -> u32 {
+    override_of(overrides, RETENTION_DAYS)
+        .unwrap_or(server_days)
+        .min(server_days)
+}
+
 /// Every limit's name, as the operator API shows them.
 pub fn limit_names() -> impl Iterator<Item = &'static str> {
     Limit::ALL
@@ -266,6 +274,13 @@ mod tests {
         ] {
             assert!(check_logo_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_project_window_is_its_own_within_the_servers() {
+        assert_eq!(window_days(&json!({}), 14), 14);
+        assert_eq!(window_days(&json!({"retention_days": 1}), 14), 1);
+        assert_eq!(window_days(&json!({"retention_days": 90}), 14), 14);
     }
 
     #[test]

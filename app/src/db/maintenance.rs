@@ -26,6 +26,23 @@ pub async fn ensure_partitions(pool: &PgPool, days_back: i32, days_ahead: i32) -
     .await?)
 }
 
+/// One bounded step of trimming the history of projects whose `retention_days` is
+/// shorter than the server's window (`posthorn_trim_short_windows`): at most `batch`
+/// attempts and `batch` events per such project. Returns (attempts, events) removed.
+pub async fn trim_short_windows(
+    pool: &PgPool,
+    server_days: u32,
+    batch: i32,
+) -> AppResult<(i64, i64)> {
+    Ok(
+        sqlx::query_as("SELECT attempts, events FROM posthorn_trim_short_windows($1, $2)")
+            .bind(server_days as i32)
+            .bind(batch)
+            .fetch_one(pool)
+            .await?,
+    )
+}
+
 pub async fn sweep(pool: &PgPool, retention_days: u32) -> AppResult<Swept> {
     let partitions_made = ensure_partitions(pool, 1, 7).await?;
     // One day beyond the window is kept so "the last 14 days" is always whole.

@@ -109,3 +109,16 @@ pub async fn set_ops_endpoint(
         .await?;
     Ok(())
 }
+
+/// How many days of history the project shows and keeps: its operator's `retention_days`,
+/// within the server's window.
+pub async fn window_days(pool: &PgPool, project_id: i64, server_days: u32) -> AppResult<u32> {
+    let limits: Option<serde_json::Value> =
+        sqlx::query_scalar("SELECT limits FROM projects WHERE id = $1")
+            .bind(project_id)
+            .fetch_optional(pool)
+            .await?;
+    Ok(limits.map_or(server_days, |l| {
+        crate::core::operator::window_days(&l, server_days)
+    }))
+}

@@ -7,7 +7,7 @@ use crate::{
     auth::Access,
     cfg::Config,
     core::{limits::Limit, permissions::Action},
-    db::{audit, limits, replays},
+    db::{audit, limits, projects, replays},
     delivery_filter::DeliveryFilter,
     error::AppResult,
     model::ReplayProgress,
@@ -21,7 +21,8 @@ pub async fn preview(
     filter: &DeliveryFilter,
 ) -> AppResult<i64> {
     access.require(Action::Replay)?;
-    replays::preview(pool, access, filter, cfg.retention_days).await
+    let days = projects::window_days(pool, access.project_id, cfg.retention_days).await?;
+    replays::preview(pool, access, filter, days).await
 }
 
 pub async fn start(
@@ -31,13 +32,14 @@ pub async fn start(
     filter: &DeliveryFilter,
 ) -> AppResult<ReplayProgress> {
     access.require(Action::Replay)?;
+    let days = projects::window_days(pool, access.project_id, cfg.retention_days).await?;
     let mut tx = pool.begin().await?;
     limits::admit(&mut tx, access.project_id, Limit::ConcurrentReplays, 1).await?;
     let (id, total) = replays::start(
         &mut tx,
         access,
         filter,
-        cfg.retention_days,
+        days,
         (cfg.replay_per_second as i32, cfg.replay_max),
     )
     .await?;

@@ -22,7 +22,7 @@ use super::{
     error::ApiErrorBody,
     page_limit,
     paging::{cut_page, PageMeta},
-    parse_cursor, parse_id, parse_since, ApiError, ApiQuery, Caller,
+    parse_cursor, parse_id, parse_since, within_window, ApiError, ApiQuery, Caller,
 };
 
 /// Attempt statuses, for the document (the rows carry them as text).
@@ -186,12 +186,19 @@ pub struct ListDeliveries {
 #[utoipa::path(get, path = "/deliveries", params(ListDeliveries), responses((status = 200, body = DeliveryPage)))]
 pub async fn list(
     State(pool): State<PgPool>,
+    State(cfg): State<std::sync::Arc<app::cfg::Config>>,
     Extension(caller): Extension<Caller>,
     ApiQuery(q): ApiQuery<ListDeliveries>,
 ) -> Result<Json<DeliveryPage>, ApiError> {
     let limit = page_limit(q.limit)?;
     let after = parse_cursor(q.cursor.as_deref())?;
-    let since = parse_since(q.since.as_deref())?;
+    let since = within_window(
+        &pool,
+        &cfg,
+        caller.project_id,
+        parse_since(q.since.as_deref())?,
+    )
+    .await?;
     let status = q
         .status
         .as_deref()

@@ -33,7 +33,7 @@ use super::{
     error::ApiErrorBody,
     page_limit,
     paging::{cut_page, PageMeta},
-    parse_cursor, parse_since, ApiError, ApiJson, ApiQuery, Caller,
+    parse_cursor, parse_since, within_window, ApiError, ApiJson, ApiQuery, Caller,
 };
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -364,12 +364,19 @@ pub struct ListEvents {
 #[utoipa::path(get, path = "/events", params(ListEvents), responses((status = 200, body = EventPage)))]
 pub async fn list(
     State(pool): State<PgPool>,
+    State(cfg): State<std::sync::Arc<app::cfg::Config>>,
     Extension(caller): Extension<Caller>,
     ApiQuery(q): ApiQuery<ListEvents>,
 ) -> Result<Json<EventPage>, ApiError> {
     let limit = page_limit(q.limit)?;
     let after = parse_cursor(q.cursor.as_deref())?;
-    let since = parse_since(q.since.as_deref())?;
+    let since = within_window(
+        &pool,
+        &cfg,
+        caller.project_id,
+        parse_since(q.since.as_deref())?,
+    )
+    .await?;
     // The document gives `type` the event-type pattern: a type no event can have is a
     // mistake to report, not an empty page.
     if let Some(t) = q.event_type.as_deref() {

@@ -9,7 +9,7 @@ pub mod paging;
 pub mod webhooks;
 
 pub use error::ApiError;
-pub use paging::{page_limit, parse_cursor, parse_id, parse_since};
+pub use paging::{page_limit, parse_cursor, parse_id, parse_since, within_window};
 
 use std::net::SocketAddr;
 

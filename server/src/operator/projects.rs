@@ -6,7 +6,7 @@ use app::{
         limits::{Limit, Limits},
         operator::{
             check_accent, check_frame_ancestors, check_limit_overrides, check_logo_url, check_text,
-            override_of, API_REQUESTS_PER_MINUTE, RETENTION_DAYS,
+            override_of, window_days, API_REQUESTS_PER_MINUTE,
         },
         ratelimit::Plan,
     },
@@ -270,9 +270,7 @@ impl Project {
                 data_depth: limits.get(Limit::DataDepth),
                 api_requests_per_minute: override_of(&t.overrides, API_REQUESTS_PER_MINUTE)
                     .unwrap_or_else(|| state.cfg.plan_limits.per_minute(plan)),
-                retention_days: override_of(&t.overrides, RETENTION_DAYS)
-                    .unwrap_or(max_retention)
-                    .min(max_retention),
+                retention_days: window_days(&t.overrides, max_retention),
             },
             plan: t.plan,
             frame_ancestors: t.frame_ancestors,
