@@ -71,6 +71,9 @@ PY
   psql "$POSTHORN_TEST_DATABASE_URL" -qc "CREATE DATABASE $DB" >/dev/null
   local port; port="$(free_port)"
   export POSTHORN_ALLOW_PRIVATE_TARGETS=true LEPTOS_SITE_ADDR="127.0.0.1:$port" POSTHORN_PUBLIC_URL="http://127.0.0.1:$port"
+  # Failing attempts are dead-lettered within a second (two retries 200 ms apart), so the
+  # recovery tests have dead letters to replay.
+  export POSTHORN_RETRY_SCHEDULE=200ms,200ms
   export POSTHORN_TEST_URL="http://127.0.0.1:$port"
   "$POSTHORN_BIN" migrate >"$WORK/migrate.log" 2>&1 || { cat "$WORK/migrate.log" >&2; return 1; }
   "$POSTHORN_BIN" serve >"$WORK/server.log" 2>&1 &

@@ -21,6 +21,7 @@ final class Client
     public readonly Webhooks $webhooks;
     public readonly Events $events;
     public readonly Deliveries $deliveries;
+    public readonly Replays $replays;
     public readonly Transport $transport;
 
     /**
@@ -47,6 +48,7 @@ final class Client
         $this->webhooks = new Webhooks($this->transport);
         $this->events = new Events($this->transport);
         $this->deliveries = new Deliveries($this->transport);
+        $this->replays = new Replays($this->transport);
     }
 
     /** @internal */

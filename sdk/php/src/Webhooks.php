@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace Posthorn;
 
+use Posthorn\Model\Replay;
 use Posthorn\Model\Webhook as WebhookModel;
 
 /** `/webhooks`: the project's endpoints. */
@@ -58,5 +59,18 @@ final class Webhooks
     public function rotateSecret(int $id): WebhookModel
     {
         return WebhookModel::fromArray($this->t->request('POST', Client::path('webhooks', $id, 'rotate-secret'), retrySafe: false));
+    }
+
+    /**
+     * Replays, once each, the endpoint's (event, endpoint) pairs still failing among the
+     * attempts made from `$since` to `$until` (default: now): failed or dead-lettered, with
+     * no success and nothing waiting. Times are RFC 3339 strings or dates. Answers the
+     * replay at once (it may be empty: `total` 0); follow it with `replays->get`. Not
+     * retried on 5xx: a repeat would start a second replay.
+     */
+    public function recover(int $id, string|\DateTimeInterface $since, string|\DateTimeInterface|null $until = null): Replay
+    {
+        $body = array_filter(['since' => Client::since($since), 'until' => Client::since($until)], static fn ($v) => $v !== null);
+        return Replay::fromArray($this->t->request('POST', Client::path('webhooks', $id, 'recover'), body: $body, retrySafe: false));
     }
 }

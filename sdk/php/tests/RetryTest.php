@@ -33,7 +33,7 @@ final class RetryTest extends TestCase
             $queue = json_decode(file_get_contents(__DIR__ . '/answers.json'), true);
             [$status, $headers, $body] = array_shift($queue);
             file_put_contents(__DIR__ . '/answers.json', json_encode($queue));
-            file_put_contents(__DIR__ . '/seen.jsonl', json_encode([$_SERVER['REQUEST_METHOD'], $_SERVER['REQUEST_URI'], getallheaders()]) . "\n", FILE_APPEND);
+            file_put_contents(__DIR__ . '/seen.jsonl', json_encode([$_SERVER['REQUEST_METHOD'], $_SERVER['REQUEST_URI'], getallheaders(), json_decode(file_get_contents('php://input') ?: 'null', true)]) . "\n", FILE_APPEND);
             http_response_code($status);
             header('Content-Type: application/json');
             foreach ($headers as $k => $v) { header("$k: $v"); }
@@ -115,6 +115,25 @@ final class RetryTest extends TestCase
             $this->assertSame([503, 'internal'], [$e->status, $e->errorCode]);
         }
         $this->assertCount(1, $this->seen());
+    }
+
+    public function testRecoveringIsNotRetriedAfter5xxFollowingAndCancellingAre(): void
+    {
+        $replay = ['id' => 7, 'status' => 'running', 'total' => 2, 'queued' => 0, 'finished' => 0, 'per_second' => 10];
+        [$client] = $this->scripted([[503, [], self::ERR], [202, [], $replay], [502, [], self::ERR], [200, [], $replay], [500, [], self::ERR], [200, [], ['status' => 'cancelled'] + $replay]]);
+        try {
+            $client->webhooks->recover(1, '2026-11-30T12:00:00Z', '2026-11-30T13:00:00+01:00');
+            $this->fail('expected an ApiError');
+        } catch (ApiError $e) {
+            $this->assertSame(503, $e->status);
+        }
+        $this->assertSame([['POST', '/public/v1/webhooks/1/recover', ['since' => '2026-11-30T12:00:00Z', 'until' => '2026-11-30T13:00:00+01:00']]], array_map(fn ($s) => [$s[0], $s[1], $s[3]], $this->seen()));
+        // A date goes as UTC; no `until` is sent unless given.
+        $client->webhooks->recover(1, new \DateTimeImmutable('2026-11-30T13:00:00+01:00'));
+        $this->assertSame(['since' => '2026-11-30T12:00:00.000000Z'], $this->seen()[1][3]);
+        $this->assertSame(2, $client->replays->get(7)->total);
+        $this->assertSame('cancelled', $client->replays->cancel(7)->status);
+        $this->assertSame(['GET /public/v1/replays/7', 'GET /public/v1/replays/7', 'POST /public/v1/replays/7/cancel', 'POST /public/v1/replays/7/cancel'], array_map(fn ($s) => "{$s[0]} {$s[1]}", array_slice($this->seen(), 2)));
     }
 
     public function testSendingAnEventIsRetriedWithTheSameIdempotencyKey(): void

@@ -212,7 +212,7 @@ final class ServerTest extends TestCase
     public function testTheModelsMatchTheOpenapiDocument(): void
     {
         $doc = json_decode(file_get_contents(Env::get($this, 'POSTHORN_TEST_URL') . '/public/v1/openapi.json'), true);
-        foreach (['Webhook', 'EventAccepted', 'Event', 'Delivery', 'DeliveryDetail'] as $name) {
+        foreach (['Webhook', 'EventAccepted', 'Event', 'Delivery', 'DeliveryDetail', 'Replay'] as $name) {
             [$props, $required] = self::schemaProperties($doc, ['$ref' => "#/components/schemas/{$name}"]);
             $class = new \ReflectionClass("Posthorn\\Model\\{$name}");
             $fields = [];

@@ -1,6 +1,7 @@
 """The retry rules, as pure arithmetic and against a scripted local HTTP server (the
 real server cannot be made to answer 503 on demand)."""
 
+import datetime as dt
 import email.utils
 import http.server
 import json
@@ -43,10 +44,12 @@ class Script(http.server.BaseHTTPRequestHandler):
 
     answers: list = []
     seen: list = []
+    bodies: list = []  # the JSON bodies received (None when empty)
 
     def _answer(self):
         length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
+        raw_in = self.rfile.read(length)
+        type(self).bodies.append(json.loads(raw_in) if raw_in else None)
         type(self).seen.append((self.command, self.path, dict(self.headers)))
         status, headers, body = type(self).answers.pop(0)
         raw = json.dumps(body).encode()
@@ -67,7 +70,7 @@ class Script(http.server.BaseHTTPRequestHandler):
 def scripted():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Script)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    Script.answers, Script.seen = [], []
+    Script.answers, Script.seen, Script.bodies = [], [], []
     sleeps = []
     client = Client("phk_test", f"http://127.0.0.1:{server.server_address[1]}")
     client._transport.sleep = sleeps.append  # record waits instead of waiting
@@ -93,6 +96,28 @@ def test_creating_a_webhook_is_not_retried_after_5xx(scripted):
     with pytest.raises(ApiError) as e:
         client.webhooks.create("https://x.test/h", ["*"])
     assert (e.value.status, e.value.code, len(script.seen)) == (503, "internal", 1)
+
+
+REPLAY = {"id": 7, "status": "running", "total": 2, "queued": 0, "finished": 0, "per_second": 10}
+
+
+def test_recovering_is_not_retried_after_5xx_but_following_and_cancelling_are(scripted):
+    client, script, _ = scripted
+    script.answers = [(503, {}, ERR), (202, {}, REPLAY)]
+    with pytest.raises(ApiError) as e:
+        client.webhooks.recover(1, "2026-11-30T12:00:00Z", until="2026-11-30T13:00:00+01:00")
+    assert (e.value.status, len(script.seen)) == (503, 1)
+    assert script.seen[0][:2] == ("POST", "/public/v1/webhooks/1/recover")
+    assert script.bodies == [{"since": "2026-11-30T12:00:00Z", "until": "2026-11-30T13:00:00+01:00"}]
+    # Aware datetimes go as UTC; no `until` is sent unless given.
+    script.answers, script.bodies = [(202, {}, REPLAY)], []
+    client.webhooks.recover(1, dt.datetime(2026, 11, 30, 13, tzinfo=dt.timezone(dt.timedelta(hours=1))))
+    assert script.bodies == [{"since": "2026-11-30T12:00:00Z"}]
+    script.answers, script.seen = [(502, {}, ERR), (200, {}, REPLAY)], []
+    assert client.replays.get(7).total == 2 and len(script.seen) == 2
+    script.answers, script.seen = [(500, {}, ERR), (200, {}, {**REPLAY, "status": "cancelled"})], []
+    assert client.replays.cancel(7).status == "cancelled"
+    assert [s[:2] for s in script.seen] == [("POST", "/public/v1/replays/7/cancel")] * 2
 
 
 def test_sending_an_event_is_retried_with_the_same_idempotency_key(scripted):

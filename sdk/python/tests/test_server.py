@@ -23,6 +23,7 @@ from posthorn import (
     DeliveryDetail,
     Event,
     EventAccepted,
+    Replay,
     Webhook,
 )
 from posthorn.webhooks import verify
@@ -236,6 +237,7 @@ MODELS = {
     "Event": Event,
     "Delivery": Delivery,
     "DeliveryDetail": DeliveryDetail,
+    "Replay": Replay,
 }
 
 

@@ -1,5 +1,15 @@
 /** `Client`: every operation of `/public/v1`, one property per resource. */
-import { decode, type Delivery, type DeliveryDetail, type DeliveryStatus, type Event, type EventAccepted, type Page, type Webhook } from "./models.js";
+import {
+  decode,
+  type Delivery,
+  type DeliveryDetail,
+  type DeliveryStatus,
+  type Event,
+  type EventAccepted,
+  type Page,
+  type Replay,
+  type Webhook,
+} from "./models.js";
 import { DEFAULT_POLICY, type RetryPolicy } from "./retry.js";
 import { Transport, type Attempt } from "./transport.js";
 import { randomUUID } from "node:crypto";
@@ -27,6 +37,7 @@ export class Client {
   readonly webhooks: Webhooks;
   readonly events: Events;
   readonly deliveries: Deliveries;
+  readonly replays: Replays;
   /** @internal exposed for tests that replace `sleep` */
   readonly transport: Transport;
 
@@ -49,6 +60,7 @@ export class Client {
     this.webhooks = new Webhooks(this.transport);
     this.events = new Events(this.transport);
     this.deliveries = new Deliveries(this.transport);
+    this.replays = new Replays(this.transport);
   }
 }
 
@@ -74,6 +86,14 @@ export interface UpdateWebhook {
   headers?: Record<string, string>;
   /** Attempts per second; null lifts the limit, absent leaves it. */
   rate_limit?: number | null;
+}
+
+/** The attempts `webhooks.recover` looks at: RFC 3339 strings or `Date`s. */
+export interface RecoverWindow {
+  /** Attempts made at or after this time. */
+  since: string | Date;
+  /** Attempts made before this time, after `since`; default: now. */
+  until?: string | Date;
 }
 
 /** `/webhooks`: the project's endpoints. */
@@ -106,6 +126,18 @@ export class Webhooks {
   /** A new secret; the old one stays valid for a while. Not retried on 5xx: a repeat would rotate twice. */
   async rotateSecret(id: number): Promise<Webhook> {
     return decode(await this.t.request("POST", path("webhooks", id, "rotate-secret"), { retrySafe: false }));
+  }
+
+  /**
+   * Replays, once each, the endpoint's (event, endpoint) pairs still failing among the
+   * attempts made in the window: failed or dead-lettered, with no success and nothing
+   * waiting. Answers the replay at once (it may be empty: `total` 0); follow it with
+   * `replays.get`. Not retried on 5xx: a repeat would start a second replay.
+   */
+  async recover(id: number, window: RecoverWindow): Promise<Replay> {
+    const body: Record<string, unknown> = { since: since(window.since) };
+    if (window.until !== undefined) body.until = since(window.until);
+    return decode(await this.t.request("POST", path("webhooks", id, "recover"), { body, retrySafe: false }));
   }
 }
 
@@ -188,6 +220,23 @@ export class Deliveries {
   /** Sends the event again as a new attempt. Not retried on 5xx: a repeat would queue a second one. */
   async retry(id: number): Promise<Delivery> {
     return decode(await this.t.request("POST", path("deliveries", id, "retry"), { retrySafe: false }));
+  }
+}
+
+/** `/replays`: follow or cancel a replay started by `webhooks.recover`. */
+export class Replays {
+  constructor(private readonly t: Transport) {}
+
+  async get(id: number): Promise<Replay> {
+    return decode(await this.t.request("GET", path("replays", id), { retrySafe: true }));
+  }
+
+  /**
+   * Stops the replay (what it queued already stays queued) and answers it: `cancelled`,
+   * or unchanged if it had finished. Retried like a GET: a repeat leaves the same replay.
+   */
+  async cancel(id: number): Promise<Replay> {
+    return decode(await this.t.request("POST", path("replays", id, "cancel"), { retrySafe: true }));
   }
 }
 

@@ -14,8 +14,8 @@ export {
   DEFAULT_TOLERANCE,
   type HeadersLike,
 } from "./webhooks.js";
-export { Client, CursorIterator, Webhooks, Events, Deliveries, VERSION } from "./client.js";
-export type { ClientOptions, CreateWebhook, UpdateWebhook, ListEvents, ListDeliveries } from "./client.js";
+export { Client, CursorIterator, Webhooks, Events, Deliveries, Replays, VERSION } from "./client.js";
+export type { ClientOptions, CreateWebhook, UpdateWebhook, ListEvents, ListDeliveries, RecoverWindow } from "./client.js";
 export { Operator, Projects, ApiKeys, UsageReports, PortalLinks } from "./operator.js";
 export type {
   OperatorOptions,
@@ -39,6 +39,8 @@ export type {
   DeliveryDetail,
   DeliveryStatus,
   DeliveryTrigger,
+  Replay,
+  ReplayStatus,
   Page,
   Project,
   Plan,

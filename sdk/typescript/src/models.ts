@@ -69,6 +69,22 @@ export interface DeliveryDetail extends Delivery {
   response_body: string | null;
 }
 
+export type ReplayStatus = "running" | "done" | "cancelled";
+
+/** A replay (as `webhooks.recover` starts it) and how far it has come. */
+export interface Replay {
+  id: number;
+  status: ReplayStatus;
+  /** The (event, endpoint) pairs it sends, one new attempt each. */
+  total: number;
+  /** Attempts queued so far. */
+  queued: number;
+  /** Of those, attempts with an outcome. */
+  finished: number;
+  /** Attempts queued per second, per endpoint. */
+  per_second: number;
+}
+
 /** One page of a list: resume from `next_cursor`; fetch again now only if `has_more`. */
 export interface Page<T> {
   data: T[];

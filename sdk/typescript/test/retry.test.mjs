@@ -47,9 +47,11 @@ const HOOK = { id: 1, url: "https://x.test/h", events: ["*"], description: "", e
 async function scripted(t, answers) {
   const seen = [];
   const server = createServer((req, res) => {
-    req.resume();
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
-      seen.push({ method: req.method, url: req.url, headers: req.headers });
+      const raw = Buffer.concat(chunks).toString();
+      seen.push({ method: req.method, url: req.url, headers: req.headers, body: raw ? JSON.parse(raw) : null });
       const [status, headers, body] = answers.shift();
       res.writeHead(status, { "content-type": "application/json", ...headers });
       res.end(JSON.stringify(body));
@@ -76,6 +78,30 @@ test("creating a webhook is not retried after 5xx", async (t) => {
   const { client, seen } = await scripted(t, [[503, {}, ERR], [201, {}, HOOK]]);
   await assert.rejects(client.webhooks.create({ url: "https://x.test/h", events: ["*"] }), (e) => e instanceof ApiError && e.status === 503 && e.code === "internal");
   assert.equal(seen.length, 1);
+});
+
+const REPLAY = { id: 7, status: "running", total: 2, queued: 0, finished: 0, per_second: 10 };
+
+test("recovering is not retried after 5xx, following and cancelling are", async (t) => {
+  const { client, seen } = await scripted(t, [
+    [503, {}, ERR], // recover: one attempt
+    [202, {}, REPLAY], // recover with a Date
+    [502, {}, ERR], [200, {}, REPLAY], // get
+    [500, {}, ERR], [200, {}, { ...REPLAY, status: "cancelled" }], // cancel
+  ]);
+  await assert.rejects(
+    client.webhooks.recover(1, { since: "2026-11-30T12:00:00Z", until: "2026-11-30T13:00:00+01:00" }),
+    (e) => e instanceof ApiError && e.status === 503,
+  );
+  assert.deepEqual(seen.map((s) => [s.method, s.url, s.body]), [
+    ["POST", "/public/v1/webhooks/1/recover", { since: "2026-11-30T12:00:00Z", until: "2026-11-30T13:00:00+01:00" }],
+  ]);
+  // A Date goes as UTC; no `until` is sent unless given.
+  await client.webhooks.recover(1, { since: new Date("2026-11-30T13:00:00+01:00") });
+  assert.deepEqual(seen[1].body, { since: "2026-11-30T12:00:00.000Z" });
+  assert.equal((await client.replays.get(7)).total, 2);
+  assert.equal((await client.replays.cancel(7)).status, "cancelled");
+  assert.deepEqual(seen.slice(2).map((s) => `${s.method} ${s.url}`), ["GET /public/v1/replays/7", "GET /public/v1/replays/7", "POST /public/v1/replays/7/cancel", "POST /public/v1/replays/7/cancel"]);
 });
 
 test("sending an event is retried with the same idempotency key", async (t) => {

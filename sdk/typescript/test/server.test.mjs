@@ -260,7 +260,7 @@ test("the models match the OpenAPI document", async (t) => {
   if (!base) return;
   const doc = await (await fetch(`${base}/public/v1/openapi.json`)).json();
   const fields = modelFields();
-  for (const name of ["Webhook", "EventAccepted", "Event", "Delivery", "DeliveryDetail"]) {
+  for (const name of ["Webhook", "EventAccepted", "Event", "Delivery", "DeliveryDetail", "Replay"]) {
     const [props, required] = schemaProperties(doc, { $ref: `#/components/schemas/${name}` });
     const model = fields(name);
     assert.deepEqual(Object.keys(model).sort(), Object.keys(props).sort(), name);

@@ -9,7 +9,15 @@ __version__ = "0.1.0"
 
 from .client import Client, CursorIterator  # noqa: E402
 from .errors import ApiConnectionError, ApiError, PosthornError, RateLimitError  # noqa: E402
-from .models import Delivery, DeliveryDetail, Event, EventAccepted, Page, Webhook  # noqa: E402
+from .models import (  # noqa: E402
+    Delivery,
+    DeliveryDetail,
+    Event,
+    EventAccepted,
+    Page,
+    Replay,
+    Webhook,
+)
 from .operator import (  # noqa: E402
     AttemptCounts,
     Brand,
@@ -45,6 +53,7 @@ __all__ = [
     "Event",
     "Delivery",
     "DeliveryDetail",
+    "Replay",
     "Page",
     "Operator",
     "Project",

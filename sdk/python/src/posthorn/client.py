@@ -9,7 +9,7 @@ import uuid
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, TypeVar, Union
 
 from . import __version__
-from .models import Delivery, DeliveryDetail, Event, EventAccepted, Page, Webhook, decode
+from .models import Delivery, DeliveryDetail, Event, EventAccepted, Page, Replay, Webhook, decode
 from .retry import RetryPolicy
 from .transport import Attempt, Transport
 
@@ -60,16 +60,17 @@ class Client:
         self.webhooks = Webhooks(self._transport)
         self.events = Events(self._transport)
         self.deliveries = Deliveries(self._transport)
+        self.replays = Replays(self._transport)
 
 
 def _path(*parts: Any) -> str:
     return "".join("/" + urllib.parse.quote(str(p), safe="") for p in parts)
 
 
-def _since(value: Since) -> Optional[str]:
+def _since(value: Since, name: str = "since") -> Optional[str]:
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
-            raise ValueError("since must be timezone-aware")
+            raise ValueError(f"{name} must be timezone-aware")
         return value.astimezone(_dt.timezone.utc).isoformat().replace("+00:00", "Z")
     return value
 
@@ -153,6 +154,25 @@ class Webhooks:
             "POST", _path("webhooks", webhook_id, "rotate-secret"), retry_safe=False
         )
         return decode(Webhook, data)
+
+    def recover(
+        self,
+        webhook_id: int,
+        since: Union[str, _dt.datetime],
+        until: Since = None,
+    ) -> Replay:
+        """Replays, once each, the endpoint's (event, endpoint) pairs still failing among
+        the attempts made from `since` to `until` (default: now): failed or dead-lettered,
+        with no success and nothing waiting. Times are RFC 3339 strings or aware
+        datetimes. Answers the replay at once (it may be empty: `total` 0); follow it with
+        `replays.get`. Not retried on 5xx: a repeat would start a second replay."""
+        body: Dict[str, Any] = {"since": _since(since)}
+        if until is not None:
+            body["until"] = _since(until, "until")
+        _, data = self._t.request(
+            "POST", _path("webhooks", webhook_id, "recover"), body=body, retry_safe=False
+        )
+        return decode(Replay, data)
 
 
 class Events:
@@ -270,6 +290,26 @@ class Deliveries:
             "POST", _path("deliveries", delivery_id, "retry"), retry_safe=False
         )
         return decode(Delivery, data)
+
+
+class Replays:
+    """`/replays`: follow or cancel a replay started by `webhooks.recover`."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._t = transport
+
+    def get(self, replay_id: int) -> Replay:
+        _, data = self._t.request("GET", _path("replays", replay_id), retry_safe=True)
+        return decode(Replay, data)
+
+    def cancel(self, replay_id: int) -> Replay:
+        """Stops the replay (what it queued already stays queued) and answers it:
+        `cancelled`, or unchanged if it had finished. Retried like a GET: a repeat
+        leaves the same replay."""
+        _, data = self._t.request(
+            "POST", _path("replays", replay_id, "cancel"), retry_safe=True
+        )
+        return decode(Replay, data)
 
 
 def _page(t: Transport, path: str, query: Mapping[str, Any], cls: type) -> Page:

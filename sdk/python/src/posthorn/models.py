@@ -19,6 +19,7 @@ __all__ = [
     "Event",
     "Delivery",
     "DeliveryDetail",
+    "Replay",
     "Page",
     "parse_time",
 ]
@@ -92,6 +93,18 @@ class DeliveryDetail(Delivery):
     request_headers: Optional[List[Tuple[str, str]]] = None
     response_headers: Optional[List[Tuple[str, str]]] = None
     response_body: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Replay:
+    """A replay (as `webhooks.recover` starts it) and how far it has come."""
+
+    id: int
+    status: str  # running, done or cancelled
+    total: int  # the (event, endpoint) pairs it sends, one new attempt each
+    queued: int  # attempts queued so far
+    finished: int  # of those, attempts with an outcome
+    per_second: int  # attempts queued per second, per endpoint
 
 
 @dataclasses.dataclass(frozen=True)

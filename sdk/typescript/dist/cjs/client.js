@@ -1,6 +1,6 @@
 "use strict";
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.CursorIterator = exports.Deliveries = exports.Events = exports.Webhooks = exports.Client = exports.VERSION = void 0;
+exports.CursorIterator = exports.Replays = exports.Deliveries = exports.Events = exports.Webhooks = exports.Client = exports.VERSION = void 0;
 /** `Client`: every operation of `/public/v1`, one property per resource. */
 const models_js_1 = require("./models.js");
 const retry_js_1 = require("./retry.js");
@@ -17,6 +17,7 @@ class Client {
     webhooks;
     events;
     deliveries;
+    replays;
     /** @internal exposed for tests that replace `sleep` */
     transport;
     constructor(apiKey, options = {}) {
@@ -41,6 +42,7 @@ class Client {
         this.webhooks = new Webhooks(this.transport);
         this.events = new Events(this.transport);
         this.deliveries = new Deliveries(this.transport);
+        this.replays = new Replays(this.transport);
     }
 }
 exports.Client = Client;
@@ -73,6 +75,18 @@ class Webhooks {
     /** A new secret; the old one stays valid for a while. Not retried on 5xx: a repeat would rotate twice. */
     async rotateSecret(id) {
         return (0, models_js_1.decode)(await this.t.request("POST", path("webhooks", id, "rotate-secret"), { retrySafe: false }));
+    }
+    /**
+     * Replays, once each, the endpoint's (event, endpoint) pairs still failing among the
+     * attempts made in the window: failed or dead-lettered, with no success and nothing
+     * waiting. Answers the replay at once (it may be empty: `total` 0); follow it with
+     * `replays.get`. Not retried on 5xx: a repeat would start a second replay.
+     */
+    async recover(id, window) {
+        const body = { since: since(window.since) };
+        if (window.until !== undefined)
+            body.until = since(window.until);
+        return (0, models_js_1.decode)(await this.t.request("POST", path("webhooks", id, "recover"), { body, retrySafe: false }));
     }
 }
 exports.Webhooks = Webhooks;
@@ -135,6 +149,24 @@ class Deliveries {
     }
 }
 exports.Deliveries = Deliveries;
+/** `/replays`: follow or cancel a replay started by `webhooks.recover`. */
+class Replays {
+    t;
+    constructor(t) {
+        this.t = t;
+    }
+    async get(id) {
+        return (0, models_js_1.decode)(await this.t.request("GET", path("replays", id), { retrySafe: true }));
+    }
+    /**
+     * Stops the replay (what it queued already stays queued) and answers it: `cancelled`,
+     * or unchanged if it had finished. Retried like a GET: a repeat leaves the same replay.
+     */
+    async cancel(id) {
+        return (0, models_js_1.decode)(await this.t.request("POST", path("replays", id, "cancel"), { retrySafe: true }));
+    }
+}
+exports.Replays = Replays;
 async function page(t, p, query) {
     const body = await t.request("GET", p, { query, retrySafe: true });
     return {

@@ -1,5 +1,5 @@
 /** `Client`: every operation of `/public/v1`, one property per resource. */
-import { type Delivery, type DeliveryDetail, type DeliveryStatus, type Event, type EventAccepted, type Page, type Webhook } from "./models.js";
+import { type Delivery, type DeliveryDetail, type DeliveryStatus, type Event, type EventAccepted, type Page, type Replay, type Webhook } from "./models.js";
 import { type RetryPolicy } from "./retry.js";
 import { Transport, type Attempt } from "./transport.js";
 export declare const VERSION = "0.1.0";
@@ -21,6 +21,7 @@ export declare class Client {
     readonly webhooks: Webhooks;
     readonly events: Events;
     readonly deliveries: Deliveries;
+    readonly replays: Replays;
     /** @internal exposed for tests that replace `sleep` */
     readonly transport: Transport;
     constructor(apiKey: string, options?: ClientOptions);
@@ -44,6 +45,13 @@ export interface UpdateWebhook {
     /** Attempts per second; null lifts the limit, absent leaves it. */
     rate_limit?: number | null;
 }
+/** The attempts `webhooks.recover` looks at: RFC 3339 strings or `Date`s. */
+export interface RecoverWindow {
+    /** Attempts made at or after this time. */
+    since: string | Date;
+    /** Attempts made before this time, after `since`; default: now. */
+    until?: string | Date;
+}
 /** `/webhooks`: the project's endpoints. */
 export declare class Webhooks {
     private readonly t;
@@ -57,6 +65,13 @@ export declare class Webhooks {
     delete(id: number): Promise<void>;
     /** A new secret; the old one stays valid for a while. Not retried on 5xx: a repeat would rotate twice. */
     rotateSecret(id: number): Promise<Webhook>;
+    /**
+     * Replays, once each, the endpoint's (event, endpoint) pairs still failing among the
+     * attempts made in the window: failed or dead-lettered, with no success and nothing
+     * waiting. Answers the replay at once (it may be empty: `total` 0); follow it with
+     * `replays.get`. Not retried on 5xx: a repeat would start a second replay.
+     */
+    recover(id: number, window: RecoverWindow): Promise<Replay>;
 }
 export interface ListEvents {
     cursor?: string;
@@ -105,6 +120,17 @@ export declare class Deliveries {
     get(id: number): Promise<DeliveryDetail>;
     /** Sends the event again as a new attempt. Not retried on 5xx: a repeat would queue a second one. */
     retry(id: number): Promise<Delivery>;
+}
+/** `/replays`: follow or cancel a replay started by `webhooks.recover`. */
+export declare class Replays {
+    private readonly t;
+    constructor(t: Transport);
+    get(id: number): Promise<Replay>;
+    /**
+     * Stops the replay (what it queued already stays queued) and answers it: `cancelled`,
+     * or unchanged if it had finished. Retried like a GET: a repeat leaves the same replay.
+     */
+    cancel(id: number): Promise<Replay>;
 }
 /**
  * Items of every page in turn (`for await`). `cursor` is where the pages read so far end:

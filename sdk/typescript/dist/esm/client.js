@@ -1,5 +1,5 @@
 /** `Client`: every operation of `/public/v1`, one property per resource. */
-import { decode } from "./models.js";
+import { decode, } from "./models.js";
 import { DEFAULT_POLICY } from "./retry.js";
 import { Transport } from "./transport.js";
 import { randomUUID } from "node:crypto";
@@ -14,6 +14,7 @@ export class Client {
     webhooks;
     events;
     deliveries;
+    replays;
     /** @internal exposed for tests that replace `sleep` */
     transport;
     constructor(apiKey, options = {}) {
@@ -38,6 +39,7 @@ export class Client {
         this.webhooks = new Webhooks(this.transport);
         this.events = new Events(this.transport);
         this.deliveries = new Deliveries(this.transport);
+        this.replays = new Replays(this.transport);
     }
 }
 const path = (...parts) => parts.map((p) => "/" + encodeURIComponent(String(p))).join("");
@@ -69,6 +71,18 @@ export class Webhooks {
     /** A new secret; the old one stays valid for a while. Not retried on 5xx: a repeat would rotate twice. */
     async rotateSecret(id) {
         return decode(await this.t.request("POST", path("webhooks", id, "rotate-secret"), { retrySafe: false }));
+    }
+    /**
+     * Replays, once each, the endpoint's (event, endpoint) pairs still failing among the
+     * attempts made in the window: failed or dead-lettered, with no success and nothing
+     * waiting. Answers the replay at once (it may be empty: `total` 0); follow it with
+     * `replays.get`. Not retried on 5xx: a repeat would start a second replay.
+     */
+    async recover(id, window) {
+        const body = { since: since(window.since) };
+        if (window.until !== undefined)
+            body.until = since(window.until);
+        return decode(await this.t.request("POST", path("webhooks", id, "recover"), { body, retrySafe: false }));
     }
 }
 /** `/events`: send events; read them back by id or by cursor. */
@@ -126,6 +140,23 @@ export class Deliveries {
     /** Sends the event again as a new attempt. Not retried on 5xx: a repeat would queue a second one. */
     async retry(id) {
         return decode(await this.t.request("POST", path("deliveries", id, "retry"), { retrySafe: false }));
+    }
+}
+/** `/replays`: follow or cancel a replay started by `webhooks.recover`. */
+export class Replays {
+    t;
+    constructor(t) {
+        this.t = t;
+    }
+    async get(id) {
+        return decode(await this.t.request("GET", path("replays", id), { retrySafe: true }));
+    }
+    /**
+     * Stops the replay (what it queued already stays queued) and answers it: `cancelled`,
+     * or unchanged if it had finished. Retried like a GET: a repeat leaves the same replay.
+     */
+    async cancel(id) {
+        return decode(await this.t.request("POST", path("replays", id, "cancel"), { retrySafe: true }));
     }
 }
 async function page(t, p, query) {
