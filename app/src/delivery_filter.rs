@@ -20,6 +20,11 @@ pub struct DeliveryFilter {
     pub until: Option<DateTime<Utc>>,
     pub q: Option<String>,
     pub cursor: Option<String>,
+    /// Only attempts of (event, endpoint) pairs still failing: failed or dead-lettered,
+    /// with no success and nothing waiting for the pair. Recovery uses it; the page's
+    /// query string has no such field.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unresolved: bool,
 }
 
 impl DeliveryFilter {

@@ -90,6 +90,15 @@ pub fn push_filters(
     if let Some(until) = filter.until {
         q.push(" AND d.created_at < ").push_bind(until);
     }
+    if filter.unresolved {
+        q.push(
+            " AND d.status IN ('failed', 'dead_letter')
+              AND NOT EXISTS (SELECT 1 FROM delivery_log s WHERE s.event_id = d.event_id
+                               AND s.endpoint_id = d.endpoint_id AND s.status = 'succeeded')
+              AND NOT EXISTS (SELECT 1 FROM delivery_queue w WHERE w.event_id = d.event_id
+                               AND w.endpoint_id = d.endpoint_id)",
+        );
+    }
     if let Some(cursor) = filter.cursor.as_deref().filter(|c| !c.is_empty()) {
         let c = Cursor::decode(cursor).map_err(AppError::Invalid)?;
         q.push(" AND (d.created_at, d.id) < (")

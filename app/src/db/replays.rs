@@ -65,6 +65,15 @@ pub async fn start(
     push_pairs(&mut q, access, filter, retention_days)?;
     q.push(") p LIMIT ").push_bind(max as i64);
     let total = q.build().execute(&mut *conn).await?.rows_affected();
+    // Recovering a window where nothing is still failing is not a mistake: the replay is
+    // done as it starts (and holds no place among the project's running replays).
+    if total == 0 && filter.unresolved {
+        sqlx::query("UPDATE replays SET status = 'done', finished_at = now() WHERE id = $1")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+        return Ok((id, 0));
+    }
     if total == 0 {
         return Err(AppError::Invalid(
             "Nothing matches this view: no replay started.".into(),

@@ -6,6 +6,7 @@ pub mod error;
 pub mod events;
 pub mod openapi;
 pub mod paging;
+pub mod replays;
 pub mod webhooks;
 
 pub use error::ApiError;
@@ -43,6 +44,9 @@ pub fn router(state: AppState) -> Router<AppState> {
                 .delete(webhooks::delete),
         )
         .route("/webhooks/{id}/rotate-secret", post(webhooks::rotate))
+        .route("/webhooks/{id}/recover", post(replays::recover))
+        .route("/replays/{id}", get(replays::get))
+        .route("/replays/{id}/cancel", post(replays::cancel))
         .route("/events", post(events::create).get(events::list))
         .route("/events/batch", post(events::create_batch))
         .route("/events/{id}", get(events::get))

@@ -89,6 +89,7 @@ const ERRORS: CommonErrors = CommonErrors {
         super::webhooks::delete, super::webhooks::rotate,
         super::events::create, super::events::create_batch, super::events::get, super::events::list,
         super::deliveries::list, super::deliveries::get, super::deliveries::retry,
+        super::replays::recover, super::replays::get, super::replays::cancel,
     ),
     components(schemas(super::error::ApiErrorBody, super::error::ApiErrorDetail)),
     modifiers(&KEY, &ERRORS),
