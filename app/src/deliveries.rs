@@ -50,6 +50,13 @@ pub async fn get_delivery_detail(
     let ctx = server_ctx()?;
     let access = access_to(project_id, Action::ReadDeliveries).await?;
     let d = ops::deliveries::detail(&ctx.pool, &access, id).await?;
+    crate::db::projects::within_window(
+        &ctx.pool,
+        d.row.project_id,
+        ctx.cfg.retention_days,
+        d.row.created_at,
+    )
+    .await?;
     let payload = serde_json::from_str::<serde_json::Value>(&d.payload)
         .and_then(|v| serde_json::to_string_pretty(&v))
         .unwrap_or_else(|_| d.payload.clone());

@@ -109,6 +109,21 @@ async fn a_one_day_project_shows_and_keeps_a_day_while_another_keeps_the_servers
         "an earlier since does not reach past the window"
     );
 
+    // Nor are the older rows read by id there, while the other project's are.
+    for (p, k, status) in [(short, &short_key, 404), (long, &long_key, 200)] {
+        let (event, attempt): (String, i64) = sqlx::query_as(
+            "SELECT event_id, id FROM delivery_log WHERE project_id = $1 ORDER BY created_at LIMIT 1",
+        )
+        .bind(p)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        for path in [format!("/events/{event}"), format!("/deliveries/{attempt}")] {
+            let (s, body) = app.api(k, Method::GET, &path, Value::Null).await;
+            assert_eq!(s, status, "{path}: {body}");
+        }
+    }
+
     // Trimming removes the short project's old rows only, in bounded steps.
     let step = app::db::maintenance::trim_short_windows(&app.pool, 14, 5000)
         .await

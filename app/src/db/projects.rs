@@ -122,3 +122,18 @@ pub async fn window_days(pool: &PgPool, project_id: i64, server_days: u32) -> Ap
         crate::core::operator::window_days(&l, server_days)
     }))
 }
+
+/// Refuses (not found) a row made before the project's window: what the lists no longer
+/// show is not read by id either, before the trim removes it.
+pub async fn within_window(
+    pool: &PgPool,
+    project_id: i64,
+    server_days: u32,
+    created_at: chrono::DateTime<chrono::Utc>,
+) -> AppResult<()> {
+    let days = window_days(pool, project_id, server_days).await?;
+    if created_at < chrono::Utc::now() - chrono::Duration::days(i64::from(days)) {
+        return Err(crate::error::AppError::NotFound);
+    }
+    Ok(())
+}

@@ -247,11 +247,19 @@ pub async fn list(
 )]
 pub async fn get(
     State(pool): State<PgPool>,
+    State(cfg): State<std::sync::Arc<app::cfg::Config>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<DeliveryDetail>, ApiError> {
     let access = caller.access(Action::ReadDeliveries)?;
     let d = ops::deliveries::detail(&pool, &access, parse_id(&id)?).await?;
+    app::db::projects::within_window(
+        &pool,
+        caller.project_id,
+        cfg.retention_days,
+        d.row.created_at,
+    )
+    .await?;
     Ok(Json(DeliveryDetail {
         delivery: d.row.into(),
         payload: d.payload,

@@ -336,12 +336,19 @@ pub async fn create(
 )]
 pub async fn get(
     State(pool): State<PgPool>,
+    State(cfg): State<std::sync::Arc<app::cfg::Config>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<Event>, ApiError> {
-    Ok(Json(
-        events::get(&pool, caller.project_id, &id).await?.into(),
-    ))
+    let event = events::get(&pool, caller.project_id, &id).await?;
+    app::db::projects::within_window(
+        &pool,
+        caller.project_id,
+        cfg.retention_days,
+        event.created_at,
+    )
+    .await?;
+    Ok(Json(event.into()))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
