@@ -59,26 +59,32 @@ CREATE INDEX portal_sessions_expires ON portal_sessions (expires_at);
 -- foreign key: retention and a project's deletion leave these rows alone. Kept by
 -- statement triggers, so every path that writes an event or finishes an attempt counts,
 -- once per statement rather than once per row.
+-- Each connection adds to its own shard of a day's row (`pg_backend_pid() % 16`): the
+-- row is locked until the writing transaction commits, so one row per project and day
+-- would make concurrent ingest writers and dispatchers of a busy project wait for each
+-- other's commits. Readers sum the shards.
 CREATE TABLE usage_events (
     project_id bigint NOT NULL,
     day        date NOT NULL,
+    shard      smallint NOT NULL,
     events     bigint NOT NULL,
-    PRIMARY KEY (project_id, day)
+    PRIMARY KEY (project_id, day, shard)
 );
 CREATE TABLE usage_attempts (
     project_id bigint NOT NULL,
     day        date NOT NULL,
     status     text NOT NULL,
+    shard      smallint NOT NULL,
     attempts   bigint NOT NULL,
-    PRIMARY KEY (project_id, day, status)
+    PRIMARY KEY (project_id, day, status, shard)
 );
 
 CREATE FUNCTION posthorn_count_events() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO usage_events (project_id, day, events)
-    SELECT project_id, (created_at AT TIME ZONE 'UTC')::date, count(*) FROM added GROUP BY 1, 2
-    ORDER BY 1, 2
-    ON CONFLICT (project_id, day) DO UPDATE SET events = usage_events.events + excluded.events;
+    INSERT INTO usage_events (project_id, day, shard, events)
+    SELECT project_id, (created_at AT TIME ZONE 'UTC')::date, pg_backend_pid() % 16, count(*)
+      FROM added GROUP BY 1, 2 ORDER BY 1, 2
+    ON CONFLICT (project_id, day, shard) DO UPDATE SET events = usage_events.events + excluded.events;
     RETURN NULL;
 END $$;
 CREATE TRIGGER events_usage AFTER INSERT ON events REFERENCING NEW TABLE AS added
@@ -87,10 +93,10 @@ CREATE TRIGGER events_usage AFTER INSERT ON events REFERENCING NEW TABLE AS adde
 -- An attempt is counted when it finishes, on the day it finished.
 CREATE FUNCTION posthorn_count_attempts() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO usage_attempts (project_id, day, status, attempts)
-    SELECT project_id, (now() AT TIME ZONE 'UTC')::date, status, count(*) FROM added GROUP BY 1, 3
-    ORDER BY 1, 3
-    ON CONFLICT (project_id, day, status) DO UPDATE SET attempts = usage_attempts.attempts + excluded.attempts;
+    INSERT INTO usage_attempts (project_id, day, status, shard, attempts)
+    SELECT project_id, (now() AT TIME ZONE 'UTC')::date, status, pg_backend_pid() % 16, count(*)
+      FROM added GROUP BY 1, 3 ORDER BY 1, 3
+    ON CONFLICT (project_id, day, status, shard) DO UPDATE SET attempts = usage_attempts.attempts + excluded.attempts;
     RETURN NULL;
 END $$;
 CREATE TRIGGER delivery_log_usage AFTER INSERT ON delivery_log REFERENCING NEW TABLE AS added

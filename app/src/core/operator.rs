@@ -147,6 +147,15 @@ pub fn check_text(field: &str, value: &str, max: usize) -> Result<String, String
     Ok(v.to_string())
 }
 
+/// [`check_text`] for a field that may be left out.
+pub fn check_optional_text(
+    field: &str,
+    value: Option<String>,
+    max: usize,
+) -> Result<Option<String>, String> {
+    value.map(|v| check_text(field, &v, max)).transpose()
+}
+
 /// The operator's `limits` object: the limits of SPEC "Limits", plus the project's API
 /// requests per minute and its retention in days (of which the server's maximum applies).
 pub fn check_limit_overrides(overrides: &Value) -> Result<(), String> {
@@ -183,9 +192,12 @@ pub fn override_of(overrides: &Value, name: &str) -> Option<u32> {
 /// A project's history window in days: the operator's `retention_days` if set, never
 /// past the server's window (`POSTHORN_RETENTION_DAYS`).
 pub fn window_days(overrides: &Value, server_days: u32) -> u32 {
-    override_of(overrides, RETENTION_DAYS)
-        .unwrap_or(server_days)
-        .min(server_days)
+    window_of(override_of(overrides, RETENTION_DAYS), server_days)
+}
+
+/// The window of a project whose `retention_days` override is `set`.
+pub fn window_of(set: Option<u32>, server_days: u32) -> u32 {
+    set.unwrap_or(server_days).min(server_days)
 }
 
 /// Every limit's name, as the operator API shows them.

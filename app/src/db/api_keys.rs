@@ -45,14 +45,31 @@ pub struct KeyOwner {
     pub data_depth: u32,
     /// The operator's override of the plan's requests per minute, if set.
     pub per_minute: Option<u32>,
+    /// The operator's `retention_days`, if set (the server's window still bounds it).
+    pub retention_days: Option<u32>,
 }
 
-fn per_minute_of(limits: &serde_json::Value) -> Option<u32> {
-    crate::core::operator::override_of(limits, crate::core::operator::API_REQUESTS_PER_MINUTE)
-}
-
-fn data_depth_of(limits: &serde_json::Value) -> u32 {
-    crate::core::limits::Limits::from_overrides(limits).get(crate::core::limits::Limit::DataDepth)
+impl KeyOwner {
+    /// The owner as one lookup row gives it, with what the project's `limits` say.
+    fn new(
+        key_id: i64,
+        project_id: i64,
+        plan: &str,
+        endpoints_version: i64,
+        limits: &serde_json::Value,
+    ) -> KeyOwner {
+        use crate::core::operator::{override_of, API_REQUESTS_PER_MINUTE, RETENTION_DAYS};
+        KeyOwner {
+            key_id,
+            project_id,
+            plan: Plan::parse(plan).unwrap_or(Plan::Trial),
+            endpoints_version,
+            data_depth: crate::core::limits::Limits::from_overrides(limits)
+                .get(crate::core::limits::Limit::DataDepth),
+            per_minute: override_of(limits, API_REQUESTS_PER_MINUTE),
+            retention_days: override_of(limits, RETENTION_DAYS),
+        }
+    }
 }
 
 type Limits = sqlx::types::Json<serde_json::Value>;
@@ -90,14 +107,7 @@ pub async fn authenticate_counting<'c>(
     .await?;
     Ok(row.map(
         |(key_id, project_id, plan, endpoints_version, count, limits)| {
-            let owner = KeyOwner {
-                key_id,
-                project_id,
-                plan: Plan::parse(&plan).unwrap_or(Plan::Trial),
-                endpoints_version,
-                data_depth: data_depth_of(&limits),
-                per_minute: per_minute_of(&limits),
-            };
+            let owner = KeyOwner::new(key_id, project_id, &plan, endpoints_version, &limits);
             (owner, count.max(0) as u32)
         },
     ))
@@ -166,14 +176,7 @@ pub async fn authenticate_counting_all<'c>(
             let (hash, window, n) = &distinct[*i];
             let (_, _, key_id, project_id, plan, endpoints_version, count, limits) =
                 rows.iter().find(|r| r.0 == *hash && r.1 == *window)?;
-            let owner = KeyOwner {
-                key_id: *key_id,
-                project_id: *project_id,
-                plan: Plan::parse(plan).unwrap_or(Plan::Trial),
-                endpoints_version: *endpoints_version,
-                data_depth: data_depth_of(limits),
-                per_minute: per_minute_of(limits),
-            };
+            let owner = KeyOwner::new(*key_id, *project_id, plan, *endpoints_version, limits);
             // The count after all of them, less the ones presented after this one.
             Some((owner, (count - n + 1 + nth).max(0) as u32))
         })

@@ -30,7 +30,8 @@ pub async fn between(
                    sum(attempts) FILTER (WHERE status = 'failed') AS failed,
                    sum(attempts) FILTER (WHERE status = 'dead_letter') AS dead_letter
               FROM usage_attempts WHERE project_id = $1 AND day BETWEEN $2 AND $3 GROUP BY day),
-         e AS (SELECT day, events FROM usage_events WHERE project_id = $1 AND day BETWEEN $2 AND $3)
+         e AS (SELECT day, sum(events)::bigint AS events FROM usage_events
+               WHERE project_id = $1 AND day BETWEEN $2 AND $3 GROUP BY day)
          SELECT coalesce(e.day, a.day), coalesce(e.events, 0),
                 coalesce(a.succeeded, 0)::bigint, coalesce(a.failed, 0)::bigint,
                 coalesce(a.dead_letter, 0)::bigint

@@ -10,7 +10,7 @@ pub mod replays;
 pub mod webhooks;
 
 pub use error::ApiError;
-pub use paging::{page_limit, parse_cursor, parse_id, parse_since, within_window};
+pub use paging::{page_limit, parse_cursor, parse_id, parse_since};
 
 use std::net::SocketAddr;
 
@@ -84,9 +84,17 @@ pub struct Caller {
     pub endpoints_version: i64,
     /// The deepest `data` the project accepts (its `data_depth` limit).
     pub data_depth: u32,
+    /// The operator's `retention_days` for the project, if set.
+    pub retention_days: Option<u32>,
 }
 
 impl Caller {
+    /// The start of the project's history window: nothing older is listed or read.
+    pub fn window_start(&self, cfg: &app::cfg::Config) -> chrono::DateTime<chrono::Utc> {
+        let days = app::core::operator::window_of(self.retention_days, cfg.retention_days);
+        chrono::Utc::now() - chrono::Duration::days(i64::from(days))
+    }
+
     /// The key speaks for its project; the action is still named and checked against
     /// the one permissions table, like every server function's.
     pub fn access(
@@ -175,6 +183,18 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, ApiError> {
     }
 }
 
+/// The key of an `Authorization: Bearer …` header (the operator API reads it the same way).
+pub fn bearer(req: &Request) -> Option<String> {
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(|k| k.trim().to_string())
+}
+
 /// Authenticates the key and counts the request against its minute; every response,
 /// errors included, carries the rate-limit headers.
 async fn authenticate_and_limit(
@@ -184,15 +204,7 @@ async fn authenticate_and_limit(
     next: Next,
 ) -> Response {
     let now = chrono::Utc::now().timestamp();
-    let bearer = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .map(|k| k.trim().to_string());
+    let bearer = bearer(&req);
     // A known key is looked up and counted in one statement; anything else counts
     // against the caller's address.
     let counted = match &bearer {
@@ -253,6 +265,7 @@ async fn authenticate_and_limit(
                     key_id: o.key_id,
                     endpoints_version: o.endpoints_version,
                     data_depth: o.data_depth,
+                    retention_days: o.retention_days,
                 });
                 req.extensions_mut().insert(RateWindow {
                     bucket: bucket.clone(),

@@ -64,19 +64,6 @@ pub fn parse_cursor(c: Option<&str>) -> Result<Option<app::core::cursor::Cursor>
 }
 
 /// An empty `since=` is a mistake (the document says date-time), not "no filter".
-/// The earliest time a list shows: `since`, or the start of the project's history
-/// window (its `retention_days`, within the server's) when that is later.
-pub async fn within_window(
-    pool: &sqlx::PgPool,
-    cfg: &app::cfg::Config,
-    project_id: i64,
-    since: Option<chrono::DateTime<chrono::Utc>>,
-) -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
-    let days = app::db::projects::window_days(pool, project_id, cfg.retention_days).await?;
-    let start = chrono::Utc::now() - chrono::Duration::days(i64::from(days));
-    Ok(Some(since.map_or(start, |s| s.max(start))))
-}
-
 pub fn parse_since(s: Option<&str>) -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
     s.map(|s| {
         chrono::DateTime::parse_from_rfc3339(s)

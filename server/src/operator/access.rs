@@ -1,7 +1,7 @@
 //! A project's keys, usage and portal links, as the operator hands them out.
 
 use app::{
-    core::operator::{check_text, link_lifetime, PortalRole},
+    core::operator::{check_optional_text, check_text, link_lifetime, PortalRole},
     db::{
         portal::{self, PortalUser},
         tenants, usage,
@@ -253,9 +253,7 @@ pub async fn portal_link(
         .ok_or_else(|| ApiError::invalid("role: owner, member or viewer"))?;
     let lifetime = link_lifetime(body.expires_in).map_err(ApiError::invalid)?;
     let text = |field: &str, v: Option<String>, max: usize| {
-        v.map(|v| check_text(field, &v, max))
-            .transpose()
-            .map_err(ApiError::invalid)
+        check_optional_text(field, v, max).map_err(ApiError::invalid)
     };
     let user = PortalUser {
         id: check_text("user.id", &body.user.id, 255).map_err(ApiError::invalid)?,

@@ -66,17 +66,6 @@ impl Operator {
     }
 }
 
-fn bearer(req: &Request) -> Option<String> {
-    req.headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .map(|k| k.trim().to_string())
-}
-
 /// Lets operator keys in (and only them), counts wrong keys against the caller's address,
 /// and writes every call to the audit log once it is answered.
 async fn authenticate_and_audit(
@@ -88,7 +77,7 @@ async fn authenticate_and_audit(
     if req.uri().path().ends_with("/openapi.json") {
         return next.run(req).await;
     }
-    let presented = bearer(&req);
+    let presented = crate::api::bearer(&req);
     let operator = match &presented {
         Some(key) => match operator_keys::authenticate(&state.pool, key).await {
             Ok(found) => found,

@@ -5,8 +5,8 @@ use app::{
         cursor::Cursor,
         limits::{Limit, Limits},
         operator::{
-            check_accent, check_frame_ancestors, check_limit_overrides, check_logo_url, check_text,
-            override_of, window_days, API_REQUESTS_PER_MINUTE,
+            check_accent, check_frame_ancestors, check_limit_overrides, check_logo_url,
+            check_optional_text, check_text, override_of, window_days, API_REQUESTS_PER_MINUTE,
         },
         ratelimit::Plan,
     },
@@ -313,9 +313,7 @@ fn fields(
     brand: Option<BrandIn>,
 ) -> Result<TenantFields, ApiError> {
     let text = |field: &str, v: Option<String>, max: usize| {
-        v.map(|v| check_text(field, &v, max))
-            .transpose()
-            .map_err(ApiError::invalid)
+        check_optional_text(field, v, max).map_err(ApiError::invalid)
     };
     if let Some(p) = &plan {
         Plan::parse(p).ok_or_else(|| ApiError::invalid("plan: trial or business"))?;
