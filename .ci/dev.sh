@@ -204,6 +204,8 @@ test_all() {
   log "unit and integration tests"
   cargo test -p app --features ssr --lib
   cargo test -p server
+  log "failover: the PostgreSQL leader and then a server killed under load (deploy/local-cluster.sh)"
+  "$ROOT/.venv/bin/python" deploy/test_failover.py
   log "client libraries (Python, TypeScript, PHP) against a running server"
   bash sdk/test.sh
   log "end-to-end tests (Playwright, Chromium)"

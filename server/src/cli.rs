@@ -22,7 +22,12 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// Serve the dashboard, public API and inspector, and run the dispatcher (the default).
-    Serve,
+    Serve {
+        /// Leave delivery to separate `posthorn dispatch` processes (servers behind a load
+        /// balancer, as in deploy/local-cluster.sh).
+        #[arg(long)]
+        no_dispatch: bool,
+    },
     /// Run only the dispatcher; any number may run against one database.
     Dispatch,
     /// Apply database migrations.
@@ -65,9 +70,9 @@ pub type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 pub async fn run(cli: Cli) -> Result<(), Failure> {
     let cfg = Arc::new(Config::from_env().map_err(|e| format!("configuration: {e}"))?);
-    let command = cli.command.unwrap_or(Command::Serve);
+    let command = cli.command.unwrap_or(Command::Serve { no_dispatch: false });
     let pool_size = match command {
-        Command::Serve | Command::Dispatch => 32,
+        Command::Serve { .. } | Command::Dispatch => 32,
         _ => 4,
     };
     let pool = app::db::connect(&cfg.database_url, pool_size)
@@ -136,18 +141,22 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
                 .await;
             let _ = replayer.await;
         }
-        Command::Serve => serve(pool, cfg).await?,
+        Command::Serve { no_dispatch } => serve(pool, cfg, !no_dispatch).await?,
     }
     Ok(())
 }
 
-async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
+async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>, dispatch: bool) -> Result<(), Failure> {
     let metrics = Arc::new(Metrics::default());
     let (tx, rx) = watch::channel(false);
-    let dispatch_pool = app::db::connect_dispatcher(&cfg.database_url, 16).await?;
-    let mut dispatcher = Dispatcher::new(dispatch_pool, cfg.clone(), metrics.clone());
-    let handoff = cfg.handoff.then(|| dispatcher.handoff());
-    let dispatcher = tokio::spawn(dispatcher.run(rx.clone()));
+    let (handoff, dispatcher) = if dispatch {
+        let dispatch_pool = app::db::connect_dispatcher(&cfg.database_url, 16).await?;
+        let mut dispatcher = Dispatcher::new(dispatch_pool, cfg.clone(), metrics.clone());
+        let handoff = cfg.handoff.then(|| dispatcher.handoff());
+        (handoff, Some(tokio::spawn(dispatcher.run(rx.clone()))))
+    } else {
+        (None, None)
+    };
     let maintenance = tokio::spawn(crate::maintenance::run(
         pool.clone(),
         cfg.retention_days,
@@ -188,7 +197,9 @@ async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>) -> Result<(), Failure> {
     };
     let (result, _) = tokio::join!(served, signal);
     result?;
-    let _ = dispatcher.await;
+    if let Some(dispatcher) = dispatcher {
+        let _ = dispatcher.await;
+    }
     let _ = maintenance.await;
     let _ = replayer.await;
     let _ = alerts.await;

@@ -8,9 +8,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() {
-    // Logs go to stderr: `create-project` prints only its JSON line on stdout.
+    // Logs go to stderr: `create-project` prints only its JSON line on stdout. Colours
+    // only on a terminal: a log file keeps plain text.
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,sqlx=warn,tower_sessions=warn".into()),

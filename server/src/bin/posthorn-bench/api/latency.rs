@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::{
-    measure::{pg_counters, statements_report, statements_reset},
+    measure::{pg_counters, statements_report, statements_reset, Writes},
     percentile, queue_table,
     rig::Rig,
 };
@@ -111,6 +111,7 @@ pub async fn latency(
     // Warm the connections and caches, unmeasured.
     rig.paced(&rig.key, rate.min(100), 2).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let writes = Writes::take(&rig.pool).await;
     let before = rig.cpu();
     let counters = pg_counters(&rig.pool).await;
     let counting = statements_reset(&rig.pool).await;
@@ -136,6 +137,8 @@ pub async fn latency(
     .await;
     let after = rig.cpu();
     let counters_after = pg_counters(&rig.pool).await;
+    let writes_after = Writes::take(&rig.pool).await;
+    Writes::stored(&rig.pool).await;
     if matches!(backlog, Backlog::Replays) {
         super::neighbours::replays_report(&rig).await;
     }
@@ -172,5 +175,6 @@ pub async fn latency(
         (counters_after.0 - counters.0) as f64 / events.max(1) as f64,
         (counters_after.1 - counters.1) as f64 / events.max(1) as f64
     );
+    writes.report(&writes_after, events.max(1) as u64, "event (one endpoint)");
     before.report(&after, lat.len() as u64, "delivery");
 }

@@ -106,6 +106,71 @@ pub async fn pg_counters(pool: &PgPool) -> (i64, i64) {
     .unwrap_or((0, 0))
 }
 
+/// What the database wrote: WAL bytes of the whole cluster, rows inserted, updated and
+/// deleted in the scratch database's tables (statistics lag by up to half a second), and
+/// the scratch database's size. For the per-delivery and per-event figures of
+/// docs/SCALING.md.
+pub struct Writes {
+    wal_bytes: i64,
+    rows: i64,
+    size: i64,
+}
+
+impl Writes {
+    pub async fn take(pool: &PgPool) -> Writes {
+        // Statistics are sent at the end of a transaction and read from a snapshot: wait
+        // for the collector, then read afresh.
+        tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+        let _ = sqlx::query("SELECT pg_stat_clear_snapshot()")
+            .execute(pool)
+            .await;
+        let (wal_bytes, rows, size) = sqlx::query_as(
+            "SELECT (SELECT wal_bytes::bigint FROM pg_stat_wal),
+                    (SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint
+                     FROM pg_stat_user_tables),
+                    pg_database_size(current_database())",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap_or((0, 0, 0));
+        Writes {
+            wal_bytes,
+            rows,
+            size,
+        }
+    }
+
+    pub fn report(&self, later: &Writes, units: u64, unit: &str) {
+        let units = units.max(1) as f64;
+        println!(
+            "PostgreSQL wrote {:.0} WAL bytes and {:.2} rows (inserted, updated, deleted) per {unit}; the database grew {:.0} bytes per {unit}",
+            (later.wal_bytes - self.wal_bytes) as f64 / units,
+            (later.rows - self.rows) as f64 / units,
+            (later.size - self.size) as f64 / units,
+        );
+    }
+
+    /// What a kept row costs on disk, indexes included: an attempt in the log (every
+    /// day's partition) and an event. For storage per day at a rate and retention.
+    pub async fn stored(pool: &PgPool) {
+        let (log_bytes, log_rows, event_bytes, event_rows): (i64, i64, i64, i64) = sqlx::query_as(
+            "SELECT (SELECT coalesce(sum(pg_total_relation_size(relid)), 0)::bigint
+                     FROM pg_partition_tree('delivery_log')),
+                    (SELECT count(*) FROM delivery_log),
+                    pg_total_relation_size('events'),
+                    (SELECT count(*) FROM events)",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap_or((0, 0, 0, 0));
+        println!(
+            "stored, indexes included: {:.0} bytes per attempt in the log ({log_rows} rows), {:.0} bytes per event ({event_rows} rows)",
+            log_bytes as f64 / log_rows.max(1) as f64,
+            event_bytes as f64 / event_rows.max(1) as f64
+        );
+    }
+}
+
 /// Starts counting statements in the scratch database afresh when the cluster preloads
 /// `pg_stat_statements`; false (and nothing is printed later) when it does not.
 pub async fn statements_reset(pool: &PgPool) -> bool {

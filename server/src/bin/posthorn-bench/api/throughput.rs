@@ -7,7 +7,7 @@ use std::{
 };
 
 use super::{
-    measure::{statements_report, statements_reset},
+    measure::{statements_report, statements_reset, Writes},
     percentile,
     rig::Rig,
     unix_micros,
@@ -20,6 +20,7 @@ pub async fn fanout(endpoints: usize, rate: u64, seconds: u64, env: Vec<(String,
     for _ in 0..endpoints {
         rig.endpoint(&rig.key, &url).await;
     }
+    let writes = Writes::take(&rig.pool).await;
     let before = rig.cpu();
     let counting = statements_reset(&rig.pool).await;
     let started = unix_micros();
@@ -35,6 +36,8 @@ pub async fn fanout(endpoints: usize, rate: u64, seconds: u64, env: Vec<(String,
     )
     .await;
     let after = rig.cpu();
+    writes.report(&Writes::take(&rig.pool).await, expected as u64, "delivery");
+    Writes::stored(&rig.pool).await;
     statements_report(&rig.pool, counting, expected as u64, "delivery").await;
     let Rig {
         receiver, server, ..
