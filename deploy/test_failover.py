@@ -33,8 +33,13 @@ RATE = float(os.environ.get("POSTHORN_FAILOVER_RATE", "200"))
 BEFORE = float(os.environ.get("POSTHORN_FAILOVER_BEFORE", "20"))
 AFTER = float(os.environ.get("POSTHORN_FAILOVER_AFTER", "40"))
 SENDERS = int(os.environ.get("POSTHORN_FAILOVER_SENDERS", "32"))
-# From the kill to the first delivery of an event accepted after it.
+# From the kill to the first delivery sent after it (received a second or more after
+# the kill: an attempt in flight at the kill is answered within milliseconds).
 RESUME_BOUND = 30.0
+# From the kill to the first delivery of an event accepted after it: the client's
+# backoff, the backlog of the seconds without a leader, and the lease of a claim cut off
+# by the failover come on top (18-22 s seen on the 2-core test machine).
+ACCEPTED_RESUME_BOUND = 45.0
 # How long before the kill an attempt may have been sent and still be sent again: its
 # outcome, committed without waiting for the standby (the dispatcher's asynchronous
 # commit), may not have reached it. WAL is flushed within 3 × wal_writer_delay (600 ms);
@@ -195,6 +200,7 @@ def run_case(name: str, cluster: dict, api_key: str, log_path: str, kill, before
     first_after = min((d[0] for d in got if d[2] in acked_after), default=None)
     resumed = None if first_after is None else first_after - killed_at
     first_any = min((d[0] for d in got if d[0] > killed_at), default=None)
+    first_sent = min((d[0] for d in got if d[0] >= killed_at + 1.0), default=None)
     first_ack = min((t for t in after_kill), default=None)
     leader_after = leader(cluster)["name"]
     result = {
@@ -209,6 +215,8 @@ def run_case(name: str, cluster: dict, api_key: str, log_path: str, kill, before
         "duplicate_pairs": len(duplicates), "duplicate_deliveries": extra,
         "first_delivery_after_kill_s": None if first_any is None else round(first_any - killed_at, 2),
         "first_ack_after_kill_s": None if first_ack is None else round(first_ack - killed_at, 2),
+        "first_delivery_sent_after_kill_s":
+            None if first_sent is None else round(first_sent - killed_at, 2),
         "resumed_s": None if resumed is None else round(resumed, 2),
         "leader_before": leader_before, "leader_after": leader_after,
     }
@@ -220,7 +228,10 @@ def run_case(name: str, cluster: dict, api_key: str, log_path: str, kill, before
     assert not lost, f"acknowledged events not stored: {lost[:5]}"
     assert not twice, f"an idempotency key stored twice: {twice[:5]}"
     assert not undelivered, f"acknowledged events not delivered: {undelivered[:5]}"
-    assert resumed is not None and resumed <= RESUME_BOUND, f"delivery resumed after {resumed} s"
+    assert first_sent is not None and first_sent - killed_at <= RESUME_BOUND, \
+        f"deliveries resumed {first_sent and first_sent - killed_at} s after the kill"
+    assert resumed is not None and resumed <= ACCEPTED_RESUME_BOUND, \
+        f"the first event accepted after the kill was delivered after {resumed} s"
     # A duplicate is an attempt sent around the kill whose outcome did not survive it:
     # its first copy arrived at most ASYNC_WINDOW before the kill, and before delivery
     # resumed (nothing accepted after the failover is sent twice).
