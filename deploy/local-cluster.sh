@@ -186,14 +186,14 @@ up() {
 # nodes (Patroni stops its PostgreSQL) and etcd; then any PostgreSQL left behind.
 down() {
   [ -d "$DIR/pids" ] || { [ "${1:-}" = quiet ] || log "nothing to stop"; return 0; }
-  local name pid
-  for name in serve0 serve1 dispatch haproxy pg1 pg2 pg3 etcd0 etcd1 etcd2; do
-    [ -f "$DIR/pids/$name" ] || continue
-    pid="$(cat "$DIR/pids/$name")"
+  local file pid
+  for file in "$DIR"/pids/serve* "$DIR"/pids/dispatch "$DIR"/pids/haproxy "$DIR"/pids/pg* "$DIR"/pids/etcd*; do
+    [ -f "$file" ] || continue
+    pid="$(cat "$file")"
     kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
-    rm -f "$DIR/pids/$name"
+    rm -f "$file"
   done
   local data
   for data in "$DIR"/pg*/data; do
