@@ -75,6 +75,7 @@ pub async fn get_delivery_detail(
         request_headers,
         response_headers: d.response_headers.unwrap_or_default(),
         response_body: d.response_body,
+        erased: d.erased,
         attempts,
         curl,
     })

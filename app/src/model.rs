@@ -95,6 +95,8 @@ pub struct DeliveryDetail {
     pub request_headers: Vec<(String, String)>,
     pub response_headers: Vec<(String, String)>,
     pub response_body: Option<String>,
+    /// When the event's data was erased, and by which erasure.
+    pub erased: Option<(DateTime<Utc>, i64)>,
     /// All attempts of the same event to the same endpoint, oldest first.
     pub attempts: Vec<DeliveryRow>,
     pub curl: String,

@@ -215,7 +215,13 @@ async fn capture(
     let now = chrono::Utc::now().timestamp();
     let pass = header_text(&req, DISPATCH_PASS_HEADER);
     let request_id = header_text(&req, "x-request-id");
-    let source = source_of(&state, &id, pass, request_id, addr, now).await?;
+    let source = source_of(&state, &id, pass, request_id.clone(), addr, now).await?;
+    // A delivery's copy is kept findable by its attempt's request id (an erasure finds
+    // it so); only the dispatcher's genuine pass vouches for the id.
+    let delivery_request = match source {
+        CaptureSource::Project(_) => request_id,
+        CaptureSource::Address(_) => None,
+    };
     let (limit, whose) = match source {
         CaptureSource::Address(_) => (state.cfg.capture_per_minute, "this address"),
         CaptureSource::Project(_) => (state.cfg.project_capture_per_minute, "this project"),
@@ -283,6 +289,7 @@ async fn capture(
             status: status.as_u16() as i16,
             remote_addr: Some(&remote),
             source: &source.usage_key(),
+            request_id: delivery_request.as_deref(),
         },
         bins::Quotas {
             per_bin_bytes: state.cfg.bin_quota_bytes,

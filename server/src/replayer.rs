@@ -1,6 +1,7 @@
-//! Drives bulk replays and the lanes the outcome writer left: once a second, each running
-//! replay enqueues its next attempts, and lanes whose key was busy when their head chain
-//! ended release their next member.
+//! Drives bulk replays, erasures and the lanes the outcome writer left: once a second,
+//! each running replay enqueues its next attempts, running erasures take their next
+//! batches (for half a second at most), and lanes whose key was busy when their head
+//! chain ended release their next member.
 
 use std::time::Duration;
 
@@ -13,6 +14,11 @@ pub async fn run(pool: PgPool, mut shutdown: watch::Receiver<bool>) {
             Ok(n) if n > 0 => tracing::debug!(queued = n, "bulk replay"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "bulk replay tick failed"),
+        }
+        match app::db::erasures::tick(&pool, Duration::from_millis(500)).await {
+            Ok(n) if n > 0 => tracing::debug!(events = n, "erasures"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "erasure step failed"),
         }
         match app::db::lanes::release_deferred(&pool).await {
             Ok(n) if n > 0 => tracing::debug!(released = n, "deferred lanes"),

@@ -14,16 +14,18 @@ pub enum Limit {
     EventTypesPerEndpoint,
     ConcurrentReplays,
     DataDepth,
+    ConcurrentErasures,
 }
 
 impl Limit {
-    pub const ALL: [Limit; 6] = [
+    pub const ALL: [Limit; 7] = [
         Limit::Endpoints,
         Limit::ApiKeys,
         Limit::Members,
         Limit::EventTypesPerEndpoint,
         Limit::ConcurrentReplays,
         Limit::DataDepth,
+        Limit::ConcurrentErasures,
     ];
 
     pub fn name(self) -> &'static str {
@@ -34,6 +36,7 @@ impl Limit {
             Limit::EventTypesPerEndpoint => "event_types_per_endpoint",
             Limit::ConcurrentReplays => "concurrent_replays",
             Limit::DataDepth => "data_depth",
+            Limit::ConcurrentErasures => "concurrent_erasures",
         }
     }
 
@@ -45,6 +48,7 @@ impl Limit {
             Limit::EventTypesPerEndpoint => 100,
             Limit::ConcurrentReplays => 3,
             Limit::DataDepth => 64,
+            Limit::ConcurrentErasures => 10,
         }
     }
 
@@ -55,6 +59,7 @@ impl Limit {
         match self {
             Limit::DataDepth => MAX_DATA_DEPTH,
             Limit::ConcurrentReplays => 20,
+            Limit::ConcurrentErasures => 100,
             _ => 100_000,
         }
     }
@@ -67,6 +72,7 @@ impl Limit {
             Limit::EventTypesPerEndpoint => "event types on one endpoint",
             Limit::ConcurrentReplays => "bulk replays running at once in a project",
             Limit::DataDepth => "levels of nesting in an event's data",
+            Limit::ConcurrentErasures => "erasures by subject running at once in a project",
         }
     }
 }
@@ -77,7 +83,7 @@ pub const MAX_DATA_DEPTH: u32 = 256;
 /// One project's limits: the defaults with the operator's overrides.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
-    values: [u32; 6],
+    values: [u32; 7],
 }
 
 impl Default for Limits {

@@ -46,11 +46,13 @@ pub enum Action {
     ReadTeam,
     ManageTeam,
     SendEvents,
+    /// Erase data by subject or by event: the project's owners, members and API keys.
+    EraseData,
 }
 
 impl Action {
     /// Every action, for tests that walk the table.
-    pub const ALL: [Action; 20] = [
+    pub const ALL: [Action; 21] = [
         Action::ReadDeliveries,
         Action::Retry,
         Action::Redirect,
@@ -71,6 +73,7 @@ impl Action {
         Action::ReadTeam,
         Action::ManageTeam,
         Action::SendEvents,
+        Action::EraseData,
     ];
 
     /// How a refusal reads to the person refused.
@@ -96,6 +99,7 @@ impl Action {
             Action::ReadTeam => "read the team",
             Action::ManageTeam => "manage the team",
             Action::SendEvents => "send events",
+            Action::EraseData => "erase data",
         }
     }
 }
@@ -168,6 +172,7 @@ mod tests {
             Action::ManageKeys,
             Action::ManageTeam,
             Action::SendEvents,
+            Action::EraseData,
         ] {
             assert!(!allows(Role::Support, a), "{a:?}");
         }
@@ -184,6 +189,7 @@ mod tests {
                 Action::ManageTeam,
                 Action::SetOpsEndpoint,
                 Action::SendEvents,
+                Action::EraseData,
             ] {
                 assert!(!allows(role, a), "{role:?} {a:?}");
             }

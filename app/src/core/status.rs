@@ -107,10 +107,12 @@ pub enum ErrorKind {
     EndpointDeleted,
     /// The attempt itself broke (a bug of ours); it is retried on the schedule.
     Internal,
+    /// Its event's data was erased: there was nothing left to send.
+    Erased,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::Timeout,
         ErrorKind::Connect,
         ErrorKind::Dns,
@@ -120,6 +122,7 @@ impl ErrorKind {
         ErrorKind::RefusedTarget,
         ErrorKind::EndpointDeleted,
         ErrorKind::Internal,
+        ErrorKind::Erased,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -133,6 +136,7 @@ impl ErrorKind {
             ErrorKind::RefusedTarget => "refused_target",
             ErrorKind::EndpointDeleted => "endpoint_deleted",
             ErrorKind::Internal => "internal",
+            ErrorKind::Erased => "erased",
         }
     }
 
@@ -151,6 +155,7 @@ impl ErrorKind {
             ErrorKind::RefusedTarget => "Refused target",
             ErrorKind::EndpointDeleted => "Endpoint deleted",
             ErrorKind::Internal => "Internal",
+            ErrorKind::Erased => "Erased",
         }
     }
 }

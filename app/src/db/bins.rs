@@ -46,6 +46,8 @@ pub struct Captured<'a> {
     pub remote_addr: Option<&'a str>,
     /// Whom its storage counts against ([`crate::core::capture_source::CaptureSource::usage_key`]).
     pub source: &'a str,
+    /// The attempt's request id, when the capture is a delivery from the dispatcher.
+    pub request_id: Option<&'a str>,
 }
 
 /// The storage a capture may use: per bin (its oldest captures go first), for the whole
@@ -92,8 +94,8 @@ pub async fn capture(
                      AS share_ok
          ), inserted AS (
             INSERT INTO bin_requests (bin_id, method, path, query, headers, body, size, status, remote_addr,
-                                      stored_bytes, source)
-            SELECT b.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12 FROM bins b, usage u
+                                      stored_bytes, source, request_id)
+            SELECT b.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $14 FROM bins b, usage u
             WHERE b.id = $1 AND b.expires_at > now() AND u.total_ok AND u.share_ok
             RETURNING id
          )
@@ -112,6 +114,7 @@ pub async fn capture(
     .bind(quotas.total_bytes)
     .bind(c.source)
     .bind(quotas.per_source_bytes)
+    .bind(c.request_id)
     .fetch_one(pool)
     .await?;
     if !inserted {

@@ -165,12 +165,14 @@ pub struct RowExtras {
     pub response_body: Option<String>,
     pub event_created_at: Option<DateTime<Utc>>,
     pub data: Option<String>,
+    pub erased_at: Option<DateTime<Utc>>,
+    pub erasure_id: Option<i64>,
 }
 
 pub async fn extras(pool: &PgPool, row: &DeliveryRow) -> AppResult<RowExtras> {
     Ok(sqlx::query_as::<_, RowExtras>(
         "SELECT d.request_headers, d.response_headers, d.response_body,
-                ev.created_at AS event_created_at, ev.data::text AS data
+                ev.created_at AS event_created_at, ev.data::text AS data, ev.erased_at, ev.erasure_id
          FROM deliveries d LEFT JOIN events ev ON ev.event_id = d.event_id
          WHERE d.id = $1 AND d.created_at = $2",
     )

@@ -74,6 +74,8 @@ pub struct NewEvent<'a> {
     /// The client's idempotency key.
     pub client_id: Option<&'a str>,
     pub ordering_key: Option<&'a str>,
+    /// The data subjects it names (checked: at most ten, none empty).
+    pub subjects: Option<&'a [String]>,
 }
 
 /// [`ingest`] with an ordering key (each first attempt joins the end of its endpoint's
@@ -94,6 +96,7 @@ pub async fn ingest_handing(
         data_json,
         client_id,
         ordering_key,
+        subjects: None,
     };
     let mut stored = ingest_all(pool, project_id, &[event], via).await?;
     stored.pop().ok_or(AppError::Db(sqlx::Error::RowNotFound))
@@ -145,8 +148,8 @@ pub async fn ingest_all(
         let deliveries = targets.len() as i32;
         let event_id = new_event_id();
         let inserted: Option<DateTime<Utc>> = sqlx::query_scalar(
-            "INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key)
-             VALUES ($1, $2, $3, $4::json, $5, $6, $7)
+            "INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key, subjects)
+             VALUES ($1, $2, $3, $4::json, $5, $6, $7, $8)
              ON CONFLICT (project_id, client_id) WHERE client_id IS NOT NULL DO NOTHING
              RETURNING created_at",
         )
@@ -157,6 +160,7 @@ pub async fn ingest_all(
         .bind(event.client_id)
         .bind(deliveries)
         .bind(event.ordering_key)
+        .bind(event.subjects)
         .fetch_optional(&mut *tx)
         .await?;
         let Some(created_at) = inserted else {
@@ -247,6 +251,9 @@ async fn ingest_one(
         event_type: event.event_type.as_str().to_string(),
         data: event.data_json.to_string(),
         client_id: event.client_id.map(str::to_string),
+        subjects: event
+            .subjects
+            .map(|s| serde_json::to_string(s).unwrap_or_default()),
         attempts: attempts.clone(),
         taken,
         lease,
@@ -434,6 +441,7 @@ fn handed_rows(
             previous_secret: t.previous_secret(now),
             custom_headers: t.custom_headers.clone(),
             start_at: None,
+            erased: false,
         });
     }
     claimed
@@ -455,10 +463,15 @@ pub struct StoredEvent {
     pub deliveries: i32,
     pub ordering_key: Option<String>,
     pub created_at: DateTime<Utc>,
+    /// None once erased, as when none were given.
+    pub subjects: Option<Vec<String>>,
+    pub erased_at: Option<DateTime<Utc>>,
+    pub erasure_id: Option<i64>,
 }
 
 const EVENT_COLUMNS: &str =
-    "id AS seq, event_id, event_type, data, deliveries, ordering_key, created_at";
+    "id AS seq, event_id, event_type, data, deliveries, ordering_key, created_at,
+     subjects, erased_at, erasure_id";
 
 pub async fn get(pool: &PgPool, project_id: i64, event_id: &str) -> AppResult<StoredEvent> {
     sqlx::query_as::<_, StoredEvent>(&format!(
@@ -532,7 +545,8 @@ pub async fn types_seen(
 ) -> AppResult<Vec<TypeSeen>> {
     Ok(sqlx::query_as(
         "SELECT event_type, count(*), max(created_at),
-                (SELECT data::text FROM events e2 WHERE e2.project_id = $1 AND e2.event_type = e.event_type ORDER BY created_at DESC LIMIT 1)
+                (SELECT data::text FROM events e2 WHERE e2.project_id = $1 AND e2.event_type = e.event_type
+                   AND e2.erased_at IS NULL ORDER BY created_at DESC LIMIT 1)
          FROM events e WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)
          GROUP BY event_type ORDER BY 2 DESC",
     )

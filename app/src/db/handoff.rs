@@ -33,6 +33,8 @@ pub struct Claimed {
     pub custom_headers: sqlx::types::Json<Vec<(String, String)>>,
     /// The start slot booked for it when the endpoint is throttled.
     pub start_at: Option<DateTime<Utc>>,
+    /// Its event was erased: there is nothing left to send, and it ends as a dead letter.
+    pub erased: bool,
 }
 
 /// The dispatcher is claiming, and the claim may take the room asked for.

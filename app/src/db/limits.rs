@@ -77,6 +77,9 @@ fn used_statement(limit: Limit) -> Option<&'static str> {
         Limit::ConcurrentReplays => {
             "SELECT count(*) FROM replays WHERE project_id = $1 AND status = 'running'"
         }
+        Limit::ConcurrentErasures => {
+            "SELECT count(*) FROM erasures WHERE project_id = $1 AND status = 'running'"
+        }
         Limit::EventTypesPerEndpoint | Limit::DataDepth => return None,
     })
 }

@@ -11,6 +11,7 @@ pub mod deliveries;
 pub mod endpoint_activity;
 pub mod endpoint_health;
 pub mod endpoints;
+pub mod erasures;
 pub mod events;
 pub mod group_commit;
 pub mod handoff;

@@ -22,7 +22,9 @@ fn push_pairs(
 ) -> AppResult<()> {
     q.push(
         "SELECT DISTINCT d.event_id, d.endpoint_id FROM deliveries d
-         JOIN endpoints e ON e.id = d.endpoint_id AND e.deleted_at IS NULL WHERE d.trigger <> 'redirect' AND ",
+         JOIN endpoints e ON e.id = d.endpoint_id AND e.deleted_at IS NULL WHERE d.trigger <> 'redirect'
+           AND NOT EXISTS (SELECT 1 FROM events ev WHERE ev.event_id = d.event_id AND ev.erased_at IS NOT NULL)
+           AND ",
     );
     let mut unpaged = filter.clone();
     unpaged.cursor = None;
@@ -186,7 +188,7 @@ pub async fn tick(pool: &PgPool) -> AppResult<u64> {
             continue;
         }
         let (events, endpoints): (Vec<String>, Vec<i64>) = picked.into_iter().unzip();
-        // Pairs whose event or endpoint is gone are left out here.
+        // Pairs whose event or endpoint is gone, or whose event was erased, are left out here.
         // In the order the events were accepted: keyed ones join their lanes in that order.
         let queueable: Vec<(String, String, i64, String, i32, Option<String>)> = sqlx::query_as(
             "SELECT p.event_id, ev.event_type, p.endpoint_id, e.url,
@@ -194,7 +196,7 @@ pub async fn tick(pool: &PgPool) -> AppResult<u64> {
                      WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id),
                     ev.ordering_key
              FROM unnest($1::text[], $2::bigint[]) AS p(event_id, endpoint_id)
-             JOIN events ev ON ev.event_id = p.event_id
+             JOIN events ev ON ev.event_id = p.event_id AND ev.erased_at IS NULL
              JOIN endpoints e ON e.id = p.endpoint_id AND e.deleted_at IS NULL
              ORDER BY ev.id",
         )

@@ -7,7 +7,7 @@ use crate::{
     auth::Access,
     cfg::Config,
     core::{payload::build_body, permissions::Action},
-    db::{audit, bins, deliveries, endpoints},
+    db::{audit, bins, deliveries, endpoints, erasures},
     error::{AppError, AppResult},
     model::DeliveryRow,
 };
@@ -22,6 +22,8 @@ pub struct Detail {
     pub response_headers: Option<Vec<(String, String)>>,
     /// The first 64 KiB of the response body.
     pub response_body: Option<String>,
+    /// When the event's data was erased, and by which erasure (the payload is empty then).
+    pub erased: Option<(chrono::DateTime<chrono::Utc>, i64)>,
 }
 
 pub async fn detail(pool: &PgPool, access: &Access, id: i64) -> AppResult<Detail> {
@@ -29,8 +31,9 @@ pub async fn detail(pool: &PgPool, access: &Access, id: i64) -> AppResult<Detail
     let row = deliveries::get_row(pool, access, id).await?;
     let extras = deliveries::extras(pool, &row).await?;
     // The body is rebuilt from the stored event exactly as the dispatcher builds it.
+    let erased = extras.erased_at.zip(extras.erasure_id);
     let payload = match (&extras.data, extras.event_created_at) {
-        (Some(data), Some(at)) => {
+        (Some(data), Some(at)) if erased.is_none() => {
             String::from_utf8_lossy(&build_body(&row.event_id, &row.event_type, at, data))
                 .into_owned()
         }
@@ -42,6 +45,7 @@ pub async fn detail(pool: &PgPool, access: &Access, id: i64) -> AppResult<Detail
         request_headers: extras.request_headers.map(|j| j.0),
         response_headers: extras.response_headers.map(|j| j.0),
         response_body: extras.response_body,
+        erased,
     })
 }
 
@@ -50,6 +54,7 @@ pub async fn retry(pool: &PgPool, access: &Access, id: i64) -> AppResult<Deliver
     access.require(Action::Retry)?;
     let mut tx = pool.begin().await?;
     let row = deliveries::get_row(&mut *tx, access, id).await?;
+    refuse_erased(&mut tx, &row.event_id).await?;
     let new_id = deliveries::retry(&mut tx, &row, &access.email).await?;
     let new = deliveries::get_row(&mut *tx, access, new_id).await?;
     audit::record(
@@ -76,6 +81,7 @@ pub async fn redirect(
     access.require(Action::Redirect)?;
     let mut tx = pool.begin().await?;
     let row = deliveries::get_row(&mut *tx, access, id).await?;
+    refuse_erased(&mut tx, &row.event_id).await?;
     let bin_id = match bin.map(str::trim).filter(|b| !b.is_empty()) {
         Some(given) => {
             let id = bin_id_of(given).to_string();
@@ -100,6 +106,16 @@ pub async fn redirect(
     let new = deliveries::get_row(&mut *tx, access, new_id).await?;
     tx.commit().await?;
     Ok((new, bin_id))
+}
+
+/// An erased event has nothing left to send again.
+async fn refuse_erased(tx: &mut sqlx::PgConnection, event_id: &str) -> AppResult<()> {
+    if erasures::is_erased(&mut *tx, event_id).await? {
+        return Err(AppError::Conflict(
+            "This event's data was erased: there is nothing left to send.".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// A bin's id from what a user pasted: the id itself or the bin's URL.

@@ -7,6 +7,7 @@ pub mod alerts;
 pub mod bins;
 pub mod deliveries;
 pub mod endpoints;
+pub mod erasures;
 pub mod keys;
 pub mod replays;
 pub mod team;

@@ -492,8 +492,18 @@ fn Detail(
                                 </section>
                                 <div class="panes">
                                     <section>
-                                        <h3>"Payload " <CopyButton text=d.payload.clone()/> " " <CopyButton text=d.curl.clone() label="Copy as curl"/></h3>
-                                        <pre class="code" data-testid="detail-payload">{d.payload.clone()}</pre>
+                                        {match d.erased {
+                                            Some((at, erasure)) => view! {
+                                                <h3>"Payload"</h3>
+                                                <p class="erased" data-testid="detail-erased">
+                                                    {format!("Erased on {} (erasure #{erasure})", absolute(at))}
+                                                </p>
+                                            }.into_any(),
+                                            None => view! {
+                                                <h3>"Payload " <CopyButton text=d.payload.clone()/> " " <CopyButton text=d.curl.clone() label="Copy as curl"/></h3>
+                                                <pre class="code" data-testid="detail-payload">{d.payload.clone()}</pre>
+                                            }.into_any(),
+                                        }}
                                         <h3>"Request headers"</h3>
                                         <HeaderTable headers=d.request_headers.clone()/>
                                     </section>

@@ -64,6 +64,8 @@ pub enum DeliveryErrorKind {
     EndpointDeleted,
     /// The attempt itself broke on our side; it is retried on the schedule.
     Internal,
+    /// The event's data was erased: nothing left to send (or, in flight, to keep).
+    Erased,
 }
 
 /// One delivery attempt, as lists and retries return it. Fields without a value are

@@ -60,6 +60,9 @@ pub struct CreateEvent {
         example = "customer_4812"
     )]
     pub ordering_key: Option<String>,
+    /// The data subjects the event is about (`user:42`), for erasure by subject.
+    #[schema(max_items = 10, value_type = Option<Vec<String>>, example = json!(["user:42"]))]
+    pub subjects: Option<Vec<String>>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -129,6 +132,9 @@ fn check_item<'a>(e: &'a CreateEvent, at: &str, max_depth: u32) -> Result<Item<'
         }
         no_nul(&format!("{at}ordering_key"), k).map_err(ApiError::invalid)?;
     }
+    if let Some(subjects) = &e.subjects {
+        check_subjects(subjects).map_err(|m| ApiError::invalid(format!("{at}subjects{m}")))?;
+    }
     // The one character PostgreSQL cannot keep in a payload becomes U+FFFD (README).
     let data = replace_nul_escapes(e.data.get());
     Ok(Item {
@@ -136,7 +142,32 @@ fn check_item<'a>(e: &'a CreateEvent, at: &str, max_depth: u32) -> Result<Item<'
         key,
         data,
         ordering_key: e.ordering_key.as_deref(),
+        subjects: e.subjects.as_deref().filter(|s| !s.is_empty()),
     })
+}
+
+/// At most this many subjects per event, each at most [`MAX_SUBJECT`] characters.
+pub const MAX_SUBJECTS: usize = 10;
+pub const MAX_SUBJECT: usize = 255;
+
+/// The message's tail after the field name when the subjects are not acceptable.
+fn check_subjects(subjects: &[String]) -> Result<(), String> {
+    if subjects.len() > MAX_SUBJECTS {
+        return Err(format!(
+            ": at most {MAX_SUBJECTS} items, not {}",
+            subjects.len()
+        ));
+    }
+    for (i, s) in subjects.iter().enumerate() {
+        let n = s.chars().count();
+        if n == 0 || n > MAX_SUBJECT {
+            return Err(format!(
+                "[{i}]: between 1 and {MAX_SUBJECT} characters, not {n}"
+            ));
+        }
+        no_nul("", s).map_err(|_| format!("[{i}]: must not contain NUL"))?;
+    }
+    Ok(())
 }
 
 /// The longest ordering key.
@@ -148,6 +179,7 @@ struct Item<'a> {
     key: Option<String>,
     data: std::borrow::Cow<'a, str>,
     ordering_key: Option<&'a str>,
+    subjects: Option<&'a [String]>,
 }
 
 /// One stored event, as `GET /events` and `GET /events/{id}` return it.
@@ -157,14 +189,21 @@ pub struct Event {
     pub id: String,
     #[schema(pattern = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$", max_length = 128)]
     pub event: String,
-    /// The `data` the event was sent with, unchanged.
-    #[schema(value_type = Value)]
+    /// The `data` the event was sent with, unchanged; `null` once erased.
+    #[schema(value_type = Option<Object>)]
     pub data: Box<RawValue>,
     /// How many endpoints the event was fanned out to.
     pub deliveries: i32,
     #[schema(required = true)]
     pub ordering_key: Option<String>,
     pub created_at: chrono::DateTime<chrono::Utc>,
+    /// The data subjects it was sent with (`[]` when none, or once erased).
+    pub subjects: Vec<String>,
+    /// When its data was erased, and by which erasure; null while it is kept.
+    #[schema(required = true)]
+    pub erased_at: Option<chrono::DateTime<chrono::Utc>>,
+    #[schema(required = true)]
+    pub erasure_id: Option<i64>,
 }
 
 impl From<StoredEvent> for Event {
@@ -176,6 +215,9 @@ impl From<StoredEvent> for Event {
             deliveries: e.deliveries,
             ordering_key: e.ordering_key,
             created_at: e.created_at,
+            subjects: e.subjects.unwrap_or_default(),
+            erased_at: e.erased_at,
+            erasure_id: e.erasure_id,
         }
     }
 }
@@ -235,6 +277,7 @@ pub async fn create_batch(
             data_json: &item.data,
             client_id: item.key.as_deref(),
             ordering_key: item.ordering_key,
+            subjects: item.subjects,
         })
         .collect();
     // One transaction: the batch is stored whole or not at all.
@@ -305,20 +348,22 @@ pub async fn create(
     };
     let item = check_item(&body, "", caller.data_depth)?;
     let client_id = item.key.or(header_key.filter(|k| !k.is_empty()));
-    let ingested = events::ingest_handing(
-        &pool,
-        caller.project_id,
-        &item.event_type,
-        &item.data,
-        client_id.as_deref(),
-        item.ordering_key,
-        events::Via {
-            handoff: handoff.as_deref(),
-            group: group.as_deref(),
-            targets: Some((&targets, caller.endpoints_version)),
-        },
-    )
-    .await?;
+    let event = events::NewEvent {
+        event_type: &item.event_type,
+        data_json: &item.data,
+        client_id: client_id.as_deref(),
+        ordering_key: item.ordering_key,
+        subjects: item.subjects,
+    };
+    let via = events::Via {
+        handoff: handoff.as_deref(),
+        group: group.as_deref(),
+        targets: Some((&targets, caller.endpoints_version)),
+    };
+    let ingested = events::ingest_all(&pool, caller.project_id, &[event], via)
+        .await?
+        .pop()
+        .ok_or(AppError::NotFound)?;
     Ok((
         StatusCode::ACCEPTED,
         Json(EventAccepted {
@@ -345,6 +390,42 @@ pub async fn get(
         return Err(app::error::AppError::NotFound.into());
     }
     Ok(Json(event.into()))
+}
+
+/// How long `DELETE /events/{id}/data` waits for the event's attempts in flight before
+/// it answers `202` and leaves the rest to the server.
+const ERASE_WAIT: std::time::Duration = std::time::Duration::from_secs(40);
+
+#[utoipa::path(
+    delete,
+    path = "/events/{id}/data",
+    params(("id" = String, Path, description = "Event id, evt_…")),
+    responses(
+        (status = 204, description = "The event's data, subjects and its attempts' response bodies and headers are erased; its waiting attempts are dead letters (`erased`)"),
+        (status = 202, body = super::erasures::Erasure, description = "Erased, but an attempt was still in flight after 40 s: the erasure finishes when it comes back (GET /erasures/{id})"),
+        (status = 404, body = ApiErrorBody),
+    )
+)]
+pub async fn erase(
+    State(pool): State<PgPool>,
+    State(cfg): State<std::sync::Arc<app::cfg::Config>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let access = caller.access(app::core::permissions::Action::EraseData)?;
+    let event = events::get(&pool, caller.project_id, &id).await?;
+    if event.created_at < caller.window_start(&cfg) {
+        return Err(AppError::NotFound.into());
+    }
+    let erasure = app::ops::erasures::erase_event(&pool, &access, &id, ERASE_WAIT).await?;
+    Ok(match erasure {
+        Some(e) if e.status != "done" => (
+            StatusCode::ACCEPTED,
+            Json(super::erasures::Erasure::from(e)),
+        )
+            .into_response(),
+        _ => StatusCode::NO_CONTENT.into_response(),
+    })
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

@@ -2,6 +2,7 @@
 //! file per resource. Errors are `{"error":{"code","message"}}` everywhere.
 
 pub mod deliveries;
+pub mod erasures;
 pub mod error;
 pub mod events;
 pub mod openapi;
@@ -24,7 +25,7 @@ use axum::{
     http::{header, HeaderValue, StatusCode},
     middleware::{self, Next},
     response::{IntoResponse, Response},
-    routing::{get, post},
+    routing::{delete, get, post},
     Router,
 };
 use serde::de::DeserializeOwned;
@@ -50,6 +51,9 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/events", post(events::create).get(events::list))
         .route("/events/batch", post(events::create_batch))
         .route("/events/{id}", get(events::get))
+        .route("/events/{id}/data", delete(events::erase))
+        .route("/erasures", post(erasures::create))
+        .route("/erasures/{id}", get(erasures::get))
         .route("/deliveries", get(deliveries::list))
         .route("/deliveries/{id}", get(deliveries::get))
         .route("/deliveries/{id}/retry", post(deliveries::retry))

@@ -88,6 +88,7 @@ const ERRORS: CommonErrors = CommonErrors {
         super::webhooks::create, super::webhooks::list, super::webhooks::get, super::webhooks::update,
         super::webhooks::delete, super::webhooks::rotate,
         super::events::create, super::events::create_batch, super::events::get, super::events::list,
+        super::events::erase, super::erasures::create, super::erasures::get,
         super::deliveries::list, super::deliveries::get, super::deliveries::retry,
         super::replays::recover, super::replays::get, super::replays::cancel,
     ),

@@ -56,6 +56,13 @@ impl Launch {
         let probe = self.probe.clone();
         let hand_back = HandBackOnDrop::new(row.id, row.created_at, self.reports.clone());
         self.tasks.spawn(async move {
+            // An erased event has nothing left to send: its attempt ends here, unsent.
+            if row.erased {
+                let outcome = sender.erased(&row);
+                metrics.observe(&outcome);
+                hand_back.report(outcome);
+                return;
+            }
             let jitter: f64 = rand::thread_rng().gen();
             // A throttled attempt is signed before it waits, so that its start follows
             // the slot's check at once. A bug there is an outcome too, like one in the send.

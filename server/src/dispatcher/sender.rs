@@ -245,6 +245,28 @@ impl Sender {
         self.conclude(row, exchange, Vec::new(), timing, jitter)
     }
 
+    /// The outcome of an attempt whose event was erased before it was sent: a dead
+    /// letter, error kind `erased`, nothing sent and nothing scheduled.
+    pub fn erased(&self, row: &Claimed) -> Outcome {
+        let now = Utc::now();
+        Outcome {
+            id: row.id,
+            created_at: row.created_at,
+            status: DeliveryStatus::DeadLetter,
+            started_at: now,
+            finished_at: now,
+            duration_ms: 0,
+            request_headers: Vec::new(),
+            response_status: None,
+            response_headers: None,
+            response_body: None,
+            error_kind: Some(ErrorKind::Erased),
+            error: Some("event erased: nothing left to send".into()),
+            chain_started_at: row.chain_started_at.unwrap_or(row.created_at.min(now)),
+            next: None,
+        }
+    }
+
     /// Applies the retry policy to what happened and builds the row's outcome.
     fn conclude(
         &self,

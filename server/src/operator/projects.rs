@@ -98,6 +98,13 @@ pub struct LimitOverrides {
     )]
     #[schema(minimum = 1, maximum = 256)]
     pub data_depth: Option<i64>,
+    #[serde(
+        default,
+        deserialize_with = "whole",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(minimum = 1, maximum = 100)]
+    pub concurrent_erasures: Option<i64>,
     /// Public API requests per key per minute, instead of the plan's.
     #[serde(
         default,
@@ -141,6 +148,7 @@ pub struct EffectiveLimits {
     pub event_types_per_endpoint: u32,
     pub concurrent_replays: u32,
     pub data_depth: u32,
+    pub concurrent_erasures: u32,
     pub api_requests_per_minute: u32,
     pub retention_days: u32,
 }
@@ -268,6 +276,7 @@ impl Project {
                 event_types_per_endpoint: limits.get(Limit::EventTypesPerEndpoint),
                 concurrent_replays: limits.get(Limit::ConcurrentReplays),
                 data_depth: limits.get(Limit::DataDepth),
+                concurrent_erasures: limits.get(Limit::ConcurrentErasures),
                 api_requests_per_minute: override_of(&t.overrides, API_REQUESTS_PER_MINUTE)
                     .unwrap_or_else(|| state.cfg.plan_limits.per_minute(plan)),
                 retention_days: window_days(&t.overrides, max_retention),

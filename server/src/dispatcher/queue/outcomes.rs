@@ -136,18 +136,31 @@ fn move_statement(only: &str, then: &str) -> String {
             DELETE FROM delivery_queue d USING u
              WHERE d.id = u.id AND d.created_at = u.created_at AND d.status = 'in_flight' AND d.claimed_by = $1
                    {only}
+            -- A row an erasure marked while it was in flight keeps what happened (status,
+            -- code, times) but not what came back, and schedules nothing: a failure that
+            -- would be retried ends as a dead letter instead.
             RETURNING d.id, d.created_at, d.project_id, d.event_id, d.event_type, d.endpoint_id, d.target_url,
-                      d.attempt, d.trigger, d.triggered_by, u.status, d.scheduled_at, u.started_at,
+                      d.attempt, d.trigger, d.triggered_by,
+                      CASE WHEN d.error_kind = 'erased' AND u.status = 'failed' THEN 'dead_letter'
+                           ELSE u.status END,
+                      d.scheduled_at, u.started_at,
                       u.finished_at, u.duration_ms, d.claimed_by, u.chain_started_at, d.request_id,
-                      u.request_headers, u.response_status, u.response_headers, u.response_body,
-                      u.error_kind, u.error, d.ordering_key, d.lane_seq
+                      u.request_headers, u.response_status,
+                      CASE WHEN d.error_kind = 'erased' THEN NULL ELSE u.response_headers END,
+                      CASE WHEN d.error_kind = 'erased' THEN NULL ELSE u.response_body END,
+                      CASE WHEN d.error_kind = 'erased' AND u.status = 'failed' THEN 'erased'
+                           ELSE u.error_kind END,
+                      CASE WHEN d.error_kind = 'erased' AND u.status = 'failed'
+                           THEN 'event erased in flight; ' || coalesce(u.error, '') ELSE u.error END,
+                      d.ordering_key, d.lane_seq
          ), logged AS (
             INSERT INTO delivery_log (id, created_at, project_id, event_id, event_type, endpoint_id, target_url,
                    attempt, trigger, triggered_by, status, scheduled_at, started_at, finished_at, duration_ms,
                    claimed_by, chain_started_at, request_id, request_headers, response_status, response_headers,
                    response_body, error_kind, error, ordering_key, lane_seq)
             SELECT * FROM done
-            RETURNING id, project_id, endpoint_id, event_id, trigger, ordering_key, lane_seq
+            RETURNING id, project_id, endpoint_id, event_id, trigger, ordering_key, lane_seq,
+                      error_kind IS NOT DISTINCT FROM 'erased' AS erased
          ){then}"
     )
 }
@@ -200,14 +213,16 @@ async fn record_in_transaction(
     app::db::endpoint_health::note(&mut tx, &health_of(&written)).await?;
     let dead: Vec<(i64, String)> = written
         .iter()
-        .filter(|(o, r)| o.status == DeliveryStatus::DeadLetter && r.trigger == Trigger::Auto)
+        .filter(|(o, r)| {
+            o.status == DeliveryStatus::DeadLetter && r.trigger == Trigger::Auto && !r.erased
+        })
         .map(|(_, r)| (r.endpoint_id, r.event_id.clone()))
         .collect();
     app::db::endpoint_health::tally_dead_letters(&mut tx, &dead).await?;
     // A chain in a lane that ended here frees its lane for the next event.
     let ended: Vec<app::db::lanes::EndedLane> = written
         .iter()
-        .filter(|(o, _)| o.next.is_none())
+        .filter(|(o, r)| o.next.is_none() || r.erased)
         .filter_map(|(_, r)| match (&r.ordering_key, r.lane_seq) {
             (Some(key), Some(_)) => Some((r.project_id, (r.endpoint_id, key.clone()))),
             _ => None,
@@ -215,6 +230,7 @@ async fn record_in_transaction(
         .collect();
     let next: Vec<(&NextAttempt, DateTime<Utc>, &Recorded)> = written
         .iter()
+        .filter(|(_, r)| !r.erased)
         .filter_map(|(o, r)| o.next.as_ref().map(|n| (n, o.chain_started_at, *r)))
         .collect();
     let next: Vec<attempts::NewAttempt> = next
@@ -254,6 +270,8 @@ struct Recorded {
     trigger: Trigger,
     ordering_key: Option<String>,
     lane_seq: Option<i64>,
+    /// An erasure marked it in flight: what came back was not kept, nothing follows.
+    erased: bool,
 }
 
 /// Each endpoint's latest outcome in the batch, from the attempts that speak for its
@@ -262,7 +280,11 @@ fn health_of(written: &[(&Outcome, &Recorded)]) -> Vec<Health> {
     let mut by_endpoint: std::collections::BTreeMap<i64, Health> = Default::default();
     let mut sorted: Vec<&(&Outcome, &Recorded)> = written
         .iter()
-        .filter(|(_, r)| matches!(r.trigger, Trigger::Auto | Trigger::ManualRetry))
+        .filter(|(o, r)| {
+            matches!(r.trigger, Trigger::Auto | Trigger::ManualRetry)
+                && o.error_kind != Some(ErrorKind::Erased)
+                && !r.erased
+        })
         .collect();
     sorted.sort_by_key(|(o, _)| o.finished_at);
     for (o, r) in sorted {
