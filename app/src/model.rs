@@ -155,6 +155,8 @@ pub struct BinRequest {
     pub status: i16,
     pub remote_addr: Option<String>,
     pub received_at: DateTime<Utc>,
+    /// When its body was erased with its event's data (a Redirect's copy).
+    pub erased_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -227,8 +227,18 @@ async fn erasing_a_subject_leaves_no_byte_of_its_data_anywhere_and_sends_nothing
     assert_eq!(done["inspector_copies"], 1, "{done}");
     assert_eq!(done["subject"], "user:42");
 
-    // Nothing of the subject's payloads, in any table, as text or bytes.
+    // Nothing of the subject's payloads, in any table, as text or bytes; nor the
+    // signatures over them, which the endpoint's secret would let one check a guess with.
     assert_eq!(rows_holding(&app, &gone).await, vec![]);
+    let signed = receiver
+        .seen()
+        .into_iter()
+        .find(|r| header(r, "webhook-id") == erased[0])
+        .expect("the first event was delivered");
+    let signature = header(&signed, "webhook-signature")
+        .trim_start_matches("v1,")
+        .to_string();
+    assert_eq!(rows_holding(&app, &signature).await, vec![]);
     // The answers to them are gone; those to the other events stay (so the check can see).
     let answers = rows_holding(&app, &format!("answer-{tag}")).await;
     let answered: i64 = answers.iter().map(|(_, n)| n).sum();
@@ -432,6 +442,13 @@ async fn an_attempt_in_flight_during_an_erasure_keeps_no_answer_and_schedules_no
     assert_eq!(attempts[0].1, "dead_letter");
     assert_eq!(attempts[0].2, Some(500));
     assert_eq!(attempts[0].3.as_deref(), Some("erased"));
+    let headers: Option<Value> =
+        sqlx::query_scalar("SELECT request_headers FROM delivery_log WHERE event_id = $1")
+            .bind(&event)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(headers, None);
     // The retry schedule is 200 ms: nothing followed.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(receiver.seen().len(), 1);

@@ -306,7 +306,7 @@ mod tests {
             override_of(&json!({"retention_days": 3}), RETENTION_DAYS),
             Some(3)
         );
-        assert_eq!(limit_names().count(), 8);
+        assert_eq!(limit_names().count(), 9);
     }
 
     #[test]

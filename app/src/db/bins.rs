@@ -173,7 +173,7 @@ pub async fn page(
          )
          SELECT r.id, r.method, r.path, r.query, r.headers,
                 CASE WHEN f.inline THEN r.body ELSE ''::bytea END AS body, NOT f.inline AS truncated,
-                r.size, r.status, r.remote_addr, r.received_at
+                r.size, r.status, r.remote_addr, r.received_at, r.erased_at
          FROM flags f JOIN bin_requests r ON r.id = f.id
          WHERE f.n = 1 OR f.heads <= $5 / 4
          ORDER BY r.id DESC",

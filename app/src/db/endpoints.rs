@@ -100,6 +100,8 @@ pub async fn auto_disable(
          ), failing AS (
             SELECT c.id, (SELECT min(d.created_at) FROM deliveries d
                            WHERE d.endpoint_id = c.id AND d.trigger = 'auto' AND d.status IN ('failed', 'dead_letter')
+                             -- An erasure's dead letters say nothing about the endpoint.
+                             AND d.error_kind IS DISTINCT FROM 'erased'
                              AND d.created_at > coalesce(c.last_ok, '-infinity')) AS since
             FROM candidates c
          )

@@ -233,10 +233,14 @@ async fn erase_events(
     .execute(&mut *tx)
     .await?;
     let mut counts = end_waiting(tx, erasure_id, events).await?;
-    sqlx::query(
-        "UPDATE delivery_log SET response_body = NULL, response_headers = NULL
-          WHERE event_id = ANY($1) AND (response_body IS NOT NULL OR response_headers IS NOT NULL)",
-    )
+    // The signatures go too: with the endpoint's secret they would confirm a guess of
+    // the payload.
+    sqlx::query(&format!(
+        "UPDATE delivery_log SET response_body = NULL, response_headers = NULL,
+                request_headers = {}
+          WHERE event_id = ANY($1)",
+        UNSIGNED.replace("headers", "request_headers")
+    ))
     .bind(events)
     .execute(&mut *tx)
     .await?;
@@ -301,13 +305,18 @@ async fn end_waiting(
     })
 }
 
+/// `request_headers` or `headers` (`[name, value]` pairs) without the signatures.
+const UNSIGNED: &str = "CASE WHEN headers IS NOT NULL THEN
+         coalesce((SELECT jsonb_agg(h) FROM jsonb_array_elements(headers) h
+                    WHERE lower(h->>0) NOT IN ('x-botix-signature', 'webhook-signature')), '[]'::jsonb) END";
+
 /// Erases the bodies of the inspector's copies of the events' attempts.
 async fn erase_copies(tx: &mut PgConnection, events: &[String]) -> AppResult<i64> {
-    Ok(sqlx::query(
-        "UPDATE bin_requests SET body = ''::bytea, erased_at = now()
+    Ok(sqlx::query(&format!(
+        "UPDATE bin_requests SET body = ''::bytea, erased_at = now(), headers = {UNSIGNED}
           WHERE request_id IN (SELECT request_id FROM deliveries WHERE event_id = ANY($1))
-            AND erased_at IS NULL",
-    )
+            AND erased_at IS NULL"
+    ))
     .bind(events)
     .execute(&mut *tx)
     .await?

@@ -78,7 +78,8 @@ fn used_statement(limit: Limit) -> Option<&'static str> {
             "SELECT count(*) FROM replays WHERE project_id = $1 AND status = 'running'"
         }
         Limit::ConcurrentErasures => {
-            "SELECT count(*) FROM erasures WHERE project_id = $1 AND status = 'running'"
+            "SELECT count(*) FROM erasures
+              WHERE project_id = $1 AND status = 'running' AND subject IS NOT NULL"
         }
         Limit::EventTypesPerEndpoint | Limit::DataDepth => return None,
     })

@@ -76,6 +76,33 @@ pub async fn erase_event(
     ))
 }
 
+/// Erasures this process runs at once as soon as they are asked for; the rest wait for
+/// the runner's next pass (within a second).
+static STARTED_AT_ONCE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
+/// Starts working on an erasure now, in this process, for up to `budget`, when fewer
+/// than two are being started so; the runner of any process takes over after that.
+pub fn start_now(pool: &PgPool, id: i64, budget: Duration) {
+    let Ok(permit) = STARTED_AT_ONCE.try_acquire() else {
+        return;
+    };
+    let pool = pool.clone();
+    tokio::spawn(async move {
+        let _permit = permit;
+        let deadline = Instant::now() + budget;
+        while Instant::now() < deadline {
+            match erasures::step(&pool, Some(id)).await {
+                Ok(Some((_, s))) if !s.done && !s.waiting => {}
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(erasure = id, error = %e, "erasure step failed");
+                    break;
+                }
+            }
+        }
+    });
+}
+
 pub async fn get(pool: &PgPool, access: &Access, id: i64) -> AppResult<Erasure> {
     access.require(Action::ReadDeliveries)?;
     erasures::get(pool, access.project_id, id).await

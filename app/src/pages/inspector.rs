@@ -8,7 +8,7 @@ use leptos_router::hooks::{use_navigate, use_params_map};
 
 use crate::{
     components::hydration::gate,
-    components::widgets::{error_text, pretty, CopyButton, HeaderTable, Time},
+    components::widgets::{absolute, error_text, pretty, CopyButton, HeaderTable, Time},
     core::{curl::curl_bytes, signing},
     inspector::{bin_requests, create_bin, get_bin_info, BinInfo},
     model::BinRequest,
@@ -226,6 +226,10 @@ fn FullRequest(r: BinRequest, secret: RwSignal<String>) -> impl IntoView {
     );
     let curl = curl_bytes(&r.method, &url, &r.headers, &r.body);
     let body_view = match std::str::from_utf8(&r.body) {
+        _ if r.erased_at.is_some() => format!(
+            "(erased on {} with its event's data)",
+            r.erased_at.map(absolute).unwrap_or_default()
+        ),
         Ok(text) => pretty(text),
         Err(_) => format!(
             "(binary, {} bytes, base64)\n{}",

@@ -90,6 +90,7 @@ pub async fn create(
     }
     app::core::text::no_nul("subject", &body.subject).map_err(ApiError::invalid)?;
     let erasure = ops::erasures::erase_subject(&pool, &access, &body.subject).await?;
+    ops::erasures::start_now(&pool, erasure.id, std::time::Duration::from_secs(5));
     Ok((StatusCode::ACCEPTED, Json(erasure.into())))
 }
 

@@ -14,47 +14,7 @@ pub async fn queries(rows: i64, projects: i64, reuse: Option<String>) {
         Some(url) => (db::connect(&url, 8).await.unwrap(), url),
         None => {
             let (pool, url) = scratch_db().await;
-            let t = Instant::now();
-            sqlx::query("INSERT INTO projects (name, plan) SELECT 'p' || g, 'business' FROM generate_series(1, $1) g")
-                .bind(projects).execute(&pool).await.unwrap();
-            let chunk = 1_000_000i64;
-            let mut from = 1;
-            while from <= rows {
-                let to = (from + chunk - 1).min(rows);
-                // Finished rows into the log, waiting ones (s = 19) into the queue.
-                for (table, waiting) in [("delivery_log", false), ("delivery_queue", true)] {
-                    sqlx::query(&format!(
-                    "INSERT INTO {table} (created_at, project_id, event_id, event_type, endpoint_id, target_url, attempt,
-                        trigger, status, scheduled_at, started_at, finished_at, duration_ms, request_id, response_status,
-                        error_kind, error)
-                     SELECT ts, p, 'evt_' || lpad(to_hex(g / 2), 24, '0'),
-                        (ARRAY['payment.succeeded','payment.confirmed','message.created','chat.opened','contact.created','subscription.cancelled'])[1 + h % 6],
-                        p * 10 + g % 3, 'https://example.com/hook', 1 + g % 2, 'auto',
-                        CASE WHEN s < 16 THEN 'succeeded' WHEN s < 18 THEN 'failed' WHEN s < 19 THEN 'dead_letter' ELSE 'pending' END,
-                        ts, ts, ts + interval '120 ms', 120, 'req_' || lpad(to_hex(g), 26, '0'),
-                        CASE WHEN s < 16 THEN 200 WHEN s < 18 THEN 503 WHEN s < 19 THEN 404 END,
-                        CASE WHEN s BETWEEN 16 AND 18 THEN 'http_status' END,
-                        CASE WHEN s BETWEEN 16 AND 18 THEN 'endpoint answered an error' END
-                     FROM generate_series($1::bigint, $2::bigint) g,
-                          LATERAL (SELECT now() - interval '14 days' * (1 - g::float8 / $3) + interval '1 second' AS ts,
-                                          CASE WHEN g % 10 = 0 THEN 1 ELSE 2 + (g * 7919) % ($4 - 1) END AS p,
-                                          (hashint8(g) & 1023) % 20 AS s, (hashint8(g + 1) & 1023) % 6 AS h) x
-                     WHERE (s = 19) = {waiting}",
-                ))
-                .bind(from).bind(to).bind(rows as f64).bind(projects)
-                .execute(&pool).await.unwrap();
-                }
-                eprintln!("generated {to} rows ({:.0} s)", t.elapsed().as_secs_f64());
-                from = to + 1;
-            }
-            sqlx::query("VACUUM ANALYZE delivery_log, delivery_queue")
-                .execute(&pool)
-                .await
-                .unwrap();
-            println!(
-                "generated {rows} rows across {projects} projects in {:.0} s; database {url}",
-                t.elapsed().as_secs_f64()
-            );
+            generate(&pool, &url, rows, projects, false).await;
             (pool, url)
         }
     };
@@ -148,6 +108,54 @@ pub async fn queries(rows: i64, projects: i64, reuse: Option<String>) {
         let plan: Vec<String> = sqlx::query_scalar(&format!("EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, SUMMARY ON) {sql}")).fetch_all(&pool).await.unwrap();
         println!("\nEXPLAIN ANALYZE, {label}:\n{}", plan.iter().filter(|l| !l.contains("Subplans Removed") ).take(14).cloned().collect::<Vec<_>>().join("\n"));
     }
+}
+
+/// Fills a scratch database with `rows` attempts over 14 days across `projects` projects
+/// (project 1, the busiest, gets a tenth of them; event `k` has rows `2k` and `2k + 1`);
+/// `bodies`: finished attempts carry a short response body.
+pub async fn generate(pool: &sqlx::PgPool, url: &str, rows: i64, projects: i64, bodies: bool) {
+    let t = Instant::now();
+    sqlx::query("INSERT INTO projects (name, plan) SELECT 'p' || g, 'business' FROM generate_series(1, $1) g")
+        .bind(projects).execute(pool).await.unwrap();
+    let chunk = 1_000_000i64;
+    let mut from = 1;
+    while from <= rows {
+        let to = (from + chunk - 1).min(rows);
+        // Finished rows into the log, waiting ones (s = 19) into the queue.
+        for (table, waiting) in [("delivery_log", false), ("delivery_queue", true)] {
+            sqlx::query(&format!(
+            "INSERT INTO {table} (created_at, project_id, event_id, event_type, endpoint_id, target_url, attempt,
+                trigger, status, scheduled_at, started_at, finished_at, duration_ms, request_id, response_status,
+                error_kind, error, response_body)
+             SELECT ts, p, 'evt_' || lpad(to_hex(g / 2), 24, '0'),
+                (ARRAY['payment.succeeded','payment.confirmed','message.created','chat.opened','contact.created','subscription.cancelled'])[1 + h % 6],
+                p * 10 + g % 3, 'https://example.com/hook', 1 + g % 2, 'auto',
+                CASE WHEN s < 16 THEN 'succeeded' WHEN s < 18 THEN 'failed' WHEN s < 19 THEN 'dead_letter' ELSE 'pending' END,
+                ts, ts, ts + interval '120 ms', 120, 'req_' || lpad(to_hex(g), 26, '0'),
+                CASE WHEN s < 16 THEN 200 WHEN s < 18 THEN 503 WHEN s < 19 THEN 404 END,
+                CASE WHEN s BETWEEN 16 AND 18 THEN 'http_status' END,
+                CASE WHEN s BETWEEN 16 AND 18 THEN 'endpoint answered an error' END,
+                CASE WHEN {bodies} AND s < 19 THEN '{{\"received\":\"' || g || '\"}}' END
+             FROM generate_series($1::bigint, $2::bigint) g,
+                  LATERAL (SELECT now() - interval '14 days' * (1 - g::float8 / $3) + interval '1 second' AS ts,
+                                  CASE WHEN g % 10 = 0 THEN 1 ELSE 2 + (g * 7919) % ($4 - 1) END AS p,
+                                  (hashint8(g) & 1023) % 20 AS s, (hashint8(g + 1) & 1023) % 6 AS h) x
+             WHERE (s = 19) = {waiting}",
+        ))
+        .bind(from).bind(to).bind(rows as f64).bind(projects)
+        .execute(pool).await.unwrap();
+        }
+        eprintln!("generated {to} rows ({:.0} s)", t.elapsed().as_secs_f64());
+        from = to + 1;
+    }
+    sqlx::query("VACUUM ANALYZE delivery_log, delivery_queue")
+        .execute(pool)
+        .await
+        .unwrap();
+    println!(
+        "generated {rows} rows across {projects} projects in {:.0} s; database {url}",
+        t.elapsed().as_secs_f64()
+    );
 }
 
 /// Time to first byte of `/developers/deliveries` for a signed-in owner of project 1.

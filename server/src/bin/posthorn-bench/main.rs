@@ -15,6 +15,9 @@
 //! posthorn-bench queries --rows 10000000 --projects 1000
 //! posthorn-bench capture --seconds 10 --concurrency 16
 //!
+//! Erasure of one data subject (`erasure`), through the public API:
+//! posthorn-bench erasure --rows 10000000 --projects 1000 --runs 5
+//!
 //! Needs DATABASE_URL (a server where it may create a scratch database).
 
 use std::sync::Arc;
@@ -25,6 +28,7 @@ use server::metrics::Metrics;
 
 mod api;
 mod dashboard;
+mod erasure;
 mod in_process;
 mod inspector;
 
@@ -94,6 +98,19 @@ enum Mode {
         rows: i64,
         #[arg(long, default_value_t = 1000)]
         projects: i64,
+        /// Reuse the database of an earlier run instead of generating again.
+        #[arg(long)]
+        reuse: Option<String>,
+    },
+    /// Erasure of one subject on a large generated history, through the public API.
+    Erasure {
+        #[arg(long, default_value_t = 10_000_000)]
+        rows: i64,
+        #[arg(long, default_value_t = 1000)]
+        projects: i64,
+        /// Subjects erased, one after another.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
         /// Reuse the database of an earlier run instead of generating again.
         #[arg(long)]
         reuse: Option<String>,
@@ -207,6 +224,12 @@ async fn run(args: Args) {
             seconds,
             concurrency,
         } => inspector::capture(seconds, concurrency).await,
+        Mode::Erasure {
+            rows,
+            projects,
+            runs,
+            reuse,
+        } => erasure::erase(rows, projects, runs, reuse).await,
         mode @ (Mode::Throughput { .. } | Mode::Latency { .. }) => in_process::run(mode).await,
         Mode::Receiver => unreachable!("runs without the runtime, from main"),
     }

@@ -145,7 +145,8 @@ fn move_statement(only: &str, then: &str) -> String {
                            ELSE u.status END,
                       d.scheduled_at, u.started_at,
                       u.finished_at, u.duration_ms, d.claimed_by, u.chain_started_at, d.request_id,
-                      u.request_headers, u.response_status,
+                      CASE WHEN d.error_kind = 'erased' THEN NULL ELSE u.request_headers END,
+                      u.response_status,
                       CASE WHEN d.error_kind = 'erased' THEN NULL ELSE u.response_headers END,
                       CASE WHEN d.error_kind = 'erased' THEN NULL ELSE u.response_body END,
                       CASE WHEN d.error_kind = 'erased' AND u.status = 'failed' THEN 'erased'
