@@ -22,6 +22,7 @@ final class Client
     public readonly Events $events;
     public readonly Deliveries $deliveries;
     public readonly Replays $replays;
+    public readonly Erasures $erasures;
     public readonly Transport $transport;
 
     /**
@@ -49,6 +50,7 @@ final class Client
         $this->events = new Events($this->transport);
         $this->deliveries = new Deliveries($this->transport);
         $this->replays = new Replays($this->transport);
+        $this->erasures = new Erasures($this->transport);
     }
 
     /** @internal */

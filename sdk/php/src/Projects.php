@@ -20,7 +20,8 @@ final class Projects
      * @param string|null $uid the operator's own id for the customer, unique among live projects (else 409)
      * @param string|null $plan trial (the default) or business
      * @param array<string, int>|null $limits overrides by name (endpoints, api_keys, members,
-     *        event_types_per_endpoint, concurrent_replays, data_depth, api_requests_per_minute, retention_days)
+     *        event_types_per_endpoint, concurrent_replays, data_depth, concurrent_erasures,
+     *        api_requests_per_minute, retention_days)
      * @param list<string>|null $frameAncestors origins that may frame the portal: https://host[:port]
      * @param array{name?: string, accent?: string, logo_url?: string}|null $brand
      */

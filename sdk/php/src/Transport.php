@@ -23,7 +23,7 @@ final class Transport
     public function __construct(
         private readonly string $apiKey,
         private readonly string $baseUrl,
-        private readonly float $timeout,
+        public readonly float $timeout,
         public readonly RetryPolicy $policy,
         private readonly string $userAgent,
         ?callable $onResponse = null,
@@ -38,8 +38,9 @@ final class Transport
      * @param array<string, scalar|null> $query
      * @param array<string, string> $headers
      * @param bool $retrySafe whether a 5xx or a connection error may be retried (429s always are)
+     * @param float|null $timeout seconds for this call's attempts instead of the client's
      */
-    public function request(string $method, string $path, array $query = [], mixed $body = null, array $headers = [], bool $retrySafe = true): mixed
+    public function request(string $method, string $path, array $query = [], mixed $body = null, array $headers = [], bool $retrySafe = true, ?float $timeout = null): mixed
     {
         $query = array_filter($query, static fn ($v) => $v !== null);
         $url = $this->baseUrl . $path . ($query ? '?' . http_build_query($query, '', '&', PHP_QUERY_RFC3986) : '');
@@ -60,7 +61,7 @@ final class Transport
             $this->waitForQuota();
             $sentAt = microtime(true);
             try {
-                [$status, $respHeaders, $text] = $this->send($method, $url, $lines, $data);
+                [$status, $respHeaders, $text] = $this->send($method, $url, $lines, $data, $timeout ?? $this->timeout);
             } catch (ApiConnectionError $e) {
                 $this->log($method, $path, $retry, $sentAt, null, []);
                 if ($retrySafe && $retry < $this->policy->maxRetries) {
@@ -93,7 +94,7 @@ final class Transport
     }
 
     /** @return array{int, array<string, string>, string} */
-    private function send(string $method, string $url, array $lines, ?string $data): array
+    private function send(string $method, string $url, array $lines, ?string $data, float $timeout): array
     {
         $headers = [];
         $body = '';
@@ -101,7 +102,7 @@ final class Transport
         curl_setopt_array($ch, [
             CURLOPT_CUSTOMREQUEST => $method,
             CURLOPT_HTTPHEADER => $lines,
-            CURLOPT_TIMEOUT_MS => (int) ($this->timeout * 1000),
+            CURLOPT_TIMEOUT_MS => (int) ($timeout * 1000),
             CURLOPT_FOLLOWLOCATION => false,
             CURLOPT_HEADERFUNCTION => static function ($ch, string $line) use (&$headers): int {
                 $parts = explode(':', $line, 2);

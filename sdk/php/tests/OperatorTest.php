@@ -59,11 +59,12 @@ final class OperatorTest extends TestCase
         $op = $this->operator();
         $base = Env::get($this, 'POSTHORN_TEST_URL');
         $uid = self::unique('php-customer');
-        $project = $op->projects->create('PHP customer', uid: $uid, plan: 'business', limits: ['endpoints' => 5],
+        $project = $op->projects->create('PHP customer', uid: $uid, plan: 'business', limits: ['endpoints' => 5, 'concurrent_erasures' => 2],
             frameAncestors: ['https://app.example.com'], brand: ['name' => 'Acme', 'accent' => '#4f46e5']);
         $this->assertSame([$uid, 'PHP customer', 'business'], [$project->uid, $project->name, $project->plan]);
         $this->assertInstanceOf(EffectiveLimits::class, $project->limits);
         $this->assertSame(5, $project->limits->endpoints);
+        $this->assertSame(2, $project->limits->concurrent_erasures);
         $this->assertSame(['https://app.example.com'], $project->frame_ancestors);
         $this->assertInstanceOf(Brand::class, $project->brand);
         $this->assertSame(['Acme', '#4f46e5', null], [$project->brand->name, $project->brand->accent, $project->brand->logo_url]);

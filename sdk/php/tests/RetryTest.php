@@ -8,6 +8,7 @@ use PHPUnit\Framework\TestCase;
 use Posthorn\ApiConnectionError;
 use Posthorn\ApiError;
 use Posthorn\Client;
+use Posthorn\Model\Erasure;
 use Posthorn\RateLimitError;
 use Posthorn\RetryPolicy;
 
@@ -143,6 +144,41 @@ final class RetryTest extends TestCase
         $keys = array_unique(array_map(fn ($s) => array_change_key_case($s[2])['idempotency-key'], $this->seen()));
         $this->assertCount(2, $this->seen());
         $this->assertCount(1, $keys);
+    }
+
+    public function testErasingIsRetriedForOneEventButNotForASubject(): void
+    {
+        $erasure = ['id' => 9, 'status' => 'running', 'subject' => null, 'event_id' => 'evt_1', 'created_at' => '2026-11-30T12:00:00Z', 'finished_at' => null, 'events' => 1, 'attempts' => 2, 'dead_lettered' => 0, 'inspector_copies' => 0];
+        // 202: an attempt was still in flight; 204: done.
+        [$client] = $this->scripted([[503, [], self::ERR], [202, [], $erasure], [204, [], null], [503, [], self::ERR], [202, [], $erasure]]);
+        $running = $client->events->eraseData('evt_1');
+        $this->assertInstanceOf(Erasure::class, $running);
+        $this->assertSame([9, null], [$running->id, $running->finished_at]);
+        $this->assertNull($client->events->eraseData('evt_1'));
+        $this->assertSame(array_fill(0, 3, ['DELETE', '/public/v1/events/evt_1/data']), array_map(fn ($s) => [$s[0], $s[1]], $this->seen()));
+        try {
+            $client->erasures->create('user:42');
+            $this->fail('expected a 503');
+        } catch (ApiError $e) {
+            $this->assertSame(503, $e->status);
+        }
+        $this->assertCount(4, $this->seen());
+    }
+
+    public function testABatchIsRetriedWithTheSameIdempotencyKeys(): void
+    {
+        $accepted = ['data' => [['id' => 'evt_1', 'deliveries' => 0], ['id' => 'evt_2', 'deliveries' => 1]]];
+        [$client] = $this->scripted([[502, [], self::ERR], [202, [], $accepted]]);
+        $sent = $client->events->sendBatch([
+            ['event' => 'a.b', 'data' => ['n' => 1], 'subjects' => ['user:1']],
+            ['event' => 'a.b', 'data' => ['n' => 2], 'id' => 'mine'],
+        ]);
+        $this->assertSame(['evt_1', 'evt_2'], array_map(fn ($a) => $a->id, $sent));
+        [$first, $second] = array_column($this->seen(), 3);
+        $this->assertSame($first, $second);
+        $this->assertSame('mine', $first['events'][1]['id']);
+        $this->assertNotEmpty($first['events'][0]['id']);
+        $this->assertSame(['user:1'], $first['events'][0]['subjects']);
     }
 
     public function testOther4xxAreNeverRetried(): void

@@ -212,7 +212,7 @@ final class ServerTest extends TestCase
     public function testTheModelsMatchTheOpenapiDocument(): void
     {
         $doc = json_decode(file_get_contents(Env::get($this, 'POSTHORN_TEST_URL') . '/public/v1/openapi.json'), true);
-        foreach (['Webhook', 'EventAccepted', 'Event', 'Delivery', 'DeliveryDetail', 'Replay'] as $name) {
+        foreach (['Webhook', 'EventAccepted', 'Event', 'Delivery', 'DeliveryDetail', 'Replay', 'Erasure'] as $name) {
             [$props, $required] = self::schemaProperties($doc, ['$ref' => "#/components/schemas/{$name}"]);
             $class = new \ReflectionClass("Posthorn\\Model\\{$name}");
             $fields = [];
@@ -265,7 +265,12 @@ final class ServerTest extends TestCase
         if (!isset($prop['type'])) {
             return ['any'];
         }
-        return array_map(fn ($t) => $t === 'string' && ($prop['format'] ?? '') === 'date-time' ? 'date-time' : $t, (array) $prop['type']);
+        // JSON objects decode to PHP arrays.
+        return array_map(fn ($t) => match (true) {
+            $t === 'string' && ($prop['format'] ?? '') === 'date-time' => 'date-time',
+            $t === 'object' => 'array',
+            default => $t,
+        }, (array) $prop['type']);
     }
 
     private static function phpTypes(\ReflectionNamedType $type): array

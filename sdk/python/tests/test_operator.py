@@ -40,11 +40,13 @@ def test_a_project_from_creation_to_deletion(base_url, operator_key):
     op = Operator(operator_key, base_url)
     uid = unique("py-customer")
     project = op.projects.create(
-        "Python customer", uid=uid, plan="business", limits={"endpoints": 5},
+        "Python customer", uid=uid, plan="business",
+        limits={"endpoints": 5, "concurrent_erasures": 2},
         frame_ancestors=["https://app.example.com"], brand={"name": "Acme", "accent": "#4f46e5"},
     )
     assert (project.uid, project.name, project.plan) == (uid, "Python customer", "business")
     assert isinstance(project.limits, EffectiveLimits) and project.limits.endpoints == 5
+    assert project.limits.concurrent_erasures == 2
     assert project.frame_ancestors == ["https://app.example.com"]
     assert project.brand == Brand(name="Acme", accent="#4f46e5", logo_url=None)
     assert project.created_at.tzinfo is not None

@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from posthorn import ApiConnectionError, ApiError, Client, RateLimitError
+from posthorn import ApiConnectionError, ApiError, Client, Erasure, RateLimitError
 from posthorn.retry import RetryPolicy, backoff, parse_retry_after, retry_wait
 
 from conftest import free_port
@@ -126,6 +126,39 @@ def test_sending_an_event_is_retried_with_the_same_idempotency_key(scripted):
     assert client.events.send("order.paid", {}).id == "evt_1"
     keys = {headers["Idempotency-Key"] for _, _, headers in script.seen}
     assert len(script.seen) == 2 and len(keys) == 1 and keys.pop()
+
+
+ERASURE = {"id": 9, "status": "running", "subject": None, "event_id": "evt_1",
+           "created_at": "2026-11-30T12:00:00Z", "finished_at": None, "events": 1,
+           "attempts": 2, "dead_lettered": 0, "inspector_copies": 0}
+
+
+def test_erasing_is_retried_for_one_event_but_not_for_a_subject(scripted):
+    client, script, _ = scripted
+    # 202: an attempt was still in flight; 204: done.
+    script.answers = [(503, {}, ERR), (202, {}, ERASURE), (204, {}, None)]
+    erasure = client.events.erase_data("evt_1")
+    assert isinstance(erasure, Erasure) and (erasure.id, erasure.finished_at) == (9, None)
+    assert client.events.erase_data("evt_1") is None
+    assert [s[:2] for s in script.seen] == [("DELETE", "/public/v1/events/evt_1/data")] * 3
+    script.answers, script.seen = [(503, {}, ERR), (202, {}, ERASURE)], []
+    with pytest.raises(ApiError) as e:
+        client.erasures.create("user:42")
+    assert (e.value.status, len(script.seen)) == (503, 1)
+
+
+def test_a_batch_is_retried_with_the_same_idempotency_keys(scripted):
+    client, script, _ = scripted
+    accepted = {"data": [{"id": "evt_1", "deliveries": 0}, {"id": "evt_2", "deliveries": 1}]}
+    script.answers = [(502, {}, ERR), (202, {}, accepted)]
+    sent = client.events.send_batch([
+        {"event": "a.b", "data": {}, "subjects": ("user:1",)},
+        {"event": "a.b", "data": {}, "id": "mine"},
+    ])
+    assert [a.id for a in sent] == ["evt_1", "evt_2"]
+    first, second = script.bodies
+    assert first == second and first["events"][1]["id"] == "mine"
+    assert first["events"][0]["id"] and first["events"][0]["subjects"] == ["user:1"]
 
 
 def test_other_4xx_are_never_retried(scripted):

@@ -21,6 +21,7 @@ from posthorn import (
     Client,
     Delivery,
     DeliveryDetail,
+    Erasure,
     Event,
     EventAccepted,
     Replay,
@@ -238,6 +239,7 @@ MODELS = {
     "Delivery": Delivery,
     "DeliveryDetail": DeliveryDetail,
     "Replay": Replay,
+    "Erasure": Erasure,
 }
 
 
@@ -271,7 +273,7 @@ def hint_types(hint):
         return set().union(*(hint_types(a) for a in args))
     return {
         type(None): {"null"}, int: {"integer"}, str: {"string"}, bool: {"boolean"},
-        dt.datetime: {"date-time"}, list: {"array"}, typing.Any: {"any"},
+        dt.datetime: {"date-time"}, list: {"array"}, dict: {"object"}, typing.Any: {"any"},
     }[origin or hint]
 
 

@@ -4,6 +4,7 @@ import {
   type Delivery,
   type DeliveryDetail,
   type DeliveryStatus,
+  type Erasure,
   type Event,
   type EventAccepted,
   type Page,
@@ -16,6 +17,8 @@ import { randomUUID } from "node:crypto";
 
 export const VERSION = "0.1.0";
 const DEFAULT_BASE_URL = "http://127.0.0.1:3000";
+// `events.eraseData` may wait 40 s on the server for attempts in flight before answering.
+const ERASE_TIMEOUT = 60;
 
 export interface ClientOptions extends Partial<RetryPolicy> {
   /** The server, e.g. `https://posthorn.example.com` (`/public/v1` is added). */
@@ -38,6 +41,7 @@ export class Client {
   readonly events: Events;
   readonly deliveries: Deliveries;
   readonly replays: Replays;
+  readonly erasures: Erasures;
   /** @internal exposed for tests that replace `sleep` */
   readonly transport: Transport;
 
@@ -61,6 +65,7 @@ export class Client {
     this.events = new Events(this.transport);
     this.deliveries = new Deliveries(this.transport);
     this.replays = new Replays(this.transport);
+    this.erasures = new Erasures(this.transport);
   }
 }
 
@@ -148,6 +153,26 @@ export interface ListEvents {
   type?: string;
 }
 
+export interface SendOptions {
+  /** Made up when absent, so a retry after a lost answer never sends the event twice. */
+  idempotencyKey?: string;
+  /** Events with the same key reach each endpoint one at a time, in the order accepted. */
+  orderingKey?: string;
+  /** The data subjects the event is about (`user:42`), at most 10, for `erasures.create`. */
+  subjects?: string[];
+}
+
+/** One event of `events.sendBatch`. */
+export interface EventIn {
+  event: string;
+  data: Record<string, unknown>;
+  /** Its idempotency key (made up when absent). */
+  id?: string;
+  ordering_key?: string;
+  /** The data subjects it is about (`user:42`), at most 10 of 1 to 255 characters. */
+  subjects?: string[];
+}
+
 export interface ListDeliveries {
   cursor?: string;
   limit?: number;
@@ -157,7 +182,7 @@ export interface ListDeliveries {
   ordering_key?: string;
 }
 
-/** `/events`: send events; read them back by id or by cursor. */
+/** `/events`: send events; read them back by id or by cursor; erase one's data. */
 export class Events {
   constructor(private readonly t: Transport) {}
 
@@ -165,16 +190,14 @@ export class Events {
    * Stores the event and fans it out to every subscribed endpoint. An idempotency key is
    * made up when none is given, so a retry after a lost answer never sends it twice.
    * Events with the same `orderingKey` reach each endpoint one at a time, in the order
-   * they were accepted.
+   * they were accepted. `subjects` name the data subjects the event is about, so that
+   * `erasures.create(subject)` finds it.
    */
-  async send(
-    event: string,
-    data: unknown,
-    options: { idempotencyKey?: string; orderingKey?: string } = {},
-  ): Promise<EventAccepted> {
+  async send(event: string, data: unknown, options: SendOptions = {}): Promise<EventAccepted> {
     const key = options.idempotencyKey || `phk-${randomUUID()}`;
     const body: Record<string, unknown> = { event, data };
     if (options.orderingKey !== undefined) body.ordering_key = options.orderingKey;
+    if (options.subjects !== undefined) body.subjects = options.subjects;
     return decode(
       await this.t.request("POST", "/events", {
         body,
@@ -184,8 +207,34 @@ export class Events {
     );
   }
 
+  /**
+   * Stores up to 100 events in one request, all or none, fanned out in order; the answers
+   * are in the same order. Each costs one unit of the rate limit. Every item without an
+   * `id` gets a made-up idempotency key, so a retry after a lost answer never sends one twice.
+   */
+  async sendBatch(events: EventIn[]): Promise<EventAccepted[]> {
+    const items = events.map((e) => ({ ...e, id: e.id || `phk-${randomUUID()}` }));
+    const body = await this.t.request("POST", "/events/batch", { body: { events: items }, retrySafe: true });
+    return body.data.map((a: unknown) => decode<EventAccepted>(a));
+  }
+
   async get(id: string): Promise<Event> {
     return decode(await this.t.request("GET", path("events", id), { retrySafe: true }));
+  }
+
+  /**
+   * Erases the event's data and subjects and its attempts' response bodies and headers;
+   * its waiting attempts become dead letters (`error_kind` `erased`). Answers null once
+   * done (also for an event erased before), or the `Erasure` still running if an attempt
+   * was in flight after the server's 40 s wait: it finishes when that attempt comes back
+   * (`erasures.get`). Retried like a GET: a repeat erases nothing more.
+   */
+  async eraseData(id: string): Promise<Erasure | null> {
+    const body = await this.t.request("DELETE", path("events", id, "data"), {
+      retrySafe: true,
+      timeout: Math.max(this.t.options.timeout, ERASE_TIMEOUT),
+    });
+    return body === null ? null : decode<Erasure>(body);
   }
 
   /** One page, oldest first. */
@@ -237,6 +286,26 @@ export class Replays {
    */
   async cancel(id: number): Promise<Replay> {
     return decode(await this.t.request("POST", path("replays", id, "cancel"), { retrySafe: true }));
+  }
+}
+
+/** `/erasures`: erase every event that names a data subject; follow an erasure. */
+export class Erasures {
+  constructor(private readonly t: Transport) {}
+
+  /**
+   * Erases, in the background, every event of the project accepted until now whose
+   * `subjects` name `subject`, as `events.eraseData` does one; answers the erasure at once
+   * (`running`), which `get` follows until it is `done`. Counts against the project's
+   * `concurrent_erasures` (ApiError 422 `limit_reached`). Not retried on 5xx: a repeat
+   * would start a second erasure.
+   */
+  async create(subject: string): Promise<Erasure> {
+    return decode(await this.t.request("POST", "/erasures", { body: { subject }, retrySafe: false }));
+  }
+
+  async get(id: number): Promise<Erasure> {
+    return decode(await this.t.request("GET", path("erasures", id), { retrySafe: true }));
   }
 }
 

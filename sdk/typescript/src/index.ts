@@ -14,8 +14,17 @@ export {
   DEFAULT_TOLERANCE,
   type HeadersLike,
 } from "./webhooks.js";
-export { Client, CursorIterator, Webhooks, Events, Deliveries, Replays, VERSION } from "./client.js";
-export type { ClientOptions, CreateWebhook, UpdateWebhook, ListEvents, ListDeliveries, RecoverWindow } from "./client.js";
+export { Client, CursorIterator, Webhooks, Events, Deliveries, Replays, Erasures, VERSION } from "./client.js";
+export type {
+  ClientOptions,
+  CreateWebhook,
+  UpdateWebhook,
+  SendOptions,
+  EventIn,
+  ListEvents,
+  ListDeliveries,
+  RecoverWindow,
+} from "./client.js";
 export { Operator, Projects, ApiKeys, UsageReports, PortalLinks } from "./operator.js";
 export type {
   OperatorOptions,
@@ -41,6 +50,8 @@ export type {
   DeliveryTrigger,
   Replay,
   ReplayStatus,
+  Erasure,
+  ErasureStatus,
   Page,
   Project,
   Plan,

@@ -28,6 +28,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** Whether a 5xx or a connection error may be retried (429s always are). */
   retrySafe: boolean;
+  /** Seconds for this call's attempts instead of the client's `timeout`. */
+  timeout?: number;
 }
 
 export interface TransportOptions {
@@ -79,7 +81,7 @@ export class Transport {
           method,
           headers,
           body,
-          signal: AbortSignal.timeout(this.options.timeout * 1000),
+          signal: AbortSignal.timeout((opts.timeout ?? this.options.timeout) * 1000),
         });
         text = await readBounded(response);
       } catch (e) {

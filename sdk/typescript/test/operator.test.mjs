@@ -33,11 +33,12 @@ test("a project from creation to deletion", async (t) => {
     name: "Node customer",
     uid,
     plan: "business",
-    limits: { endpoints: 5 },
+    limits: { endpoints: 5, concurrent_erasures: 2 },
     frame_ancestors: ["https://app.example.com"],
     brand: { name: "Acme", accent: "#4f46e5" },
   });
   assert.deepEqual([project.uid, project.name, project.plan, project.limits.endpoints], [uid, "Node customer", "business", 5]);
+  assert.equal(project.limits.concurrent_erasures, 2);
   assert.deepEqual(project.frame_ancestors, ["https://app.example.com"]);
   assert.deepEqual(project.brand, { name: "Acme", accent: "#4f46e5", logo_url: null });
   assert.ok(project.created_at instanceof Date);

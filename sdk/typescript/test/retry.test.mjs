@@ -113,6 +113,35 @@ test("sending an event is retried with the same idempotency key", async (t) => {
   assert.ok([...keys][0]);
 });
 
+const ERASURE = { id: 9, status: "running", subject: null, event_id: "evt_1", created_at: "2026-11-30T12:00:00Z", finished_at: null, events: 1, attempts: 2, dead_lettered: 0, inspector_copies: 0 };
+
+test("erasing is retried for one event but not for a subject", async (t) => {
+  // 202: an attempt was still in flight; 204: done.
+  const { client, seen } = await scripted(t, [[503, {}, ERR], [202, {}, ERASURE], [204, {}, null], [503, {}, ERR], [202, {}, ERASURE]]);
+  const erasure = await client.events.eraseData("evt_1");
+  assert.deepEqual([erasure.id, erasure.finished_at], [9, null]);
+  assert.ok(erasure.created_at instanceof Date);
+  assert.equal(await client.events.eraseData("evt_1"), null);
+  assert.deepEqual(seen.map((s) => [s.method, s.url]), Array(3).fill(["DELETE", "/public/v1/events/evt_1/data"]));
+  await assert.rejects(client.erasures.create("user:42"), (e) => e instanceof ApiError && e.status === 503);
+  assert.equal(seen.length, 4);
+});
+
+test("a batch is retried with the same idempotency keys", async (t) => {
+  const accepted = { data: [{ id: "evt_1", deliveries: 0 }, { id: "evt_2", deliveries: 1 }] };
+  const { client, seen } = await scripted(t, [[502, {}, ERR], [202, {}, accepted]]);
+  const sent = await client.events.sendBatch([
+    { event: "a.b", data: {}, subjects: ["user:1"] },
+    { event: "a.b", data: {}, id: "mine" },
+  ]);
+  assert.deepEqual(sent.map((a) => a.id), ["evt_1", "evt_2"]);
+  const [first, second] = seen.map((s) => s.body);
+  assert.deepEqual(first, second);
+  assert.equal(first.events[1].id, "mine");
+  assert.ok(first.events[0].id);
+  assert.deepEqual(first.events[0].subjects, ["user:1"]);
+});
+
 test("other 4xx are never retried", async (t) => {
   const { client, seen } = await scripted(t, [[422, {}, { error: { code: "invalid", message: "url: bad" } }]]);
   await assert.rejects(client.webhooks.update(1, { url: "nope" }), (e) => e instanceof ApiError && e.status === 422 && e.code === "invalid" && e.apiMessage === "url: bad");

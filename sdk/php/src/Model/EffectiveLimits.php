@@ -13,6 +13,7 @@ class EffectiveLimits extends Model
     public int $event_types_per_endpoint;
     public int $concurrent_replays;
     public int $data_depth;
+    public int $concurrent_erasures;
     public int $api_requests_per_minute;
     public int $retention_days;
 }

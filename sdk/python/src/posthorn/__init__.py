@@ -7,11 +7,12 @@ run projects for customers through the operator API.
 
 __version__ = "0.1.0"
 
-from .client import Client, CursorIterator  # noqa: E402
+from .client import Client, CursorIterator, EventIn  # noqa: E402
 from .errors import ApiConnectionError, ApiError, PosthornError, RateLimitError  # noqa: E402
 from .models import (  # noqa: E402
     Delivery,
     DeliveryDetail,
+    Erasure,
     Event,
     EventAccepted,
     Page,
@@ -54,6 +55,8 @@ __all__ = [
     "Delivery",
     "DeliveryDetail",
     "Replay",
+    "Erasure",
+    "EventIn",
     "Page",
     "Operator",
     "Project",

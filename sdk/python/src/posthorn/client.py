@@ -6,18 +6,42 @@ import datetime as _dt
 import os
 import urllib.parse
 import uuid
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, TypeVar, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    TypedDict,
+    TypeVar,
+    Union,
+)
 
 from . import __version__
-from .models import Delivery, DeliveryDetail, Event, EventAccepted, Page, Replay, Webhook, decode
+from .models import (
+    Delivery,
+    DeliveryDetail,
+    Erasure,
+    Event,
+    EventAccepted,
+    Page,
+    Replay,
+    Webhook,
+    decode,
+)
 from .retry import RetryPolicy
 from .transport import Attempt, Transport
 
-__all__ = ["Client", "CursorIterator"]
+__all__ = ["Client", "CursorIterator", "EventIn"]
 
 T = TypeVar("T")
 Since = Union[str, _dt.datetime, None]
 DEFAULT_BASE_URL = "http://127.0.0.1:3000"
+# `events.erase_data` may wait 40 s on the server for attempts in flight before answering.
+ERASE_TIMEOUT = 60.0
 
 
 class Client:
@@ -61,6 +85,7 @@ class Client:
         self.events = Events(self._transport)
         self.deliveries = Deliveries(self._transport)
         self.replays = Replays(self._transport)
+        self.erasures = Erasures(self._transport)
 
 
 def _path(*parts: Any) -> str:
@@ -175,8 +200,23 @@ class Webhooks:
         return decode(Replay, data)
 
 
+class _EventInRequired(TypedDict):
+    event: str
+    data: Dict[str, Any]
+
+
+class EventIn(_EventInRequired, total=False):
+    """One event of `events.send_batch`."""
+
+    #: Its idempotency key (made up when absent).
+    id: str
+    ordering_key: str
+    #: The data subjects it is about (`user:42`), at most 10 of 1 to 255 characters.
+    subjects: List[str]
+
+
 class Events:
-    """`/events`: send events; read them back by id or by cursor."""
+    """`/events`: send events; read them back by id or by cursor; erase one's data."""
 
     def __init__(self, transport: Transport) -> None:
         self._t = transport
@@ -188,18 +228,22 @@ class Events:
         *,
         idempotency_key: Optional[str] = None,
         ordering_key: Optional[str] = None,
+        subjects: Optional[Sequence[str]] = None,
     ) -> EventAccepted:
         """Stores the event and fans it out to every subscribed endpoint.
 
         An idempotency key is made up when none is given, so a retry after a lost answer
         never sends the event twice; pass your own to de-duplicate across processes.
         Events with the same `ordering_key` reach each endpoint one at a time, in the
-        order they were accepted.
+        order they were accepted. `subjects` name the data subjects the event is about
+        (`user:42`; at most 10), so that `erasures.create(subject)` finds it.
         """
         key = idempotency_key or f"phk-{uuid.uuid4()}"
         body_out: Dict[str, Any] = {"event": event, "data": data}
         if ordering_key is not None:
             body_out["ordering_key"] = ordering_key
+        if subjects is not None:
+            body_out["subjects"] = list(subjects)
         _, body = self._t.request(
             "POST",
             "/events",
@@ -209,9 +253,35 @@ class Events:
         )
         return decode(EventAccepted, body)
 
+    def send_batch(self, events: Sequence[EventIn]) -> List[EventAccepted]:
+        """Stores up to 100 events in one request, all or none, fanned out in order; the
+        answers are in the same order. Each costs one unit of the rate limit. Every item
+        without an `id` gets a made-up idempotency key, so a retry after a lost answer
+        never sends one twice."""
+        items = [{**item, "id": item.get("id") or f"phk-{uuid.uuid4()}"} for item in events]
+        _, body = self._t.request(
+            "POST", "/events/batch", body={"events": items}, retry_safe=True
+        )
+        return [decode(EventAccepted, a) for a in body["data"]]
+
     def get(self, event_id: str) -> Event:
         _, data = self._t.request("GET", _path("events", event_id), retry_safe=True)
         return decode(Event, data)
+
+    def erase_data(self, event_id: str) -> Optional[Erasure]:
+        """Erases the event's data and subjects and its attempts' response bodies and
+        headers; its waiting attempts become dead letters (`error_kind` `erased`).
+        Answers None once done (also for an event erased before), or the `Erasure` still
+        running if an attempt was in flight after the server's 40 s wait: it finishes
+        when that attempt comes back (`erasures.get`). Retried like a GET: a repeat
+        erases nothing more."""
+        _, data = self._t.request(
+            "DELETE",
+            _path("events", event_id, "data"),
+            retry_safe=True,
+            timeout=max(self._t.timeout, ERASE_TIMEOUT),
+        )
+        return None if data is None else decode(Erasure, data)
 
     def list(
         self,
@@ -310,6 +380,28 @@ class Replays:
             "POST", _path("replays", replay_id, "cancel"), retry_safe=True
         )
         return decode(Replay, data)
+
+
+class Erasures:
+    """`/erasures`: erase every event that names a data subject; follow an erasure."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._t = transport
+
+    def create(self, subject: str) -> Erasure:
+        """Erases, in the background, every event of the project accepted until now whose
+        `subjects` name `subject`, as `events.erase_data` does one; answers the erasure
+        at once (`running`), which `get` follows until it is `done`. Counts against the
+        project's `concurrent_erasures` (ApiError 422 `limit_reached`). Not retried on
+        5xx: a repeat would start a second erasure."""
+        _, data = self._t.request(
+            "POST", "/erasures", body={"subject": subject}, retry_safe=False
+        )
+        return decode(Erasure, data)
+
+    def get(self, erasure_id: int) -> Erasure:
+        _, data = self._t.request("GET", _path("erasures", erasure_id), retry_safe=True)
+        return decode(Erasure, data)
 
 
 def _page(t: Transport, path: str, query: Mapping[str, Any], cls: type) -> Page:

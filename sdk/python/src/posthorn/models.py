@@ -20,6 +20,7 @@ __all__ = [
     "Delivery",
     "DeliveryDetail",
     "Replay",
+    "Erasure",
     "Page",
     "parse_time",
 ]
@@ -52,10 +53,14 @@ class EventAccepted:
 class Event:
     id: str
     event: str
-    data: Any
     deliveries: int
     created_at: _dt.datetime
+    data: Optional[Dict[str, Any]] = None  # None once erased
     ordering_key: Optional[str] = None
+    subjects: List[str] = dataclasses.field(default_factory=list)  # [] once erased
+    # When its data was erased, and by which erasure; None while it is kept.
+    erased_at: Optional[_dt.datetime] = None
+    erasure_id: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +110,22 @@ class Replay:
     queued: int  # attempts queued so far
     finished: int  # of those, attempts with an outcome
     per_second: int  # attempts queued per second, per endpoint
+
+
+@dataclasses.dataclass(frozen=True)
+class Erasure:
+    """An erasure (by subject, or of one event) and what it has erased so far."""
+
+    id: int
+    status: str  # running, then done once no attempt of its events is in flight
+    subject: Optional[str]  # None for the erasure of one event
+    event_id: Optional[str]  # None for an erasure by subject
+    created_at: _dt.datetime
+    finished_at: Optional[_dt.datetime]
+    events: int  # events whose data, subjects and attempts' responses were erased
+    attempts: int  # attempts of those events
+    dead_lettered: int  # waiting attempts ended as dead letters (error_kind "erased")
+    inspector_copies: int  # Redirect copies in inspector bins whose bodies were erased
 
 
 @dataclasses.dataclass(frozen=True)

@@ -52,6 +52,7 @@ class EffectiveLimits:
     event_types_per_endpoint: int
     concurrent_replays: int
     data_depth: int
+    concurrent_erasures: int
     api_requests_per_minute: int
     retention_days: int
 
@@ -141,6 +142,8 @@ class LimitOverrides(TypedDict, total=False):
     event_types_per_endpoint: int
     concurrent_replays: int
     data_depth: int
+    #: Erasures by subject running at once (1 to 100).
+    concurrent_erasures: int
     #: Public API requests per key per minute, instead of the plan's.
     api_requests_per_minute: int
     #: Days of delivery history kept, at most the server's POSTHORN_RETENTION_DAYS.

@@ -74,6 +74,7 @@ class Transport:
         body: Any = None,
         headers: Optional[Mapping[str, str]] = None,
         retry_safe: bool,
+        timeout: Optional[float] = None,
     ) -> Tuple[int, Any]:
         url = self.base_url + path
         params = {k: v for k, v in (query or {}).items() if v is not None}
@@ -93,7 +94,9 @@ class Transport:
             self._wait_for_quota()
             sent_at = self.clock()
             try:
-                status, resp_headers, raw = self._send(method, url, data, all_headers)
+                status, resp_headers, raw = self._send(
+                    method, url, data, all_headers, timeout or self.timeout
+                )
             except (OSError, http.client.HTTPException) as e:
                 self._log(method, path, retry, sent_at, None, {})
                 if retry_safe and retry < self.policy.max_retries:
@@ -121,17 +124,17 @@ class Transport:
             raise ApiError(status, code, message, resp_headers)
 
     def _send(
-        self, method: str, url: str, data: Optional[bytes], headers: Dict[str, str]
+        self, method: str, url: str, data: Optional[bytes], headers: Dict[str, str], timeout: float
     ) -> Tuple[int, Dict[str, str], bytes]:
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
                 return resp.status, _lower(resp.headers), _read(resp)
         except urllib.error.HTTPError as e:  # 4xx and 5xx come as exceptions
             with e:
                 return e.code, _lower(e.headers), _read(e)
         except socket.timeout as e:
-            raise OSError(f"timed out after {self.timeout} s") from e
+            raise OSError(f"timed out after {timeout} s") from e
 
     def _wait_for_quota(self) -> None:
         """Proactive: with the quota (nearly) spent, sleep until the minute resets."""

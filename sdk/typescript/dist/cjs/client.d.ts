@@ -1,5 +1,5 @@
 /** `Client`: every operation of `/public/v1`, one property per resource. */
-import { type Delivery, type DeliveryDetail, type DeliveryStatus, type Event, type EventAccepted, type Page, type Replay, type Webhook } from "./models.js";
+import { type Delivery, type DeliveryDetail, type DeliveryStatus, type Erasure, type Event, type EventAccepted, type Page, type Replay, type Webhook } from "./models.js";
 import { type RetryPolicy } from "./retry.js";
 import { Transport, type Attempt } from "./transport.js";
 export declare const VERSION = "0.1.0";
@@ -22,6 +22,7 @@ export declare class Client {
     readonly events: Events;
     readonly deliveries: Deliveries;
     readonly replays: Replays;
+    readonly erasures: Erasures;
     /** @internal exposed for tests that replace `sleep` */
     readonly transport: Transport;
     constructor(apiKey: string, options?: ClientOptions);
@@ -79,6 +80,24 @@ export interface ListEvents {
     since?: Since;
     type?: string;
 }
+export interface SendOptions {
+    /** Made up when absent, so a retry after a lost answer never sends the event twice. */
+    idempotencyKey?: string;
+    /** Events with the same key reach each endpoint one at a time, in the order accepted. */
+    orderingKey?: string;
+    /** The data subjects the event is about (`user:42`), at most 10, for `erasures.create`. */
+    subjects?: string[];
+}
+/** One event of `events.sendBatch`. */
+export interface EventIn {
+    event: string;
+    data: Record<string, unknown>;
+    /** Its idempotency key (made up when absent). */
+    id?: string;
+    ordering_key?: string;
+    /** The data subjects it is about (`user:42`), at most 10 of 1 to 255 characters. */
+    subjects?: string[];
+}
 export interface ListDeliveries {
     cursor?: string;
     limit?: number;
@@ -87,7 +106,7 @@ export interface ListDeliveries {
     event_id?: string;
     ordering_key?: string;
 }
-/** `/events`: send events; read them back by id or by cursor. */
+/** `/events`: send events; read them back by id or by cursor; erase one's data. */
 export declare class Events {
     private readonly t;
     constructor(t: Transport);
@@ -95,13 +114,25 @@ export declare class Events {
      * Stores the event and fans it out to every subscribed endpoint. An idempotency key is
      * made up when none is given, so a retry after a lost answer never sends it twice.
      * Events with the same `orderingKey` reach each endpoint one at a time, in the order
-     * they were accepted.
+     * they were accepted. `subjects` name the data subjects the event is about, so that
+     * `erasures.create(subject)` finds it.
      */
-    send(event: string, data: unknown, options?: {
-        idempotencyKey?: string;
-        orderingKey?: string;
-    }): Promise<EventAccepted>;
+    send(event: string, data: unknown, options?: SendOptions): Promise<EventAccepted>;
+    /**
+     * Stores up to 100 events in one request, all or none, fanned out in order; the answers
+     * are in the same order. Each costs one unit of the rate limit. Every item without an
+     * `id` gets a made-up idempotency key, so a retry after a lost answer never sends one twice.
+     */
+    sendBatch(events: EventIn[]): Promise<EventAccepted[]>;
     get(id: string): Promise<Event>;
+    /**
+     * Erases the event's data and subjects and its attempts' response bodies and headers;
+     * its waiting attempts become dead letters (`error_kind` `erased`). Answers null once
+     * done (also for an event erased before), or the `Erasure` still running if an attempt
+     * was in flight after the server's 40 s wait: it finishes when that attempt comes back
+     * (`erasures.get`). Retried like a GET: a repeat erases nothing more.
+     */
+    eraseData(id: string): Promise<Erasure | null>;
     /** One page, oldest first. */
     list(params?: ListEvents): Promise<Page<Event>>;
     /** Every event from `cursor` (or the beginning) on, each exactly once: `for await (const e of …)`. */
@@ -131,6 +162,20 @@ export declare class Replays {
      * or unchanged if it had finished. Retried like a GET: a repeat leaves the same replay.
      */
     cancel(id: number): Promise<Replay>;
+}
+/** `/erasures`: erase every event that names a data subject; follow an erasure. */
+export declare class Erasures {
+    private readonly t;
+    constructor(t: Transport);
+    /**
+     * Erases, in the background, every event of the project accepted until now whose
+     * `subjects` name `subject`, as `events.eraseData` does one; answers the erasure at once
+     * (`running`), which `get` follows until it is `done`. Counts against the project's
+     * `concurrent_erasures` (ApiError 422 `limit_reached`). Not retried on 5xx: a repeat
+     * would start a second erasure.
+     */
+    create(subject: string): Promise<Erasure>;
+    get(id: number): Promise<Erasure>;
 }
 /**
  * Items of every page in turn (`for await`). `cursor` is where the pages read so far end:

@@ -24,10 +24,16 @@ export interface EventAccepted {
 export interface Event {
     id: string;
     event: string;
-    data: unknown;
+    /** The data it was sent with; null once erased. */
+    data?: Record<string, unknown> | null;
     deliveries: number;
     ordering_key: string | null;
     created_at: Date;
+    /** The data subjects it was sent with (`[]` when none, or once erased). */
+    subjects: string[];
+    /** When its data was erased, and by which erasure; null while it is kept. */
+    erased_at: Date | null;
+    erasure_id: number | null;
 }
 export type DeliveryStatus = "pending" | "in_flight" | "succeeded" | "failed" | "dead_letter";
 export type DeliveryTrigger = "auto" | "manual_retry" | "redirect" | "test";
@@ -76,6 +82,27 @@ export interface Replay {
     /** Attempts queued per second, per endpoint. */
     per_second: number;
 }
+export type ErasureStatus = "running" | "done";
+/** An erasure (by subject, or of one event) and what it has erased so far. */
+export interface Erasure {
+    id: number;
+    /** `running`, then `done` once no attempt of its events is in flight. */
+    status: ErasureStatus;
+    /** The subject; null for the erasure of one event. */
+    subject: string | null;
+    /** The event; null for an erasure by subject. */
+    event_id: string | null;
+    created_at: Date;
+    finished_at: Date | null;
+    /** Events whose data, subjects and attempts' responses were erased. */
+    events: number;
+    /** Attempts of those events. */
+    attempts: number;
+    /** Waiting attempts ended as dead letters (`error_kind` `erased`). */
+    dead_lettered: number;
+    /** Redirect copies in inspector bins whose bodies were erased. */
+    inspector_copies: number;
+}
 /** One page of a list: resume from `next_cursor`; fetch again now only if `has_more`. */
 export interface Page<T> {
     data: T[];
@@ -90,6 +117,7 @@ export interface EffectiveLimits {
     event_types_per_endpoint: number;
     concurrent_replays: number;
     data_depth: number;
+    concurrent_erasures: number;
     api_requests_per_minute: number;
     retention_days: number;
 }

@@ -7,7 +7,7 @@
  */
 Object.defineProperty(exports, "__esModule", { value: true });
 exports.decode = decode;
-const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at"];
+const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at", "erased_at"];
 /** A model from its JSON object: the time fields become `Date`s. */
 function decode(obj) {
     if (obj === null || typeof obj !== "object" || Array.isArray(obj)) {

@@ -39,6 +39,8 @@ export interface LimitOverrides {
     event_types_per_endpoint?: number;
     concurrent_replays?: number;
     data_depth?: number;
+    /** Erasures by subject running at once (1 to 100). */
+    concurrent_erasures?: number;
     /** Public API requests per key per minute, instead of the plan's. */
     api_requests_per_minute?: number;
     /** Days of delivery history kept, at most the server's `POSTHORN_RETENTION_DAYS`. */

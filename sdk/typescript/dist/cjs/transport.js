@@ -46,7 +46,7 @@ class Transport {
                     method,
                     headers,
                     body,
-                    signal: AbortSignal.timeout(this.options.timeout * 1000),
+                    signal: AbortSignal.timeout((opts.timeout ?? this.options.timeout) * 1000),
                 });
                 text = await readBounded(response);
             }

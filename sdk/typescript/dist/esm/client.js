@@ -5,6 +5,8 @@ import { Transport } from "./transport.js";
 import { randomUUID } from "node:crypto";
 export const VERSION = "0.1.0";
 const DEFAULT_BASE_URL = "http://127.0.0.1:3000";
+// `events.eraseData` may wait 40 s on the server for attempts in flight before answering.
+const ERASE_TIMEOUT = 60;
 /**
  * Posthorn's public API. Calls back off on 429 (honouring `Retry-After`), wait for the
  * minute's reset when the quota is spent, and retry 5xx and connection errors for calls
@@ -15,6 +17,7 @@ export class Client {
     events;
     deliveries;
     replays;
+    erasures;
     /** @internal exposed for tests that replace `sleep` */
     transport;
     constructor(apiKey, options = {}) {
@@ -40,6 +43,7 @@ export class Client {
         this.events = new Events(this.transport);
         this.deliveries = new Deliveries(this.transport);
         this.replays = new Replays(this.transport);
+        this.erasures = new Erasures(this.transport);
     }
 }
 const path = (...parts) => parts.map((p) => "/" + encodeURIComponent(String(p))).join("");
@@ -85,7 +89,7 @@ export class Webhooks {
         return decode(await this.t.request("POST", path("webhooks", id, "recover"), { body, retrySafe: false }));
     }
 }
-/** `/events`: send events; read them back by id or by cursor. */
+/** `/events`: send events; read them back by id or by cursor; erase one's data. */
 export class Events {
     t;
     constructor(t) {
@@ -95,21 +99,48 @@ export class Events {
      * Stores the event and fans it out to every subscribed endpoint. An idempotency key is
      * made up when none is given, so a retry after a lost answer never sends it twice.
      * Events with the same `orderingKey` reach each endpoint one at a time, in the order
-     * they were accepted.
+     * they were accepted. `subjects` name the data subjects the event is about, so that
+     * `erasures.create(subject)` finds it.
      */
     async send(event, data, options = {}) {
         const key = options.idempotencyKey || `phk-${randomUUID()}`;
         const body = { event, data };
         if (options.orderingKey !== undefined)
             body.ordering_key = options.orderingKey;
+        if (options.subjects !== undefined)
+            body.subjects = options.subjects;
         return decode(await this.t.request("POST", "/events", {
             body,
             headers: { "Idempotency-Key": key },
             retrySafe: true,
         }));
     }
+    /**
+     * Stores up to 100 events in one request, all or none, fanned out in order; the answers
+     * are in the same order. Each costs one unit of the rate limit. Every item without an
+     * `id` gets a made-up idempotency key, so a retry after a lost answer never sends one twice.
+     */
+    async sendBatch(events) {
+        const items = events.map((e) => ({ ...e, id: e.id || `phk-${randomUUID()}` }));
+        const body = await this.t.request("POST", "/events/batch", { body: { events: items }, retrySafe: true });
+        return body.data.map((a) => decode(a));
+    }
     async get(id) {
         return decode(await this.t.request("GET", path("events", id), { retrySafe: true }));
+    }
+    /**
+     * Erases the event's data and subjects and its attempts' response bodies and headers;
+     * its waiting attempts become dead letters (`error_kind` `erased`). Answers null once
+     * done (also for an event erased before), or the `Erasure` still running if an attempt
+     * was in flight after the server's 40 s wait: it finishes when that attempt comes back
+     * (`erasures.get`). Retried like a GET: a repeat erases nothing more.
+     */
+    async eraseData(id) {
+        const body = await this.t.request("DELETE", path("events", id, "data"), {
+            retrySafe: true,
+            timeout: Math.max(this.t.options.timeout, ERASE_TIMEOUT),
+        });
+        return body === null ? null : decode(body);
     }
     /** One page, oldest first. */
     async list(params = {}) {
@@ -157,6 +188,26 @@ export class Replays {
      */
     async cancel(id) {
         return decode(await this.t.request("POST", path("replays", id, "cancel"), { retrySafe: true }));
+    }
+}
+/** `/erasures`: erase every event that names a data subject; follow an erasure. */
+export class Erasures {
+    t;
+    constructor(t) {
+        this.t = t;
+    }
+    /**
+     * Erases, in the background, every event of the project accepted until now whose
+     * `subjects` name `subject`, as `events.eraseData` does one; answers the erasure at once
+     * (`running`), which `get` follows until it is `done`. Counts against the project's
+     * `concurrent_erasures` (ApiError 422 `limit_reached`). Not retried on 5xx: a repeat
+     * would start a second erasure.
+     */
+    async create(subject) {
+        return decode(await this.t.request("POST", "/erasures", { body: { subject }, retrySafe: false }));
+    }
+    async get(id) {
+        return decode(await this.t.request("GET", path("erasures", id), { retrySafe: true }));
     }
 }
 async function page(t, p, query) {

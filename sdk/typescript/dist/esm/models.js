@@ -4,7 +4,7 @@
  * `/operator/v1/openapi.json` by the test suite. Fields the server adds later pass
  * through untouched, so an older client keeps working.
  */
-const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at"];
+const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at", "erased_at"];
 /** A model from its JSON object: the time fields become `Date`s. */
 export function decode(obj) {
     if (obj === null || typeof obj !== "object" || Array.isArray(obj)) {

@@ -19,6 +19,8 @@ export interface RequestOptions {
     headers?: Record<string, string>;
     /** Whether a 5xx or a connection error may be retried (429s always are). */
     retrySafe: boolean;
+    /** Seconds for this call's attempts instead of the client's `timeout`. */
+    timeout?: number;
 }
 export interface TransportOptions {
     apiKey: string;

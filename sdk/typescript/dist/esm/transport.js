@@ -43,7 +43,7 @@ export class Transport {
                     method,
                     headers,
                     body,
-                    signal: AbortSignal.timeout(this.options.timeout * 1000),
+                    signal: AbortSignal.timeout((opts.timeout ?? this.options.timeout) * 1000),
                 });
                 text = await readBounded(response);
             }
