@@ -45,12 +45,13 @@ test("schemathesis with all checks finds nothing, over several seeds", async () 
     await expect.poll(async () => (await fetch(documents[0][0]).catch(() => null))?.status, { timeout: 30_000 }).toBe(200);
     // Recoveries of the endpoints it makes (to addresses that fail at once) run for a
     // second or two each; at the default of 3 running replays a project, schemathesis'
-    // rapid calls would meet `limit_reached`, which it counts as valid data refused.
+    // rapid calls would meet `limit_reached`, which it counts as valid data refused;
+    // so would erasures, at 10 running a project.
     const projects = await (await fetch(`http://127.0.0.1:${port}/operator/v1/projects`, { headers: { Authorization: `Bearer ${operator_key}` } })).json();
     for (const p of projects.data) {
       const r = await fetch(`http://127.0.0.1:${port}/operator/v1/projects/${p.id}`, {
         method: "PATCH", headers: { Authorization: `Bearer ${operator_key}`, "content-type": "application/json" },
-        body: JSON.stringify({ limits: { concurrent_replays: 20 } }),
+        body: JSON.stringify({ limits: { concurrent_replays: 20, concurrent_erasures: 100 } }),
       });
       expect(r.status).toBe(200);
     }

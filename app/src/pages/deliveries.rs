@@ -9,22 +9,20 @@ use crate::{
     components::{
         hydration::{gate, Gate},
         layout::{Cabinet, CanAct},
-        widgets::{
-            absolute, error_text, pretty, relative, CopyButton, HeaderTable, OrderingKey,
-            StatusBadge, Time, WaitingBehind,
-        },
+        widgets::{error_text, OrderingKey, StatusBadge, Time, WaitingBehind},
     },
     core::{
         duration::format_millis,
         status::{DeliveryStatus, ErrorKind, Trigger},
     },
     deliveries::{
-        cancel_replay, delivery_filter_options, get_delivery_detail, list_deliveries,
-        preview_replay, redirect_delivery, retry_delivery, start_replay, DeliveryFilter,
-        FilterOptions, ReplayProgress,
+        cancel_replay, delivery_filter_options, list_deliveries, preview_replay, start_replay,
+        DeliveryFilter, FilterOptions, ReplayProgress,
     },
     model::DeliveryRow,
 };
+
+use super::delivery_detail::Detail;
 
 const FILTER_KEYS: [&str; 10] = [
     "status",
@@ -384,141 +382,6 @@ fn Row(
                 <span class="num"><Time at=row.created_at/></span>
             </div>
             {move || is_open().then(|| view! { <Detail row=r.clone() rows tick/> })}
-        </div>
-    }
-}
-
-#[component]
-fn Detail(
-    row: DeliveryRow,
-    rows: RwSignal<Vec<DeliveryRow>>,
-    tick: RwSignal<u32>,
-) -> impl IntoView {
-    let (project_id, id) = (row.project_id, row.id);
-    let detail = Resource::new(move || (), move |_| get_delivery_detail(project_id, id));
-    let message = RwSignal::new(None::<(bool, String)>);
-    let bin_link = RwSignal::new(None::<String>);
-    let bin_input = RwSignal::new(String::new());
-    let retry = Action::new(move |_: &()| retry_delivery(project_id, id));
-    let redirect =
-        Action::new(move |bin: &Option<String>| redirect_delivery(project_id, id, bin.clone()));
-    Effect::new(move |_| match retry.value().get() {
-        Some(Ok(new_row)) => {
-            message.set(Some((
-                true,
-                format!("Retry queued as {}.", new_row.request_id),
-            )));
-            rows.update(|v| v.insert(0, new_row));
-        }
-        Some(Err(e)) => message.set(Some((false, error_text(&e)))),
-        None => {}
-    });
-    Effect::new(move |_| match redirect.value().get() {
-        Some(Ok((new_row, bin))) => {
-            message.set(Some((
-                true,
-                format!("Redirected as {}.", new_row.request_id),
-            )));
-            bin_link.set(Some(bin));
-            rows.update(|v| v.insert(0, new_row));
-        }
-        Some(Err(e)) => message.set(Some((false, error_text(&e)))),
-        None => {}
-    });
-    view! {
-        <div class="detail" data-testid="delivery-detail">
-            <CanAct>
-            <div class="actions">
-                <button type="button" data-testid="retry-button" class="primary"
-                    disabled=move || retry.pending().get()
-                    on:click=move |_| { retry.dispatch(()); }>"Retry"</button>
-                <button type="button" data-testid="redirect-button"
-                    disabled=move || redirect.pending().get()
-                    on:click=move |_| {
-                        let b = bin_input.get_untracked();
-                        redirect.dispatch(Some(b).filter(|b| !b.trim().is_empty()));
-                    }>"Redirect to inspector"</button>
-                <input type="text" class="bin-input" placeholder="bin URL (empty: a new bin)" aria-label="Inspector bin"
-                    prop:value=move || bin_input.get() on:input=move |ev| bin_input.set(event_target_value(&ev))/>
-                {move || bin_link.get().map(|b| view! {
-                    <a data-testid="bin-link" href=format!("/inspector/{b}") target="_blank">{format!("Open bin {b}")}</a>
-                })}
-                {move || message.get().map(|(ok, m)| view! {
-                    <span class=if ok { "note ok" } else { "note error" } role="status" data-testid="action-message">{m}</span>
-                })}
-            </div>
-            </CanAct>
-            <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match detail.await {
-                        Ok(d) => {
-                            let r = d.row.clone();
-                            view! {
-                                <dl class="facts">
-                                    <dt>"Request id"</dt><dd class="mono" data-testid="detail-request-id">{r.request_id.clone()}" "<CopyButton text=r.request_id.clone()/></dd>
-                                    <dt>"Event id"</dt><dd class="mono">{r.event_id.clone()}" "<CopyButton text=r.event_id.clone()/></dd>
-                                    {r.ordering_key.clone().map(|k| view! { <dt>"Ordering key"</dt><dd><OrderingKey key=k/>" "{r.waits_for.clone().map(|e| view! { <WaitingBehind event_id=e/> })}</dd> })}
-                                    <dt>"Target URL"</dt><dd class="mono break">{r.target_url.clone()}</dd>
-                                    <dt>"Attempt"</dt><dd>{r.attempt}" · "{r.trigger.label()}{r.triggered_by.clone().map(|b| format!(" by {b}"))}</dd>
-                                    <dt>"Response"</dt><dd>{r.response_status.map(|s| s.to_string()).unwrap_or_else(|| "no response".into())}</dd>
-                                    <dt>"Duration"</dt><dd>{r.duration_ms.map(|d| format!("{d} ms")).unwrap_or_else(|| "—".into())}</dd>
-                                    <dt>"Scheduled"</dt><dd>{absolute(r.scheduled_at)}</dd>
-                                    <dt>"Started"</dt><dd>{r.started_at.map(absolute).unwrap_or_else(|| "—".into())}</dd>
-                                    <dt>"Finished"</dt><dd>{r.finished_at.map(absolute).unwrap_or_else(|| "—".into())}</dd>
-                                    {r.error.clone().map(|e| view! { <dt>"Error"</dt><dd class="err">{format!("{}: {e}", r.error_kind.map_or("", ErrorKind::as_str))}</dd> })}
-                                </dl>
-                                <section>
-                                    <h3>"Attempts of this event to this endpoint"</h3>
-                                    <ol class="timeline">
-                                        {d.attempts.iter().map(|a| {
-                                            let a = a.clone();
-                                            let current = a.id == r.id;
-                                            let scheduled = a.scheduled_at;
-                                            let pending = a.status == DeliveryStatus::Pending;
-                                            view! {
-                                                <li class:current=current>
-                                                    <StatusBadge status=a.status/>
-                                                    " #"{a.attempt}" "{a.trigger.label()}" · "
-                                                    <span class="mono">{a.request_id.clone()}</span>" · "
-                                                    {a.response_status.map(|s| s.to_string()).unwrap_or_default()}" "
-                                                    <Time at=a.created_at/>
-                                                    {pending.then(|| view! {
-                                                        <span class="countdown">{move || { tick.get(); format!(" next attempt {}", relative(scheduled, Utc::now())) }}</span>
-                                                    })}
-                                                </li>
-                                            }
-                                        }).collect_view()}
-                                    </ol>
-                                </section>
-                                <div class="panes">
-                                    <section>
-                                        {match d.erased {
-                                            Some((at, erasure)) => view! {
-                                                <h3>"Payload"</h3>
-                                                <p class="erased" data-testid="detail-erased">
-                                                    {format!("Erased on {} (erasure #{erasure})", absolute(at))}
-                                                </p>
-                                            }.into_any(),
-                                            None => view! {
-                                                <h3>"Payload " <CopyButton text=d.payload.clone()/> " " <CopyButton text=d.curl.clone() label="Copy as curl"/></h3>
-                                                <pre class="code" data-testid="detail-payload">{d.payload.clone()}</pre>
-                                            }.into_any(),
-                                        }}
-                                        <h3>"Request headers"</h3>
-                                        <HeaderTable headers=d.request_headers.clone()/>
-                                    </section>
-                                    <section>
-                                        <h3>"Response " {r.response_status.map(|s| s.to_string())}</h3>
-                                        <HeaderTable headers=d.response_headers.clone()/>
-                                        <pre class="code" data-testid="detail-response">{d.response_body.as_deref().map(pretty).unwrap_or_else(|| "(no body)".into())}</pre>
-                                    </section>
-                                </div>
-                            }.into_any()
-                        }
-                        Err(e) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
-                    }
-                })}
-            </Suspense>
         </div>
     }
 }

@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod audit;
 pub mod cabinet;
 pub mod deliveries;
+pub mod delivery_detail;
 pub mod events;
 pub mod home;
 pub mod inspector;

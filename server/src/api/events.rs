@@ -61,7 +61,7 @@ pub struct CreateEvent {
     )]
     pub ordering_key: Option<String>,
     /// The data subjects the event is about (`user:42`), for erasure by subject.
-    #[schema(max_items = 10, value_type = Option<Vec<String>>, example = json!(["user:42"]))]
+    #[schema(schema_with = subjects_schema)]
     pub subjects: Option<Vec<String>>,
 }
 
@@ -144,6 +144,25 @@ fn check_item<'a>(e: &'a CreateEvent, at: &str, max_depth: u32) -> Result<Item<'
         ordering_key: e.ordering_key.as_deref(),
         subjects: e.subjects.as_deref().filter(|s| !s.is_empty()),
     })
+}
+
+/// The rules of [`check_subjects`], as a schema.
+fn subjects_schema() -> utoipa::openapi::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
+    let item = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(MAX_SUBJECT))
+        .pattern(Some(r"^[^\u0000]+$"));
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(item)
+        .max_items(Some(MAX_SUBJECTS))
+        .description(Some(
+            "The data subjects the event is about (`user:42`), for erasure by subject.",
+        ))
+        .examples([serde_json::json!(["user:42"])])
+        .build()
 }
 
 /// At most this many subjects per event, each at most [`MAX_SUBJECT`] characters.

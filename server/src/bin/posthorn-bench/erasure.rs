@@ -77,47 +77,63 @@ pub async fn erase(rows: i64, projects: i64, runs: usize, reuse: Option<String>)
         .fetch_one(&pool)
         .await
         .unwrap();
-    for run in 0..runs as i64 {
-        let subject = format!("user:{}", 5 * (1 + taken + run));
-        let t = Instant::now();
-        let created: serde_json::Value = http
-            .post(api("/erasures"))
-            .bearer_auth(&key)
-            .json(&serde_json::json!({ "subject": subject }))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let id = created["id"].as_i64().expect("an erasure id");
-        let done = loop {
-            let e: serde_json::Value = http
-                .get(api(&format!("/erasures/{id}")))
+    let erase_one = |subject: String| {
+        let (http, key, url) = (http.clone(), key.clone(), api("/erasures"));
+        async move {
+            let t = Instant::now();
+            let created: serde_json::Value = http
+                .post(&url)
                 .bearer_auth(&key)
+                .json(&serde_json::json!({ "subject": subject }))
                 .send()
                 .await
                 .unwrap()
                 .json()
                 .await
                 .unwrap();
-            if e["status"] == "done" {
-                break e;
+            let id = created["id"].as_i64().expect("an erasure id");
+            loop {
+                let e: serde_json::Value = http
+                    .get(format!("{url}/{id}"))
+                    .bearer_auth(&key)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                if e["status"] == "done" {
+                    let ms = t.elapsed().as_secs_f64() * 1000.0;
+                    println!(
+                        "| {subject} | {} | {} | {ms:.0} |",
+                        e["events"], e["attempts"]
+                    );
+                    return ms;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        };
-        let ms = t.elapsed().as_secs_f64() * 1000.0;
-        times.push(ms);
-        println!(
-            "| {subject} | {} | {} | {ms:.0} |",
-            done["events"], done["attempts"]
-        );
+        }
+    };
+    for run in 0..runs as i64 {
+        times.push(erase_one(format!("user:{}", 5 * (1 + taken + run))).await);
     }
     times.sort_by(|a, b| a.partial_cmp(b).unwrap());
     println!(
         "\nmedian {:.0} ms from POST /erasures to `done` (runs: {runs})",
         times[times.len() / 2]
     );
+    // One large subject: 10,000 of project 1's events (with their 20,000 attempts).
+    let bulk = format!("bulk:{taken}");
+    sqlx::query(
+        "UPDATE events SET subjects = subjects || $1::text
+          WHERE id IN (SELECT id FROM events WHERE project_id = 1 AND erased_at IS NULL
+                        ORDER BY id DESC LIMIT 10000)",
+    )
+    .bind(&bulk)
+    .execute(&pool)
+    .await
+    .unwrap();
+    erase_one(bulk).await;
     let _ = stop.send(true);
     let _ = runner.await;
 }
