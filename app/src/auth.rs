@@ -337,15 +337,21 @@ async fn portal_viewer(
     })
 }
 
+/// Signs in and goes to `next` when it is a path of this site (`/login?next=…`), else
+/// to the cabinet's home. A refused sign-in answers `401`.
 #[server(endpoint = "login")]
-pub async fn login(email: String, password: String) -> Result<(), ServerFnError> {
-    use crate::{ctx::server_ctx, db::users};
+pub async fn login(
+    email: String,
+    password: String,
+    #[server(default)] next: Option<String>,
+) -> Result<(), ServerFnError> {
+    use crate::{ctx::server_ctx, db::users, error::AppError};
     let ctx = server_ctx()?;
     let email = email.trim().to_lowercase();
+    let wrong =
+        || -> ServerFnError { AppError::Unauthorized("Wrong email or password.".into()).into() };
     if email.len() > 320 || password.len() > 1024 {
-        return Err(ServerFnError::ServerError(
-            "Wrong email or password.".into(),
-        ));
+        return Err(wrong());
     }
     let guess = count_guess(&ctx.pool, "login", &email).await?;
     let user = users::find_by_email(&ctx.pool, &email).await?;
@@ -355,13 +361,11 @@ pub async fn login(email: String, password: String) -> Result<(), ServerFnError>
         .map_or(users::dummy_hash(), |u| u.password_hash.as_str());
     let ok = users::check_password(&password, hash).await?;
     let Some(user) = user.filter(|_| ok) else {
-        return Err(ServerFnError::ServerError(
-            "Wrong email or password.".into(),
-        ));
+        return Err(wrong());
     };
     guess_was_right(&ctx.pool, guess).await?;
     sign_in(&session().await?, &user).await?;
-    leptos_axum::redirect("/developers");
+    leptos_axum::redirect(crate::core::next_path::landing(next.as_deref()));
     Ok(())
 }
 

@@ -158,10 +158,22 @@ async fn require_login(
             if framed {
                 return crate::portal::session_ended();
             }
-            return Redirect::to("/login").into_response();
+            return Redirect::to(&login_then(req.uri())).into_response();
         }
     }
     next.run(req).await
+}
+
+/// `/login?next=<the page asked for>`, so that signing in lands there.
+fn login_then(uri: &axum::http::Uri) -> String {
+    let asked = uri.path_and_query().map_or("/developers", |p| p.as_str());
+    match app::core::next_path::safe_next(asked) {
+        Some(next) => {
+            let next: String = url::form_urlencoded::byte_serialize(next.as_bytes()).collect();
+            format!("/login?next={next}")
+        }
+        None => "/login".into(),
+    }
 }
 
 /// Headers every response carries. Pages set their own Content-Security-Policy with the

@@ -154,7 +154,7 @@ async fn a_burst_of_wrong_sign_ins_gets_no_more_than_the_limit() {
     let results = futures::future::join_all(attempts).await;
     let checked = results
         .iter()
-        .filter(|(_, body)| body.contains("Wrong email or password"))
+        .filter(|(s, body)| *s == 401 && body.contains("Wrong email or password"))
         .count();
     let refused = results
         .iter()
@@ -220,7 +220,10 @@ async fn changing_the_password_ends_the_users_other_sessions() {
         .send()
         .await
         .unwrap();
-    assert_eq!(page.headers()["location"], "/login");
+    assert_eq!(
+        page.headers()["location"],
+        "/login?next=%2Fdevelopers%2Fdeliveries"
+    );
 
     // Guessing the current password is limited like sign-in.
     let mut statuses = Vec::new();

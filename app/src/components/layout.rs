@@ -16,6 +16,10 @@ pub fn Cabinet(#[prop(into)] title: String, children: ChildrenFn) -> impl IntoVi
     let children = StoredValue::new(children);
     let title = StoredValue::new(title);
     let gate = gate();
+    // Reached by the router (after signing in, or a link), not by loading the page: the
+    // keyboard's focus goes to the page's content, as a new page's would start at its top.
+    #[cfg(feature = "hydrate")]
+    let navigated = !Owner::current_shared_context().is_some_and(|c| c.during_hydration());
     view! {
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
@@ -26,6 +30,8 @@ pub fn Cabinet(#[prop(into)] title: String, children: ChildrenFn) -> impl IntoVi
                     let accent = v.portal.as_ref().and_then(|p| p.brand.accent.clone());
                     view! {
                         <div class="frame" style=accent.map(|a| format!("--accent:{a}"))>
+                        // The first stop of Tab: past the navigation, to the page itself.
+                        <a class="skip" href="#content" data-testid="skip-link" on:click=skip_to_content>"Skip to content"</a>
                         {match v.portal.clone() {
                             Some(portal) => view! { <PortalHeader portal project=v.current.clone().map(|p| p.name).unwrap_or_default()/> }.into_any(),
                             None => view! { <CabinetHeader viewer=v.clone()/> }.into_any(),
@@ -37,7 +43,13 @@ pub fn Cabinet(#[prop(into)] title: String, children: ChildrenFn) -> impl IntoVi
                                 }).collect_view()}
                             </div>
                         })}
-                        <main class="cabinet">
+                        {
+                            #[cfg(feature = "hydrate")]
+                            if navigated {
+                                request_animation_frame(focus_content);
+                            }
+                        }
+                        <main class="cabinet" id="content" tabindex="-1">
                             <h1>{title.get_value()}</h1>
                             {children.read_value()()}
                         </main>
@@ -50,6 +62,27 @@ pub fn Cabinet(#[prop(into)] title: String, children: ChildrenFn) -> impl IntoVi
                 view! { {gate.open()} {content} }
             })}
         </Suspense>
+    }
+}
+
+/// The skip link moves the focus itself: the router would take the `#content` link as a
+/// navigation and leave the focus where it was.
+fn skip_to_content(ev: leptos::ev::MouseEvent) {
+    ev.prevent_default();
+    focus_content();
+}
+
+/// Focuses the page's `<main id="content">`.
+fn focus_content() {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        if let Some(main) = document()
+            .get_element_by_id("content")
+            .and_then(|m| m.dyn_into::<web_sys::HtmlElement>().ok())
+        {
+            let _ = main.focus();
+        }
     }
 }
 

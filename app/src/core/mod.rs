@@ -14,6 +14,7 @@ pub mod event_type;
 #[cfg(feature = "ssr")]
 pub mod ids;
 pub mod limits;
+pub mod next_path;
 pub mod operator;
 pub mod payload;
 pub mod permissions;

@@ -268,7 +268,12 @@ fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> im
             let typing = ev
                 .target()
                 .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
-                .map(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"))
+                .map(|el| {
+                    matches!(
+                        el.tag_name().as_str(),
+                        "INPUT" | "SELECT" | "TEXTAREA" | "BUTTON" | "A"
+                    )
+                })
                 .unwrap_or(false);
             if typing || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
                 return;
@@ -286,10 +291,10 @@ fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> im
                     }
                 }
                 "j" if count > 0 => {
-                    selected.set(Some(ids[pos.map(|p| (p + 1).min(count - 1)).unwrap_or(0)]))
+                    focus_row(ids[pos.map(|p| (p + 1).min(count - 1)).unwrap_or(0)]);
                 }
                 "k" if count > 0 => {
-                    selected.set(Some(ids[pos.map(|p| p.saturating_sub(1)).unwrap_or(0)]))
+                    focus_row(ids[pos.map(|p| p.saturating_sub(1)).unwrap_or(0)]);
                 }
                 "Enter" => {
                     if let Some(id) = selected.get_untracked() {
@@ -366,6 +371,16 @@ fn Row(
                 on:click=move |_| {
                     selected.set(Some(id));
                     expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
+                }
+                on:focus=move |_| selected.set(Some(id))
+                // The row itself, not a control inside it: Enter or Space opens or closes it.
+                on:keydown=move |ev| {
+                    if matches!(ev.key().as_str(), "Enter" | " ") && ev.target() == ev.current_target() {
+                        ev.prevent_default();
+                        ev.stop_propagation();
+                        selected.set(Some(id));
+                        expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
+                    }
                 }>
                 <span><StatusBadge status=row.status/></span>
                 <span class="etype">{row.event_type.clone()}{trigger.map(|t| view! { <em class="trigger">{t}</em> })}</span>
@@ -469,5 +484,21 @@ fn BulkReplay(filter: Memo<DeliveryFilter>) -> impl IntoView {
             })}
             {move || error.get().map(|e| view! { <span class="note error">{e}</span> })}
         </div>
+    }
+}
+
+/// Moves the keyboard's focus to a row (its focus handler selects it).
+#[cfg(feature = "hydrate")]
+fn focus_row(id: i64) {
+    use wasm_bindgen::JsCast;
+    let row = document()
+        .query_selector(&format!(
+            "[data-testid=delivery-row][data-id=\"{id}\"] > .drow"
+        ))
+        .ok()
+        .flatten()
+        .and_then(|el| el.dyn_into::<web_sys::HtmlElement>().ok());
+    if let Some(row) = row {
+        let _ = row.focus();
     }
 }

@@ -13,11 +13,18 @@ pub fn LoginPage() -> impl IntoView {
         })
     };
     let (email, password) = (NodeRef::<html::Input>::new(), NodeRef::<html::Input>::new());
+    // Where the page that sent here was (`/login?next=…`); the server checks it again.
+    let next = leptos_router::hooks::use_query_map()
+        .get_untracked()
+        .get("next")
+        .filter(|n| crate::core::next_path::safe_next(n).is_some());
+    let next_field = next.clone().unwrap_or_default();
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         login.dispatch(Login {
             email: input_value(email),
             password: input_value(password),
+            next: next.clone(),
         });
     };
     view! {
@@ -25,6 +32,7 @@ pub fn LoginPage() -> impl IntoView {
             <h1>"Sign in to Posthorn"</h1>
             // Before the page hydrates, the browser posts the form to the server function.
             <form method="post" action=Login::url() on:submit=submit>
+                <input type="hidden" name="next" value=next_field/>
                 <label>"Email"
                     <input type="email" name="email" autocomplete="username" required data-testid="login-email" node_ref=email/>
                 </label>
