@@ -19,6 +19,7 @@ test("API keys: created and shown once, listed by prefix, revoked at once", asyn
   await expect(page.getByText(key)).toHaveCount(0);
   const row = page.getByTestId("key-row").filter({ hasText: "deploy-bot" });
   await row.getByTestId("revoke-key-button").click();
+  await row.getByTestId("confirm-action").click();
   await expect(row).toHaveAttribute("data-revoked", "true");
   expect((await api(request, key, "GET", "/webhooks")).status()).toBe(401);
 });

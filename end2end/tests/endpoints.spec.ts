@@ -16,6 +16,8 @@ test("after a rotation the next delivery carries two signatures, valid for the o
   const oldSecret = (await page.getByTestId("new-endpoint-secret").textContent())!.trim();
   const card = page.getByTestId("endpoint-row");
   await card.getByTestId("rotate-secret-button").click();
+  await expect(card.getByRole("dialog")).toContainText("keeps signing too for 24 h");
+  await card.getByTestId("confirm-action").click();
   await expect(card.getByTestId("endpoint-secret")).toContainText("whsec_");
   const newSecret = (await card.getByTestId("endpoint-secret").textContent())!.trim();
   expect(newSecret).not.toBe(oldSecret);

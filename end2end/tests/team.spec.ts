@@ -55,7 +55,9 @@ test("an owner invites a member with a one-time link; the last owner cannot be r
   await hydrated(page);
   await expect(page.getByTestId("member-row")).toHaveCount(2);
   await page.getByTestId("member-row").filter({ hasText: p.email }).getByTestId("remove-member-button").click();
+  await page.getByTestId("member-row").filter({ hasText: p.email }).getByTestId("confirm-action").click();
   await expect(page.getByTestId("member-error")).toContainText("last owner");
   await page.getByTestId("member-row").filter({ hasText: newcomer }).getByTestId("remove-member-button").click();
+  await page.getByTestId("member-row").filter({ hasText: newcomer }).getByTestId("confirm-action").click();
   await expect(page.getByTestId("member-row")).toHaveCount(1);
 });

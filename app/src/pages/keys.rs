@@ -5,6 +5,7 @@ use leptos::prelude::*;
 use crate::{
     cabinet::{create_key, list_keys, revoke_key},
     components::{
+        confirm::ConfirmButton,
         hydration::gate,
         layout::Cabinet,
         widgets::{error_text, CopyButton, Time},
@@ -61,7 +62,11 @@ pub fn KeysPage() -> impl IntoView {
                                                 <td>{key.last_used_at.map(|t| view! { <Time at=t/> }.into_any()).unwrap_or_else(|| "never".into_any())}</td>
                                                 <td>{if revoked { view! { <span class="badge badge-dead_letter">"Revoked"</span> }.into_any() } else { view! { <span class="badge badge-succeeded">"Active"</span> }.into_any() }}</td>
                                                 <td>{(!revoked).then(|| view! {
-                                                    <button type="button" data-testid="revoke-key-button" on:click=move |_| { revoke.dispatch(id); }>"Revoke"</button>
+                                                    <ConfirmButton label="Revoke" testid="revoke-key-button" confirm="Revoke"
+                                                        title=format!("Revoke the key {}…?", key.prefix)
+                                                        what="Requests with this key are refused from now on (401). A revoked key cannot be restored: make a new one."
+                                                        pending=Signal::derive(move || revoke.pending().get())
+                                                        on_confirm=move || { revoke.dispatch(id); }/>
                                                 })}</td>
                                             </tr>
                                         }

@@ -5,6 +5,7 @@ use leptos::{prelude::*, server_fn::ServerFn};
 use crate::{
     cabinet::{invite_member, list_members, remove_member, ChangePassword},
     components::{
+        confirm::ConfirmButton,
         hydration::gate,
         layout::Cabinet,
         widgets::{error_text, input_value, CopyButton, Time},
@@ -40,10 +41,13 @@ pub fn TeamPage() -> impl IntoView {
                                 <tbody>
                                     {list.into_iter().map(|m| {
                                         let email = m.email.clone();
+                                        let what = format!("{email} loses access to this project at once; an invitation can bring them back.");
                                         view! {
                                             <tr data-testid="member-row"><td>{m.email}</td><td>{m.role}</td><td><Time at=m.since/></td>
-                                                <td><button type="button" class="link danger" data-testid="remove-member-button"
-                                                    on:click=move |_| { remove.dispatch(email.clone()); }>"Remove"</button></td></tr>
+                                                <td><ConfirmButton label="Remove" class="link danger" testid="remove-member-button" confirm="Remove"
+                                                    title="Remove this member?" what=what
+                                                    pending=Signal::derive(move || remove.pending().get())
+                                                    on_confirm=move || { remove.dispatch(email.clone()); }/></td></tr>
                                         }
                                     }).collect_view()}
                                 </tbody>

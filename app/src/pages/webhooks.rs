@@ -9,6 +9,7 @@ use crate::{
         rotate_secret, set_ops_endpoint, test_send, update_endpoint, EndpointStats,
     },
     components::{
+        confirm::ConfirmButton,
         hydration::gate,
         layout::{Cabinet, CanAct, NotInPortal},
         widgets::{error_text, CopyButton, StatusBadge},
@@ -335,15 +336,36 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
             <div class="actions">
                 <button type="button" data-testid="edit-endpoint-button" on:click=move |_| editing.update(|e| *e = !*e)>"Edit"</button>
                 <button type="button" data-testid="test-send-button" on:click=move |_| { test.dispatch(()); }>"Test send"</button>
-                <button type="button" data-testid="toggle-endpoint-button" on:click=move |_| { toggle.dispatch(()); }>{if enabled { "Disable" } else { "Enable" }}</button>
+                {if enabled {
+                    view! {
+                        <ConfirmButton label="Disable" testid="toggle-endpoint-button" confirm="Disable"
+                            title=format!("Disable endpoint #{id}?")
+                            what="Nothing is sent to it while it is disabled: its events wait, and go out when it is enabled again."
+                            pending=Signal::derive(move || toggle.pending().get())
+                            on_confirm=move || { toggle.dispatch(()); }/>
+                    }.into_any()
+                } else {
+                    view! {
+                        <button type="button" data-testid="toggle-endpoint-button" disabled=move || toggle.pending().get()
+                            on:click=move |_| { toggle.dispatch(()); }>"Enable"</button>
+                    }.into_any()
+                }}
                 <button type="button" data-testid="reveal-secret-button" on:click=move |_| { reveal.dispatch(()); }>"Reveal secret"</button>
-                <button type="button" data-testid="rotate-secret-button" on:click=move |_| { rotate.dispatch(()); }>"Rotate secret"</button>
+                <ConfirmButton label="Rotate secret" testid="rotate-secret-button" confirm="Rotate"
+                    title=format!("Rotate the secret of endpoint #{id}?")
+                    what="A new secret signs every delivery from now on. The old secret keeps signing too for 24 h, so the receiver can switch over without refusing any."
+                    pending=Signal::derive(move || rotate.pending().get())
+                    on_confirm=move || { rotate.dispatch(()); }/>
                 {(!stats.is_ops).then(|| view! {
                     <NotInPortal>
                     <button type="button" data-testid="ops-endpoint-button" on:click=move |_| { make_ops.dispatch(()); }>"Send operations alerts here"</button>
                     </NotInPortal>
                 })}
-                <button type="button" class="link danger" on:click=move |_| { remove.dispatch(()); }>"Delete"</button>
+                <ConfirmButton label="Delete" class="link danger" testid="delete-endpoint-button" confirm="Delete"
+                    title=format!("Delete endpoint #{id}?")
+                    what="Nothing is sent to it any more; its waiting attempts end as dead letters (endpoint deleted). Its delivery history stays for the retention window."
+                    pending=Signal::derive(move || remove.pending().get())
+                    on_confirm=move || { remove.dispatch(()); }/>
                 {move || secret.get().map(|s| view! { <code data-testid="endpoint-secret">{s.clone()}</code> <CopyButton text=s.clone()/> })}
                 {move || test_row.get().map(|r| view! {
                     <span data-testid="test-send-result" data-status=r.status.as_str()>

@@ -1,0 +1,63 @@
+//! Destructive actions ask first: the button opens an in-page dialog that names what
+//! will happen, and nothing changes until its confirm button is pressed. Cancel (or
+//! Escape) closes it; the focus goes to Cancel when it opens, so Enter alone does not
+//! destroy anything.
+
+use leptos::{html, prelude::*};
+
+#[component]
+pub fn ConfirmButton(
+    /// The button's text.
+    #[prop(into)]
+    label: String,
+    /// The dialog's heading ("Delete endpoint #3?").
+    #[prop(into)]
+    title: String,
+    /// What happens, in a sentence or two.
+    #[prop(into)]
+    what: String,
+    /// The confirm button's text ("Delete").
+    #[prop(into)]
+    confirm: String,
+    /// The opening button's `data-testid`.
+    #[prop(optional, into)]
+    testid: String,
+    #[prop(optional, into)] class: String,
+    /// While the action runs the button is disabled (no second request).
+    #[prop(into)]
+    pending: Signal<bool>,
+    on_confirm: impl Fn() + Send + Sync + 'static,
+) -> impl IntoView {
+    let open = RwSignal::new(false);
+    let cancel_ref = NodeRef::<html::Button>::new();
+    Effect::new(move |_| {
+        if open.get() {
+            if let Some(b) = cancel_ref.get() {
+                let _ = b.focus();
+            }
+        }
+    });
+    let title_id = format!("confirm-{}", testid);
+    let on_confirm = std::sync::Arc::new(on_confirm);
+    view! {
+        <button type="button" class=class data-testid=testid aria-haspopup="dialog"
+            disabled=move || pending.get() on:click=move |_| open.set(true)>{label}</button>
+        {move || open.get().then(|| {
+            let on_confirm = on_confirm.clone();
+            view! {
+                <div class="dialog" role="dialog" aria-modal="false" aria-labelledby=title_id.clone()
+                    data-testid="confirm-dialog"
+                    on:keydown=move |ev| if ev.key() == "Escape" { open.set(false) }>
+                    <h2 id=title_id.clone()>{title.clone()}</h2>
+                    <p>{what.clone()}</p>
+                    <div class="dialog-actions">
+                        <button type="button" class="danger" data-testid="confirm-action"
+                            on:click=move |_| { open.set(false); on_confirm(); }>{confirm.clone()}</button>
+                        <button type="button" data-testid="cancel-action" node_ref=cancel_ref
+                            on:click=move |_| open.set(false)>"Cancel"</button>
+                    </div>
+                </div>
+            }
+        })}
+    }
+}
