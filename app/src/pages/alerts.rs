@@ -11,9 +11,20 @@ use crate::{
     components::{hydration::gate, widgets::error_text},
 };
 
+/// The panel's data, read by the page before its frame: a resource made inside the
+/// frame's Suspense was made after the frame's own on the server, in an order hydration
+/// did not always repeat, and the panel hydrated against another resource's answer
+/// (a panic in about one load in four).
+pub fn alert_settings_resource(
+    version: RwSignal<u32>,
+) -> Resource<Result<crate::cabinet::AlertsView, ServerFnError>> {
+    Resource::new(move || version.get(), |_| alert_settings())
+}
+
 #[component]
-pub fn AlertsPanel(version: RwSignal<u32>) -> impl IntoView {
-    let settings = Resource::new(move || version.get(), |_| alert_settings());
+pub fn AlertsPanel(
+    settings: Resource<Result<crate::cabinet::AlertsView, ServerFnError>>,
+) -> impl IntoView {
     let gate = gate();
     let minutes = NodeRef::<html::Input>::new();
     let email = NodeRef::<html::Input>::new();

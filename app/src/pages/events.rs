@@ -28,8 +28,8 @@ pub fn EventsPage() -> impl IntoView {
                                         <tr data-testid="event-type-row">
                                             <td class="mono">{t.event_type.clone()}</td>
                                             <td>{t.documented.clone().unwrap_or_default()}</td>
-                                            <td class="num">{t.count_14d}</td>
-                                            <td>{t.last_seen.map(|at| view! { <Time at/> })}</td>
+                                            <td class="num" data-label="Last 14 days">{t.count_14d}</td>
+                                            <td data-label="Last seen">{t.last_seen.map(|at| view! { <Time at/> })}</td>
                                             <td>{t.example.as_deref().map(|e| view! { <details><summary>"show"</summary><pre class="code">{pretty(e)}</pre></details> })}</td>
                                         </tr>
                                     }).collect_view()}

@@ -57,9 +57,9 @@ pub fn KeysPage() -> impl IntoView {
                                         view! {
                                             <tr data-testid="key-row" data-revoked=revoked.to_string()>
                                                 <td>{key.name.clone()}</td>
-                                                <td class="mono">{format!("{}…", key.prefix)}</td>
-                                                <td><Time at=key.created_at/></td>
-                                                <td>{key.last_used_at.map(|t| view! { <Time at=t/> }.into_any()).unwrap_or_else(|| "never".into_any())}</td>
+                                                <td class="mono" data-label="Key">{format!("{}…", key.prefix)}</td>
+                                                <td data-label="Created"><Time at=key.created_at/></td>
+                                                <td data-label="Last used">{key.last_used_at.map(|t| view! { <Time at=t/> }.into_any()).unwrap_or_else(|| "never".into_any())}</td>
                                                 <td>{if revoked { view! { <span class="badge badge-dead_letter">"Revoked"</span> }.into_any() } else { view! { <span class="badge badge-succeeded">"Active"</span> }.into_any() }}</td>
                                                 <td>{(!revoked).then(|| view! {
                                                     <ConfirmButton label="Revoke" testid="revoke-key-button" confirm="Revoke"

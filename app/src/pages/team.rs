@@ -43,7 +43,7 @@ pub fn TeamPage() -> impl IntoView {
                                         let email = m.email.clone();
                                         let what = format!("{email} loses access to this project at once; an invitation can bring them back.");
                                         view! {
-                                            <tr data-testid="member-row"><td>{m.email}</td><td>{m.role}</td><td><Time at=m.since/></td>
+                                            <tr data-testid="member-row"><td>{m.email}</td><td data-label="Role">{m.role}</td><td data-label="Since"><Time at=m.since/></td>
                                                 <td><ConfirmButton label="Remove" class="link danger" testid="remove-member-button" confirm="Remove"
                                                     title="Remove this member?" what=what
                                                     pending=Signal::derive(move || remove.pending().get())

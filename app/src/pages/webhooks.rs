@@ -52,6 +52,7 @@ pub fn WebhooksPage() -> impl IntoView {
     );
     // The catalogue (documented and seen types) to pick subscriptions from.
     let catalogue = Resource::new(|| (), |_| crate::cabinet::event_catalogue());
+    let alerts = super::alerts::alert_settings_resource(version);
     let picker_gate = crate::components::hydration::gate();
     let create = Action::new(move |_: &()| {
         create_endpoint(
@@ -120,7 +121,7 @@ pub fn WebhooksPage() -> impl IntoView {
                     view! { {gate.open()} {content} }
                 })}
             </Transition>
-            <NotInPortal><super::alerts::AlertsPanel version/></NotInPortal>
+            <NotInPortal><super::alerts::AlertsPanel settings=alerts/></NotInPortal>
         </Cabinet>
     }
 }
