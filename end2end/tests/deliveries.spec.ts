@@ -56,6 +56,33 @@ test.describe("Webhook Delivery on the demo project", () => {
     expect(new Set(events)).toEqual(new Set([eventId]));
   });
 
+  test("search takes ids in any case and by a prefix of 8 characters or more, and says when nothing matches", async ({ page }) => {
+    await openDeliveries(page);
+    const row = page.getByTestId("delivery-row").nth(2);
+    const requestId = (await row.getAttribute("data-request-id"))!;
+    const eventId = (await row.getAttribute("data-event-id"))!;
+    await page.getByTestId("search-input").fill(requestId.toLowerCase());
+    await page.getByTestId("search-input").press("Enter");
+    await expect(page.getByTestId("delivery-row")).toHaveCount(1);
+    await expect(page.getByTestId("delivery-row")).toHaveAttribute("data-request-id", requestId);
+
+    // The first 16 characters of the event id, lower-case: its attempts (and any other
+    // event's that start alike).
+    await page.getByTestId("search-input").fill(eventId.slice(0, 16).toLowerCase());
+    await page.getByTestId("search-input").press("Enter");
+    await expect(page.locator(`[data-testid=delivery-row][data-event-id="${eventId}"]`).first()).toBeVisible();
+    const events = await page.getByTestId("delivery-row").evaluateAll((els) => els.map((e) => e.getAttribute("data-event-id")!));
+    expect(events.every((e) => e.startsWith(eventId.slice(0, 16)))).toBe(true);
+
+    await page.getByTestId("search-input").fill("evt_01");
+    await page.getByTestId("search-input").press("Enter");
+    await expect(page.getByTestId("search-no-match")).toContainText("at least 8 characters");
+    await page.getByTestId("search-input").fill("evt_ZZZZZZZZ");
+    await page.getByTestId("search-input").press("Enter");
+    await expect(page.getByTestId("search-no-match")).toContainText("No attempt in this view has an id starting with evt_ZZZZZZZZ");
+    await expect(page.getByTestId("delivery-row")).toHaveCount(0);
+  });
+
   test("a row expands to payload, response and request id", async ({ page }) => {
     await openDeliveries(page, "?status=dead_letter&code=404");
     const row = page.getByTestId("delivery-row").first();

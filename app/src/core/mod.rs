@@ -11,6 +11,7 @@ pub mod custom_headers;
 pub mod duration;
 pub mod endpoint_url;
 pub mod event_type;
+pub mod id_search;
 #[cfg(feature = "ssr")]
 pub mod ids;
 pub mod limits;

@@ -37,10 +37,35 @@ pub fn push_filters(
         .push_bind(retention_days as i32)
         .push(")");
     if let Some(s) = search {
-        if s.starts_with("req_") {
-            q.push(" AND d.request_id = ").push_bind(s.to_string());
-        } else {
-            q.push(" AND d.event_id = ").push_bind(s.to_string());
+        use crate::core::id_search::{parse, Column, IdSearch};
+        let column = |c: Column| match c {
+            Column::Event => "d.event_id",
+            _ => "d.request_id",
+        };
+        match parse(s) {
+            IdSearch::Exact(c, id) => {
+                q.push(format!(" AND {} = ", column(c))).push_bind(id);
+            }
+            IdSearch::Prefix(Column::Either, lo, hi) => {
+                q.push(" AND ((d.event_id >= ")
+                    .push_bind(format!("evt_{lo}"))
+                    .push(" AND d.event_id < ")
+                    .push_bind(format!("evt_{hi}"))
+                    .push(") OR (d.request_id >= ")
+                    .push_bind(format!("req_{lo}"))
+                    .push(" AND d.request_id < ")
+                    .push_bind(format!("req_{hi}"))
+                    .push("))");
+            }
+            IdSearch::Prefix(c, lo, hi) => {
+                q.push(format!(" AND {} >= ", column(c)))
+                    .push_bind(lo)
+                    .push(format!(" AND {} < ", column(c)))
+                    .push_bind(hi);
+            }
+            IdSearch::Nothing(_) => {
+                q.push(" AND false");
+            }
         }
     }
     if let Some(status) = &filter.status {

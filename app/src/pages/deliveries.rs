@@ -88,7 +88,9 @@ fn DeliveryView(
                             format!("/developers/deliveries?{}", nf.to_query(true))
                         });
                         let first = f.cursor.is_some().then(|| format!("/developers/deliveries?{}", f.to_query(false)));
+                        let no_match = f.q.as_deref().filter(|_| data.rows.is_empty()).map(no_match_text);
                         view! {
+                            {no_match.map(|m| view! { <p class="note error" role="status" data-testid="search-no-match">{m}</p> })}
                             <DeliveryTable rows=data.rows search_ref/>
                             <nav class="pager">
                                 {first.map(|href| view! { <a href=href class="button">"⇤ Newest"</a> })}
@@ -211,6 +213,18 @@ fn FilterBar(
             <button type="submit">"Search"</button>
             <a class="button link" href="/developers/deliveries">"Clear"</a>
         </form>
+    }
+}
+
+/// Why a search found nothing, in words.
+fn no_match_text(q: &str) -> String {
+    use crate::core::id_search::{parse, IdSearch};
+    match parse(q) {
+        IdSearch::Nothing(why) => why,
+        IdSearch::Exact(_, id) => format!("No attempt in this view has the id {id}."),
+        IdSearch::Prefix(_, lo, _) => {
+            format!("No attempt in this view has an id starting with {lo}.")
+        }
     }
 }
 
