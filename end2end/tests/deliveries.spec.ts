@@ -191,5 +191,15 @@ test("Retry sends a new attempt with a new request id that succeeds live; Redire
   await page.getByTestId("bin-request").first().locator(".reqline").click();
   await expect(page.getByTestId("bin-request-body")).toContainText('"amount": 42');
   expect(receiver.received.length).toBe(2);
+
+  // After a reload the Redirect is shown as what it is: the bin as its target, its own
+  // badge, and the link to the bin in the row and in its detail.
+  await page.goto("/developers/deliveries");
+  await hydrated(page);
+  const redirected = page.locator("[data-testid=delivery-row]").filter({ has: page.getByTestId("redirect-badge") }).first();
+  await expect(redirected.getByTestId("redirect-badge")).toHaveText("Redirected");
+  await expect(redirected.getByTestId("row-bin-link")).toHaveAttribute("href", href);
+  await redirected.locator(".drow").click({ position: { x: 12, y: 8 } });
+  await expect(page.getByTestId("bin-link")).toHaveAttribute("href", href);
   receiver.close();
 });

@@ -47,6 +47,14 @@ pub fn absolute(at: DateTime<Utc>) -> String {
     )
 }
 
+/// The inspector bin a Redirect's target URL names (`…/r/{id}`).
+pub fn bin_of(url: &str) -> Option<String> {
+    let path = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let path = path.find('/').map_or("", |i| &path[i..]);
+    let id = path.strip_prefix("/r/")?.split(['/', '?']).next()?;
+    (!id.is_empty()).then(|| id.to_string())
+}
+
 /// Relative time with the exact time on hover (and in the `datetime` attribute).
 #[component]
 pub fn Time(at: DateTime<Utc>) -> impl IntoView {
@@ -135,5 +143,24 @@ pub fn WaitingBehind(event_id: String) -> impl IntoView {
             title="Same ordering key: this attempt starts when that event's attempts end">
             "waiting behind "<span class="mono">{event_id.clone()}</span>
         </a>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bin_of;
+
+    #[test]
+    fn a_redirects_target_names_its_bin() {
+        assert_eq!(
+            bin_of("http://127.0.0.1:3000/r/ab12").as_deref(),
+            Some("ab12")
+        );
+        assert_eq!(
+            bin_of("https://posthorn.example/r/ab12/x?y=1").as_deref(),
+            Some("ab12")
+        );
+        assert_eq!(bin_of("https://shop.example/hooks"), None);
+        assert_eq!(bin_of("https://shop.example/r/"), None);
     }
 }

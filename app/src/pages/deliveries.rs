@@ -373,6 +373,10 @@ fn Row(
         .map(|d| format_millis(d as i64))
         .unwrap_or_else(|| "—".into());
     let trigger = (row.trigger != Trigger::Auto).then(|| row.trigger.label());
+    // A Redirect went to an inspector bin, not to the endpoint: it says so, and links there.
+    let bin = (row.trigger == Trigger::Redirect)
+        .then(|| crate::components::widgets::bin_of(&row.target_url))
+        .flatten();
     let error_line = row.error.clone();
     let r = row.clone();
     view! {
@@ -396,12 +400,18 @@ fn Row(
                         expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
                     }
                 }>
-                <span><StatusBadge status=row.status/></span>
+                <span>{match bin.is_some() {
+                    true => view! { <span class="badge badge-redirect" data-testid="redirect-badge" title=row.status.label()>"Redirected"</span> }.into_any(),
+                    false => view! { <StatusBadge status=row.status/> }.into_any(),
+                }}</span>
                 <span class="etype">{row.event_type.clone()}{trigger.map(|t| view! { <em class="trigger">{t}</em> })}</span>
                 <span class="mono ellipsis" title=row.event_id.clone()>{row.event_id.clone()}
                     {row.ordering_key.clone().map(|k| view! { <small class="ellipsis"><OrderingKey key=k/></small> })}
                 </span>
-                <span class="ellipsis" title=row.target_url.clone()>{row.endpoint_url.clone()}
+                <span class="ellipsis" title=row.target_url.clone()>{match bin.clone() {
+                    Some(b) => view! { <a href=format!("/inspector/{b}") data-testid="row-bin-link" on:click=|ev| ev.stop_propagation()>{format!("inspector bin {b}")}</a> }.into_any(),
+                    None => view! { {row.endpoint_url.clone()} }.into_any(),
+                }}
                     {error_line.map(|e| view! { <small class="err ellipsis" title=e.clone()>{e.clone()}</small> })}
                     {row.waits_for.clone().map(|e| view! { <small class="ellipsis"><WaitingBehind event_id=e/></small> })}
                 </span>

@@ -34,7 +34,12 @@ pub fn Detail(
     };
     let why = move || erased().then_some("This event's data was erased: nothing is left to send.");
     let message = RwSignal::new(None::<(bool, String)>);
-    let bin_link = RwSignal::new(None::<String>);
+    // A Redirect's own bin, also after a reload.
+    let bin_link = RwSignal::new(
+        (row.trigger == crate::core::status::Trigger::Redirect)
+            .then(|| crate::components::widgets::bin_of(&row.target_url))
+            .flatten(),
+    );
     let bin_input = RwSignal::new(String::new());
     let retry = Action::new(move |_: &()| retry_delivery(project_id, id));
     let redirect =
