@@ -32,6 +32,20 @@ impl Viewer {
     pub fn read_only(&self) -> bool {
         self.portal.as_ref().is_some_and(|p| p.role == "viewer")
     }
+
+    /// Whether the pages offer `action` to this viewer (the server decides anyway, from
+    /// the same table): support staff are offered no change to a tenant's endpoints,
+    /// keys or team, a portal viewer nothing.
+    pub fn may(&self, action: crate::core::permissions::Action) -> bool {
+        use crate::core::permissions::{allows, Role};
+        let role = match &self.portal {
+            Some(p) if p.role == "viewer" => Role::Viewer,
+            Some(_) => Role::Portal,
+            None if self.is_support => Role::Support,
+            None => Role::Owner,
+        };
+        allows(role, action)
+    }
 }
 
 /// A project's brand, as the operator set it (SPEC "Operator API and portal").

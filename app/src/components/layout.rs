@@ -86,11 +86,18 @@ fn focus_content() {
     }
 }
 
-/// Renders its children for everyone who may act: not for a portal `viewer`, whose
+/// Renders its children for everyone who may act (`action`, when named): not for a
+/// portal `viewer`, nor for support staff where they may not change anything, whose
 /// server functions answer 403 anyway (the buttons would only lead to an error).
 #[component]
-pub fn CanAct(children: Children) -> impl IntoView {
-    let may = use_context::<Viewer>().is_none_or(|v| !v.read_only());
+pub fn CanAct(
+    #[prop(optional)] action: Option<crate::core::permissions::Action>,
+    children: Children,
+) -> impl IntoView {
+    let may = use_context::<Viewer>().is_none_or(|v| match action {
+        Some(a) => v.may(a),
+        None => !v.read_only(),
+    });
     may.then(children)
 }
 

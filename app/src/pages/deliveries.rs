@@ -373,6 +373,15 @@ fn Row(
         .map(|d| format_millis(d as i64))
         .unwrap_or_else(|| "—".into());
     let trigger = (row.trigger != Trigger::Auto).then(|| row.trigger.label());
+    // Support staff look across projects: each row says whose it is.
+    let project = use_context::<crate::model::Viewer>()
+        .filter(|v| v.is_support)
+        .map(|v| {
+            v.projects
+                .iter()
+                .find(|p| p.id == row.project_id)
+                .map_or_else(|| format!("project {}", row.project_id), |p| p.name.clone())
+        });
     // A Redirect went to an inspector bin, not to the endpoint: it says so, and links there.
     let bin = (row.trigger == Trigger::Redirect)
         .then(|| crate::components::widgets::bin_of(&row.target_url))
@@ -404,7 +413,9 @@ fn Row(
                     true => view! { <span class="badge badge-redirect" data-testid="redirect-badge" title=row.status.label()>"Redirected"</span> }.into_any(),
                     false => view! { <StatusBadge status=row.status/> }.into_any(),
                 }}</span>
-                <span class="etype">{row.event_type.clone()}{trigger.map(|t| view! { <em class="trigger">{t}</em> })}</span>
+                <span class="etype">{row.event_type.clone()}{trigger.map(|t| view! { <em class="trigger">{t}</em> })}
+                    {project.map(|p| view! { <small class="ellipsis" data-testid="row-project">{p}</small> })}
+                </span>
                 <span class="mono ellipsis" title=row.event_id.clone()>{row.event_id.clone()}
                     {row.ordering_key.clone().map(|k| view! { <small class="ellipsis"><OrderingKey key=k/></small> })}
                 </span>

@@ -7,9 +7,10 @@ use crate::{
     components::{
         confirm::ConfirmButton,
         hydration::gate,
-        layout::Cabinet,
+        layout::{Cabinet, CanAct},
         widgets::{error_text, CopyButton, Time},
     },
+    core::permissions::Action as Perm,
 };
 
 #[component]
@@ -32,11 +33,11 @@ pub fn KeysPage() -> impl IntoView {
                     let content = match keys.await {
                         Ok(k) => view! {
                             <p class="muted">"Plan "<strong>{k.plan.clone()}</strong>": "{k.per_minute}" requests per minute per key. Keys are stored hashed: a key is shown once, when it is created."</p>
-                            <form class="filters" on:submit=move |ev| { ev.prevent_default(); create.dispatch(name.get_untracked()); }>
+                            <CanAct action=Perm::ManageKeys><form class="filters" on:submit=move |ev| { ev.prevent_default(); create.dispatch(name.get_untracked()); }>
                                 <input type="text" placeholder="Key name (e.g. production)" aria-label="Key name" data-testid="key-name-input"
                                     prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
                                 <button type="submit" class="primary" data-testid="create-key-button">"Create key"</button>
-                            </form>
+                            </form></CanAct>
                             {move || match create.value().get() {
                                 Some(Ok(key)) => view! {
                                     <div class="newkey" role="status">
@@ -62,11 +63,11 @@ pub fn KeysPage() -> impl IntoView {
                                                 <td data-label="Last used">{key.last_used_at.map(|t| view! { <Time at=t/> }.into_any()).unwrap_or_else(|| "never".into_any())}</td>
                                                 <td>{if revoked { view! { <span class="badge badge-dead_letter">"Revoked"</span> }.into_any() } else { view! { <span class="badge badge-succeeded">"Active"</span> }.into_any() }}</td>
                                                 <td>{(!revoked).then(|| view! {
-                                                    <ConfirmButton label="Revoke" testid="revoke-key-button" confirm="Revoke"
+                                                    <CanAct action=Perm::ManageKeys><ConfirmButton label="Revoke" testid="revoke-key-button" confirm="Revoke"
                                                         title=format!("Revoke the key {}…?", key.prefix)
                                                         what="Requests with this key are refused from now on (401). A revoked key cannot be restored: make a new one."
                                                         pending=Signal::derive(move || revoke.pending().get())
-                                                        on_confirm=move || { revoke.dispatch(id); }/>
+                                                        on_confirm=move || { revoke.dispatch(id); }/></CanAct>
                                                 })}</td>
                                             </tr>
                                         }

@@ -7,9 +7,10 @@ use crate::{
     components::{
         confirm::ConfirmButton,
         hydration::gate,
-        layout::Cabinet,
+        layout::{Cabinet, CanAct},
         widgets::{error_text, input_value, CopyButton, Time},
     },
+    core::permissions::Action as Perm,
 };
 
 #[component]
@@ -44,10 +45,10 @@ pub fn TeamPage() -> impl IntoView {
                                         let what = format!("{email} loses access to this project at once; an invitation can bring them back.");
                                         view! {
                                             <tr data-testid="member-row"><td>{m.email}</td><td data-label="Role">{m.role}</td><td data-label="Since"><Time at=m.since/></td>
-                                                <td><ConfirmButton label="Remove" class="link danger" testid="remove-member-button" confirm="Remove"
+                                                <td><CanAct action=Perm::ManageTeam><ConfirmButton label="Remove" class="link danger" testid="remove-member-button" confirm="Remove"
                                                     title="Remove this member?" what=what
                                                     pending=Signal::derive(move || remove.pending().get())
-                                                    on_confirm=move || { remove.dispatch(email.clone()); }/></td></tr>
+                                                    on_confirm=move || { remove.dispatch(email.clone()); }/></CanAct></td></tr>
                                         }
                                     }).collect_view()}
                                 </tbody>
@@ -59,12 +60,12 @@ pub fn TeamPage() -> impl IntoView {
                 })}
             </Suspense>
             {move || remove.value().get().and_then(|r| r.err()).map(|e| view! { <p class="error" role="alert" data-testid="member-error">{error_text(&e)}</p> })}
-            <h2>"Invite a member"</h2>
+            <CanAct action=Perm::ManageTeam><h2>"Invite a member"</h2>
             <form class="filters" on:submit=move |ev| { ev.prevent_default(); invite.dispatch(()); }>
                 <input type="email" placeholder="colleague@example.com" aria-label="Email to invite" data-testid="invite-email"
                     prop:value=move || invite_email.get() on:input=move |ev| invite_email.set(event_target_value(&ev))/>
                 <button type="submit" class="primary" data-testid="invite-button">"Create invitation link"</button>
-            </form>
+            </form></CanAct>
             {move || match invite.value().get() {
                 Some(Ok(link)) => view! {
                     <p class="newkey" role="status">"Send this one-time link (valid 7 days): "<code data-testid="invite-link">{link.clone()}</code>" "<CopyButton text=link.clone()/></p>

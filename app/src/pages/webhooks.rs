@@ -14,6 +14,7 @@ use crate::{
         layout::{Cabinet, CanAct, NotInPortal},
         widgets::{error_text, CopyButton, StatusBadge},
     },
+    core::permissions::Action as Perm,
     model::DeliveryRow,
 };
 
@@ -69,7 +70,7 @@ pub fn WebhooksPage() -> impl IntoView {
     });
     view! {
         <Cabinet title="Webhooks">
-            <CanAct>
+            <CanAct action=Perm::CreateEndpoint>
             <form class="filters" on:submit=move |ev| { ev.prevent_default(); create.dispatch(()); }>
                 <input type="url" placeholder="https://example.com/webhooks" aria-label="Endpoint URL" required data-testid="endpoint-url-input"
                     prop:value=move || url.get() on:input=move |ev| url.set(event_target_value(&ev))/>
@@ -102,6 +103,12 @@ pub fn WebhooksPage() -> impl IntoView {
                 <button type="submit" class="primary" data-testid="create-endpoint-button">"Add endpoint"</button>
             </form>
             </CanAct>
+            // Not offered the form, the picker's boundary is never drawn: the page is
+            // interactive without it.
+            {move || {
+                let offered = use_context::<crate::model::Viewer>().is_none_or(|v| v.may(Perm::CreateEndpoint));
+                (!offered).then(|| picker_gate.open())
+            }}
             {move || match create.value().get() {
                 Some(Ok(secret)) => view! { <p class="newkey" role="status">"Endpoint added. Signing secret: "<code data-testid="new-endpoint-secret">{secret.clone()}</code>" "<CopyButton text=secret.clone()/></p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error" role="alert">{error_text(&e)}</p> }.into_any(),
@@ -333,7 +340,7 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
                     </form>
                 </div>
             })}
-            <CanAct>
+            <CanAct action=Perm::EditEndpoint>
             <div class="actions">
                 <button type="button" data-testid="edit-endpoint-button" on:click=move |_| editing.update(|e| *e = !*e)>"Edit"</button>
                 <button type="button" data-testid="test-send-button" on:click=move |_| { test.dispatch(()); }>"Test send"</button>

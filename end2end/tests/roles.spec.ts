@@ -1,0 +1,31 @@
+import { test, expect } from "@playwright/test";
+import { hydrated, login, SUPPORT } from "./helpers";
+
+test("support staff are offered only what they may do, and see whose each delivery is", async ({ page }) => {
+  await login(page, SUPPORT);
+  await page.goto("/developers/webhooks");
+  await hydrated(page);
+  await expect(page.getByTestId("endpoint-row").first()).toBeVisible();
+  for (const id of ["create-endpoint-button", "edit-endpoint-button", "test-send-button", "toggle-endpoint-button",
+    "reveal-secret-button", "rotate-secret-button", "delete-endpoint-button", "ops-endpoint-button"]) {
+    await expect(page.getByTestId(id), id).toHaveCount(0);
+  }
+  await page.goto("/developers/keys");
+  await hydrated(page);
+  await expect(page.getByTestId("create-key-button")).toHaveCount(0);
+  await expect(page.getByTestId("revoke-key-button")).toHaveCount(0);
+  await page.goto("/developers/team");
+  await hydrated(page);
+  await expect(page.getByTestId("invite-button")).toHaveCount(0);
+  await expect(page.getByTestId("remove-member-button")).toHaveCount(0);
+
+  // Deliveries: whose each row is, and Retry and Redirect, which support may use.
+  await page.goto("/developers/deliveries");
+  await hydrated(page);
+  const row = page.getByTestId("delivery-row").first();
+  const current = (await page.getByTestId("project-name").textContent())!.trim();
+  await expect(row.getByTestId("row-project")).toHaveText(current);
+  await row.locator(".drow").click({ position: { x: 12, y: 8 } });
+  await expect(page.getByTestId("retry-button")).toBeVisible();
+  await expect(page.getByTestId("redirect-button")).toBeVisible();
+});
