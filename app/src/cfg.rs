@@ -15,6 +15,9 @@ pub struct Config {
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
     pub allow_private_targets: bool,
+    /// Extra trust roots for receivers' certificates, PEM (`POSTHORN_CA_FILE`), read at
+    /// start, beside the built-in web roots.
+    pub extra_roots: Option<Vec<u8>>,
     pub retention_days: u32,
     pub bin_ttl: Duration,
     /// How long a portal session lasts at most from its link's use.
@@ -131,6 +134,19 @@ impl Config {
             Some(v) => Err(format!("{name}: `{v}` is not true or false")),
         };
         let allow_private_targets = flag("POSTHORN_ALLOW_PRIVATE_TARGETS", false)?;
+        let extra_roots = match var("POSTHORN_CA_FILE") {
+            None => None,
+            Some(path) => {
+                let pem = std::fs::read(&path)
+                    .map_err(|e| format!("POSTHORN_CA_FILE: cannot read `{path}`: {e}"))?;
+                if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
+                    return Err(format!(
+                        "POSTHORN_CA_FILE: `{path}` holds no PEM certificate"
+                    ));
+                }
+                Some(pem)
+            }
+        };
         let handoff = flag("POSTHORN_HANDOFF", true)?;
         let site_addr = var("LEPTOS_SITE_ADDR").unwrap_or_else(|| "127.0.0.1:3000".into());
         let site_addr = site_addr
@@ -164,6 +180,7 @@ impl Config {
             connect_timeout: duration_var("POSTHORN_CONNECT_TIMEOUT", "10s")?,
             read_timeout: duration_var("POSTHORN_READ_TIMEOUT", "30s")?,
             allow_private_targets,
+            extra_roots,
             handoff,
             retention_days: number(
                 "POSTHORN_RETENTION_DAYS",
@@ -276,6 +293,32 @@ mod tests {
             .unwrap_err();
             assert!(e.starts_with("POSTHORN_ALERT_MAILS_PER_HOUR"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_ca_file_is_read_at_start_and_a_missing_or_empty_one_is_refused() {
+        assert_eq!(config(&[]).extra_roots, None);
+        let dir = std::env::temp_dir().join(format!("posthorn-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (good, empty) = (dir.join("ca.pem"), dir.join("empty.pem"));
+        std::fs::write(
+            &good,
+            "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        std::fs::write(&empty, "not a certificate").unwrap();
+        let c = config(&[("POSTHORN_CA_FILE", good.to_str().unwrap())]);
+        assert!(c.extra_roots.is_some());
+        for path in [empty.to_str().unwrap(), "/nonexistent/ca.pem"] {
+            let err = Config::from_env_with(|n| match n {
+                "DATABASE_URL" => Some("postgres://127.0.0.1/x".into()),
+                "POSTHORN_CA_FILE" => Some(path.into()),
+                _ => None,
+            })
+            .unwrap_err();
+            assert!(err.starts_with("POSTHORN_CA_FILE"), "{err}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -79,6 +79,11 @@ pub struct Sender {
 
 impl Sender {
     pub fn new(cfg: std::sync::Arc<Config>, dispatch_key: Vec<u8>) -> reqwest::Result<Sender> {
+        // The operator's extra roots (a corporate CA, say), beside the built-in web roots.
+        let roots = match cfg.extra_roots.as_deref() {
+            Some(pem) => reqwest::Certificate::from_pem_bundle(pem)?,
+            None => Vec::new(),
+        };
         let base = || {
             // No proxy from the environment: the target guard checks the address connected
             // to, which through a proxy would be the proxy's.
@@ -90,6 +95,12 @@ impl Sender {
                 .pool_max_idle_per_host(64)
                 .tcp_nodelay(true)
                 .user_agent(concat!("Posthorn-Webhooks/", env!("CARGO_PKG_VERSION")))
+                .min_tls_version(reqwest::tls::Version::TLS_1_2)
+        };
+        let base = || {
+            roots
+                .iter()
+                .fold(base(), |b, c| b.add_root_certificate(c.clone()))
         };
         let guarded = if cfg.allow_private_targets {
             base()
