@@ -11,17 +11,21 @@ pub const PAGE_SIZE: i64 = 50;
 pub use crate::core::curl::curl_command;
 
 #[server(endpoint = "list_deliveries")]
-pub async fn list_deliveries(filter: DeliveryFilter) -> Result<DeliveryPage, ServerFnError> {
-    use crate::{
-        auth::current_access, core::cursor::Cursor, core::permissions::Action, ctx::server_ctx,
-        db::deliveries,
-    };
+pub async fn list_deliveries(
+    #[server(default)] filter: DeliveryFilter,
+) -> Result<DeliveryPage, ServerFnError> {
+    use crate::{core::cursor::Cursor, core::permissions::Action, ctx::server_ctx, db::deliveries};
     let ctx = server_ctx()?;
-    let access = current_access(Action::ReadDeliveries).await?;
+    let access = view_access(filter.project, Action::ReadDeliveries).await?;
     let days =
         crate::db::projects::window_days(&ctx.pool, access.project_id, ctx.cfg.retention_days)
             .await?;
-    let mut rows = deliveries::list(&ctx.pool, &access, &filter, days, PAGE_SIZE + 1).await?;
+    let mut rows: Vec<DeliveryRow> =
+        deliveries::list(&ctx.pool, &access, &filter, days, PAGE_SIZE + 1)
+            .await?
+            .into_iter()
+            .map(DeliveryRow::explain)
+            .collect();
     let next = if rows.len() as i64 > PAGE_SIZE {
         rows.truncate(PAGE_SIZE as usize);
         rows.last().map(|r| {
@@ -70,7 +74,7 @@ pub async fn get_delivery_detail(
     )
     .await?;
     Ok(DeliveryDetail {
-        row: d.row,
+        row: d.row.explain(),
         payload,
         request_headers,
         response_headers: d.response_headers.unwrap_or_default(),
@@ -112,7 +116,37 @@ pub async fn refresh_rows(
     let ctx = server_ctx()?;
     let access = access_to(project_id, Action::ReadDeliveries).await?;
     let ids: Vec<i64> = ids.into_iter().take(50).collect();
-    Ok(deliveries::get_rows(&ctx.pool, &access, &ids).await?)
+    let rows = deliveries::get_rows(&ctx.pool, &access, &ids).await?;
+    Ok(rows.into_iter().map(DeliveryRow::explain).collect())
+}
+
+/// How many attempts newer than the newest one shown match the view (at most 100): the
+/// list's "N new" bar asks every few seconds while it shows the first page.
+#[server(endpoint = "count_newer")]
+pub async fn count_newer(
+    #[server(default)] filter: DeliveryFilter,
+    after_id: i64,
+    after_at: chrono::DateTime<chrono::Utc>,
+) -> Result<i64, ServerFnError> {
+    use crate::{core::permissions::Action, ctx::server_ctx, db::deliveries};
+    let ctx = server_ctx()?;
+    let access = view_access(filter.project, Action::ReadDeliveries).await?;
+    let days =
+        crate::db::projects::window_days(&ctx.pool, access.project_id, ctx.cfg.retention_days)
+            .await?;
+    Ok(deliveries::count_newer(&ctx.pool, &access, &filter, days, (after_at, after_id)).await?)
+}
+
+/// The access a view of the list asks for: the project it names, or the session's.
+#[cfg(feature = "ssr")]
+async fn view_access(
+    project: Option<i64>,
+    action: crate::core::permissions::Action,
+) -> Result<crate::auth::Access, ServerFnError> {
+    match project {
+        Some(p) => crate::auth::access_to(p, action).await,
+        None => crate::auth::current_access(action).await,
+    }
 }
 
 /// What the filter bar offers: the project's endpoints and the event types it has seen.
@@ -126,10 +160,10 @@ pub struct FilterOptions {
 }
 
 #[server(endpoint = "delivery_filter_options")]
-pub async fn delivery_filter_options() -> Result<FilterOptions, ServerFnError> {
-    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
+pub async fn delivery_filter_options(project: Option<i64>) -> Result<FilterOptions, ServerFnError> {
+    use crate::{core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
-    let access = current_access(Action::ReadDeliveries).await?;
+    let access = view_access(project, Action::ReadDeliveries).await?;
     let endpoints = crate::db::endpoints::names(&ctx.pool, access.project_id).await?;
     let days =
         crate::db::projects::window_days(&ctx.pool, access.project_id, ctx.cfg.retention_days)
@@ -145,18 +179,22 @@ pub async fn delivery_filter_options() -> Result<FilterOptions, ServerFnError> {
 
 /// How many events "Retry all matching" would send for this view.
 #[server(endpoint = "preview_replay")]
-pub async fn preview_replay(filter: DeliveryFilter) -> Result<i64, ServerFnError> {
-    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, ops};
+pub async fn preview_replay(
+    #[server(default)] filter: DeliveryFilter,
+) -> Result<i64, ServerFnError> {
+    use crate::{core::permissions::Action, ctx::server_ctx, ops};
     let ctx = server_ctx()?;
-    let access = current_access(Action::Replay).await?;
+    let access = view_access(filter.project, Action::Replay).await?;
     Ok(ops::replays::preview(&ctx.pool, &ctx.cfg, &access, &filter).await?)
 }
 
 #[server(endpoint = "start_replay")]
-pub async fn start_replay(filter: DeliveryFilter) -> Result<ReplayProgress, ServerFnError> {
-    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, ops};
+pub async fn start_replay(
+    #[server(default)] filter: DeliveryFilter,
+) -> Result<ReplayProgress, ServerFnError> {
+    use crate::{core::permissions::Action, ctx::server_ctx, ops};
     let ctx = server_ctx()?;
-    let access = current_access(Action::Replay).await?;
+    let access = view_access(filter.project, Action::Replay).await?;
     Ok(ops::replays::start(&ctx.pool, &ctx.cfg, &access, &filter).await?)
 }
 

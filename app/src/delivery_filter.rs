@@ -9,6 +9,10 @@ use crate::core::status::{DeliveryStatus, ErrorKind};
 /// The list's filters, as they appear in the page's query string.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeliveryFilter {
+    /// The project to show (support staff and members of several projects); the
+    /// session's current project when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<i64>,
     pub status: Option<DeliveryStatus>,
     pub event_type: Option<String>,
     pub endpoint: Option<i64>,
@@ -32,13 +36,11 @@ impl DeliveryFilter {
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         let mut f = DeliveryFilter::default();
         let text = |v: &str| Some(v.trim().to_string()).filter(|s| !s.is_empty());
-        let time = |v: &str| {
-            DateTime::parse_from_rfc3339(v.trim())
-                .ok()
-                .map(|t| t.with_timezone(&Utc))
-        };
+        // The form the dashboard writes (UTC), read without chrono's general parser.
+        let time = |v: &str| crate::core::wire::parse_utc(v.trim());
         for (k, v) in pairs {
             match k {
+                "project" => f.project = v.trim().parse().ok(),
                 "status" => f.status = DeliveryStatus::parse(v.trim()),
                 "event_type" => f.event_type = text(v),
                 "endpoint" => f.endpoint = v.trim().parse().ok(),
@@ -58,6 +60,9 @@ impl DeliveryFilter {
     /// The query string that reproduces this view (without the cursor unless asked).
     pub fn to_query(&self, with_cursor: bool) -> String {
         let mut parts: Vec<(&str, String)> = Vec::new();
+        if let Some(v) = self.project {
+            parts.push(("project", v.to_string()));
+        }
         if let Some(v) = self.status {
             parts.push(("status", v.as_str().to_string()));
         }

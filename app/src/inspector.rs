@@ -10,6 +10,7 @@ use crate::model::BinRequest;
 pub struct BinInfo {
     pub id: String,
     pub url: String,
+    #[serde(deserialize_with = "crate::core::wire::utc")]
     pub expires_at: DateTime<Utc>,
 }
 

@@ -76,6 +76,7 @@ pub struct PortalView {
 #[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct DeliveryRow {
     pub id: i64,
+    #[serde(deserialize_with = "crate::core::wire::utc")]
     pub created_at: DateTime<Utc>,
     pub project_id: i64,
     pub request_id: String,
@@ -88,8 +89,11 @@ pub struct DeliveryRow {
     pub trigger: Trigger,
     pub triggered_by: Option<String>,
     pub status: DeliveryStatus,
+    #[serde(deserialize_with = "crate::core::wire::utc")]
     pub scheduled_at: DateTime<Utc>,
+    #[serde(default, deserialize_with = "crate::core::wire::utc_opt")]
     pub started_at: Option<DateTime<Utc>>,
+    #[serde(default, deserialize_with = "crate::core::wire::utc_opt")]
     pub finished_at: Option<DateTime<Utc>>,
     pub duration_ms: Option<i32>,
     pub response_status: Option<i16>,
@@ -99,6 +103,24 @@ pub struct DeliveryRow {
     pub ordering_key: Option<String>,
     /// While this attempt waits its turn in its key's lane: the event right ahead of it.
     pub waits_for: Option<String>,
+    /// The error in words for people (the dashboard's rows; the API leaves it out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", sqlx(skip))]
+    pub explained: Option<String>,
+}
+
+impl DeliveryRow {
+    /// Fills in `explained` from the error, the status and the next try's time.
+    pub fn explain(mut self) -> Self {
+        self.explained = crate::core::explain::explain(
+            self.error_kind,
+            self.error.as_deref(),
+            self.response_status,
+            self.status,
+            self.scheduled_at,
+        );
+        self
+    }
 }
 
 /// An expanded row: everything about one attempt.
@@ -110,6 +132,7 @@ pub struct DeliveryDetail {
     pub response_headers: Vec<(String, String)>,
     pub response_body: Option<String>,
     /// When the event's data was erased, and by which erasure.
+    #[serde(default, deserialize_with = "crate::core::wire::utc_and_id_opt")]
     pub erased: Option<(DateTime<Utc>, i64)>,
     /// All attempts of the same event to the same endpoint, oldest first.
     pub attempts: Vec<DeliveryRow>,
@@ -135,6 +158,7 @@ pub struct EndpointView {
     pub event_types: Vec<String>,
     pub enabled: bool,
     pub disabled_reason: Option<String>,
+    #[serde(deserialize_with = "crate::core::wire::utc")]
     pub created_at: DateTime<Utc>,
     /// Names of the endpoint's custom headers; their values never leave the server.
     pub header_names: Vec<String>,
@@ -148,8 +172,11 @@ pub struct ApiKeyView {
     pub id: i64,
     pub name: String,
     pub prefix: String,
+    #[serde(deserialize_with = "crate::core::wire::utc")]
     pub created_at: DateTime<Utc>,
+    #[serde(default, deserialize_with = "crate::core::wire::utc_opt")]
     pub last_used_at: Option<DateTime<Utc>>,
+    #[serde(default, deserialize_with = "crate::core::wire::utc_opt")]
     pub revoked_at: Option<DateTime<Utc>>,
 }
 
@@ -168,8 +195,10 @@ pub struct BinRequest {
     pub size: i64,
     pub status: i16,
     pub remote_addr: Option<String>,
+    #[serde(deserialize_with = "crate::core::wire::utc")]
     pub received_at: DateTime<Utc>,
     /// When its body was erased with its event's data (a Redirect's copy).
+    #[serde(default, deserialize_with = "crate::core::wire::utc_opt")]
     pub erased_at: Option<DateTime<Utc>>,
 }
 
@@ -180,7 +209,10 @@ pub struct AuditEntry {
     pub actor: String,
     pub action: String,
     pub target: String,
+    #[serde(deserialize_with = "crate::core::wire::utc")]
     pub created_at: DateTime<Utc>,
+    /// What the action named beyond its target (JSON text; `{}` when nothing).
+    pub detail: String,
 }
 
 /// A member of a project's team.
@@ -189,6 +221,7 @@ pub struct AuditEntry {
 pub struct Member {
     pub email: String,
     pub role: String,
+    #[serde(deserialize_with = "crate::core::wire::utc")]
     pub since: DateTime<Utc>,
 }
 

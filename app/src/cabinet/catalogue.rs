@@ -18,6 +18,7 @@ pub async fn list_audit() -> Result<Vec<AuditEntry>, ServerFnError> {
 pub struct EventTypeInfo {
     pub event_type: String,
     pub count_14d: i64,
+    #[serde(default, deserialize_with = "crate::core::wire::utc_opt")]
     pub last_seen: Option<DateTime<Utc>>,
     pub example: Option<String>,
     pub documented: Option<String>,

@@ -28,6 +28,16 @@ pub fn ConfirmButton(
     pending: Signal<bool>,
     on_confirm: impl Fn() + Send + Sync + 'static,
 ) -> impl IntoView {
+    // One body for every use: the generic part ends here (the bundle carries one copy).
+    let texts = [label, title, what, confirm, testid, class];
+    confirm_button(texts, pending, std::sync::Arc::new(on_confirm))
+}
+
+fn confirm_button(
+    [label, title, what, confirm, testid, class]: [String; 6],
+    pending: Signal<bool>,
+    on_confirm: std::sync::Arc<dyn Fn() + Send + Sync>,
+) -> AnyView {
     let open = RwSignal::new(false);
     let cancel_ref = NodeRef::<html::Button>::new();
     Effect::new(move |_| {
@@ -38,7 +48,6 @@ pub fn ConfirmButton(
         }
     });
     let title_id = format!("confirm-{}", testid);
-    let on_confirm = std::sync::Arc::new(on_confirm);
     view! {
         <button type="button" class=class data-testid=testid aria-haspopup="dialog"
             disabled=move || pending.get() on:click=move |_| open.set(true)>{label}</button>
@@ -60,4 +69,5 @@ pub fn ConfirmButton(
             }
         })}
     }
+    .into_any()
 }

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 
 use crate::core::status::DeliveryStatus;
+pub use crate::core::text::absolute;
 
 #[component]
 pub fn StatusBadge(status: DeliveryStatus) -> impl IntoView {
@@ -31,22 +32,6 @@ pub fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
     }
 }
 
-/// `2026-11-30 12:00:00.000 UTC`, written out by hand: chrono's `format` would bring its
-/// whole format-string machinery into the browser bundle for this one line.
-pub fn absolute(at: DateTime<Utc>) -> String {
-    use chrono::{Datelike, Timelike};
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03} UTC",
-        at.year(),
-        at.month(),
-        at.day(),
-        at.hour(),
-        at.minute(),
-        at.second(),
-        at.timestamp_subsec_millis()
-    )
-}
-
 /// The inspector bin a Redirect's target URL names (`…/r/{id}`).
 pub fn bin_of(url: &str) -> Option<String> {
     let path = url.split_once("://").map_or(url, |(_, rest)| rest);
@@ -55,11 +40,58 @@ pub fn bin_of(url: &str) -> Option<String> {
     (!id.is_empty()).then(|| id.to_string())
 }
 
-/// Relative time with the exact time on hover (and in the `datetime` attribute).
+/// Relative time with the absolute time beside it, in the browser's time zone once the
+/// page has hydrated (the server renders UTC, which it says); the exact UTC time is on
+/// hover and in the `datetime` attribute.
 #[component]
 pub fn Time(at: DateTime<Utc>) -> impl IntoView {
     let iso = at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    view! { <time datetime=iso title=absolute(at)>{relative(at, Utc::now())}</time> }
+    let shown = RwSignal::new(format!("{} UTC", short_time(at, None)));
+    // Effects run in the browser only, after hydration: the first render matches the
+    // server's, then the local time replaces it.
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| shown.set(short_time(at, Some(local_parts(at)))));
+    view! {
+        <time datetime=iso title=absolute(at)>{relative(at, Utc::now())}
+            <span class="abs">{move || shown.get()}</span>
+        </time>
+    }
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// `5 Dec 10:02:03` from (month 0–11, day, hour, minute, second), UTC's when none given.
+fn short_time(at: DateTime<Utc>, parts: Option<[u32; 5]>) -> String {
+    use chrono::{Datelike, Timelike};
+    let [mo, d, h, mi, s] =
+        parts.unwrap_or([at.month0(), at.day(), at.hour(), at.minute(), at.second()]);
+    format!("{d} {} {h:02}:{mi:02}:{s:02}", MONTHS[mo as usize % 12])
+}
+
+/// The time's calendar parts in the browser's zone (its own rules, summer time included).
+#[cfg(feature = "hydrate")]
+fn local_parts(at: DateTime<Utc>) -> [u32; 5] {
+    let d = js_sys::Date::new(&(at.timestamp_millis() as f64).into());
+    [
+        d.get_month(),
+        d.get_date(),
+        d.get_hours(),
+        d.get_minutes(),
+        d.get_seconds(),
+    ]
+}
+
+/// Whether a key press on an expandable row (not on a control inside it) toggles it:
+/// Enter or Space, as on a button. The caller's default action is stopped.
+pub fn is_toggle_key(ev: &leptos::ev::KeyboardEvent) -> bool {
+    let hit = matches!(ev.key().as_str(), "Enter" | " ") && ev.target() == ev.current_target();
+    if hit {
+        ev.prevent_default();
+        ev.stop_propagation();
+    }
+    hit
 }
 
 pub fn copy_to_clipboard(text: &str) {

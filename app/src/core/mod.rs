@@ -11,6 +11,7 @@ pub mod custom_headers;
 pub mod duration;
 pub mod endpoint_url;
 pub mod event_type;
+pub mod explain;
 pub mod id_search;
 #[cfg(feature = "ssr")]
 pub mod ids;
@@ -25,3 +26,4 @@ pub mod signing;
 pub mod status;
 pub mod text;
 pub mod throttle;
+pub mod wire;

@@ -109,6 +109,22 @@ pub fn indent_json(text: &str) -> Option<String> {
     (open.is_empty() && !in_string).then_some(out)
 }
 
+/// `2026-11-30 12:00:00.000 UTC`, written out by hand: chrono's `format` would bring its
+/// whole format-string machinery into the browser bundle for this one line.
+pub fn absolute(at: chrono::DateTime<chrono::Utc>) -> String {
+    use chrono::{Datelike, Timelike};
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03} UTC",
+        at.year(),
+        at.month(),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.timestamp_subsec_millis()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

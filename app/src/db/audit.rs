@@ -31,7 +31,7 @@ pub async fn record(
 
 pub async fn list(pool: &PgPool, access: &Access, limit: i64) -> AppResult<Vec<AuditEntry>> {
     Ok(sqlx::query_as::<_, AuditEntry>(
-        "SELECT id, actor, action, target, created_at FROM audit_log
+        "SELECT id, actor, action, target, created_at, detail::text AS detail FROM audit_log
          WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2",
     )
     .bind(access.project_id)

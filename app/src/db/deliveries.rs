@@ -153,6 +153,30 @@ pub async fn list(
     Ok(q.build_query_as::<DeliveryRow>().fetch_all(pool).await?)
 }
 
+/// How many attempts of the view are newer than `after` (at most 100): the list's
+/// "N new" bar. Walks the same index as the list, from the newest end, and stops early.
+pub async fn count_newer(
+    pool: &PgPool,
+    access: &Access,
+    filter: &DeliveryFilter,
+    retention_days: u32,
+    after: (DateTime<Utc>, i64),
+) -> AppResult<i64> {
+    let filter = DeliveryFilter {
+        cursor: None,
+        ..filter.clone()
+    };
+    let mut q: QueryBuilder<Postgres> =
+        QueryBuilder::new("SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE ");
+    push_filters(&mut q, access, &filter, retention_days, access.is_support)?;
+    q.push(" AND (d.created_at, d.id) > (")
+        .push_bind(after.0)
+        .push(", ")
+        .push_bind(after.1)
+        .push(") LIMIT 100) newer");
+    Ok(q.build_query_scalar::<i64>().fetch_one(pool).await?)
+}
+
 /// Finds one attempt the viewer may see: in the access's project, or anywhere for support.
 pub async fn get_row(
     db: impl sqlx::PgExecutor<'_>,

@@ -1,9 +1,8 @@
 //! `/developers/deliveries`: Webhook Delivery. The list renders complete on the server;
 //! once hydrated, rows expand, actions run, and queued rows update live.
 
-use chrono::{Duration, Utc};
 use leptos::{html, prelude::*};
-use leptos_router::hooks::{use_navigate, use_query_map};
+use leptos_router::hooks::use_query_map;
 
 use crate::{
     components::{
@@ -13,7 +12,7 @@ use crate::{
     },
     core::{
         duration::format_millis,
-        status::{DeliveryStatus, ErrorKind, Trigger},
+        status::{ErrorKind, Trigger},
     },
     deliveries::{
         cancel_replay, delivery_filter_options, list_deliveries, preview_replay, start_replay,
@@ -22,9 +21,10 @@ use crate::{
     model::DeliveryRow,
 };
 
-use super::delivery_detail::Detail;
+use super::{delivery_detail::Detail, delivery_filters::FilterBar};
 
-const FILTER_KEYS: [&str; 10] = [
+const FILTER_KEYS: [&str; 11] = [
+    "project",
     "status",
     "ordering_key",
     "event_type",
@@ -51,7 +51,7 @@ pub fn DeliveriesPage() -> impl IntoView {
         DeliveryFilter::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())))
     });
     let page = Resource::new(move || filter.get(), list_deliveries);
-    let options = Resource::new(|| (), |_| delivery_filter_options());
+    let options = Resource::new(move || filter.get().project, delivery_filter_options);
     let gates = (gate(), gate());
     view! { <Cabinet title="Webhook Delivery"><DeliveryView filter page options gates/></Cabinet> }
 }
@@ -70,7 +70,9 @@ fn DeliveryView(
     let (options_gate, page_gate) = gates;
     view! {
         <Suspense fallback=|| ()>
+            // Drawn again when the URL changes (Clear, Back), so the controls show it.
             {move || Suspend::new(async move {
+                filter.track();
                 let opts = options.await.unwrap_or_default();
                 view! { {options_gate.open()} <FilterBar filter opts search_ref/> }
             })}
@@ -91,7 +93,7 @@ fn DeliveryView(
                         let no_match = f.q.as_deref().filter(|_| data.rows.is_empty()).map(no_match_text);
                         view! {
                             {no_match.map(|m| view! { <p class="note error" role="status" data-testid="search-no-match">{m}</p> })}
-                            <DeliveryTable rows=data.rows search_ref/>
+                            <DeliveryTable rows=data.rows search_ref filter page/>
                             <nav class="pager">
                                 {first.map(|href| view! { <a href=href class="button">"⇤ Newest"</a> })}
                                 {match next {
@@ -112,110 +114,6 @@ fn DeliveryView(
     }
 }
 
-#[component]
-fn FilterBar(
-    filter: Memo<DeliveryFilter>,
-    opts: FilterOptions,
-    search_ref: NodeRef<html::Input>,
-) -> impl IntoView {
-    let days = opts.retention_days;
-    let navigate = use_navigate();
-    let go = StoredValue::new(move |f: DeliveryFilter| {
-        navigate(
-            &format!("/developers/deliveries?{}", f.to_query(false)),
-            Default::default(),
-        );
-    });
-    let set = move |apply: fn(&mut DeliveryFilter, String)| {
-        move |ev: leptos::ev::Event| {
-            let mut f = filter.get_untracked();
-            f.cursor = None;
-            apply(&mut f, event_target_value(&ev));
-            go.with_value(|go| go(f));
-        }
-    };
-    let key_ref = NodeRef::<html::Input>::new();
-    let f = filter.get_untracked();
-    let opt = |v: &Option<String>| v.clone().unwrap_or_default();
-    let selected_range = match f.since {
-        Some(s) if f.until.is_none() => {
-            let age = Utc::now() - s;
-            if age <= Duration::minutes(61) {
-                "1h"
-            } else if age <= Duration::minutes(361) {
-                "6h"
-            } else if age <= Duration::hours(25) {
-                "24h"
-            } else {
-                ""
-            }
-        }
-        _ => "",
-    };
-    view! {
-        <form class="filters" on:submit=move |ev| {
-            ev.prevent_default();
-            let mut f = filter.get_untracked();
-            f.cursor = None;
-            f.q = search_ref.get().map(|i| i.value()).filter(|v| !v.trim().is_empty());
-            f.ordering_key = key_ref.get().map(|i| i.value().trim().to_string()).filter(|v| !v.is_empty());
-            go.with_value(|go| go(f));
-        }>
-            <input type="search" name="q" placeholder="Search event id or request id  ( / )"
-                data-testid="search-input" node_ref=search_ref value=opt(&f.q) aria-label="Search by event id or request id"/>
-            <input type="search" name="ordering_key" data-testid="ordering-key-filter" placeholder="Ordering key" node_ref=key_ref
-                value=opt(&f.ordering_key) aria-label="Ordering key" maxlength="255"/>
-            <select name="status" data-testid="status-filter" aria-label="Status" on:change=set(|f, v| f.status = DeliveryStatus::parse(&v))>
-                <option value="">"All statuses"</option>
-                {DeliveryStatus::ALL.iter().map(|s| view! {
-                    <option value=s.as_str() selected=f.status == Some(*s)>{s.label()}</option>
-                }).collect_view()}
-            </select>
-            <select name="event_type" data-testid="event-type-filter" aria-label="Event type" on:change=set(|f, v| f.event_type = Some(v).filter(|v| !v.is_empty()))>
-                <option value="">"All event types"</option>
-                {opts.event_types.iter().map(|t| view! {
-                    <option value=t.clone() selected=f.event_type.as_deref() == Some(t.as_str())>{t.clone()}</option>
-                }).collect_view()}
-            </select>
-            <select name="endpoint" data-testid="endpoint-filter" aria-label="Endpoint" on:change=set(|f, v| f.endpoint = v.parse().ok())>
-                <option value="">"All endpoints"</option>
-                {opts.endpoints.iter().map(|(id, url)| view! {
-                    <option value=id.to_string() selected=f.endpoint == Some(*id)>{format!("#{id} {url}")}</option>
-                }).collect_view()}
-            </select>
-            <select name="code" data-testid="code-filter" aria-label="Response code" on:change=set(|f, v| f.code = Some(v).filter(|v| !v.is_empty()))>
-                <option value="">"Any response"</option>
-                {["2xx", "3xx", "4xx", "5xx", "none"].into_iter().map(|c| view! {
-                    <option value=c selected=f.code.as_deref() == Some(c)>{if c == "none" { "No response".to_string() } else { c.to_string() }}</option>
-                }).collect_view()}
-                {f.code.clone().filter(|c| c.parse::<u16>().is_ok()).map(|c| view! { <option value=c.clone() selected=true>{c.clone()}</option> })}
-            </select>
-            <select name="error_kind" data-testid="error-kind-filter" aria-label="Error kind" on:change=set(|f, v| f.error_kind = ErrorKind::parse(&v))>
-                <option value="">"Any error"</option>
-                {ErrorKind::ALL.iter().map(|k| view! {
-                    <option value=k.as_str() selected=f.error_kind == Some(*k)>{k.label()}</option>
-                }).collect_view()}
-            </select>
-            <select name="range" data-testid="range-filter" aria-label="Time range" on:change=set(|f, v| {
-                f.until = None;
-                f.since = match v.as_str() {
-                    "1h" => Some(Utc::now() - Duration::hours(1)),
-                    "6h" => Some(Utc::now() - Duration::hours(6)),
-                    "24h" => Some(Utc::now() - Duration::hours(24)),
-                    _ => None,
-                };
-            })>
-                <option value="" selected=selected_range.is_empty()>{format!("Last {days} days")}</option>
-                <option value="1h" selected=selected_range == "1h">"Last hour"</option>
-                <option value="6h" selected=selected_range == "6h">"Last 6 hours"</option>
-                <option value="24h" selected=selected_range == "24h">"Last 24 hours"</option>
-            </select>
-            <button type="submit">"Search"</button>
-            <a class="button link" href="/developers/deliveries">"Clear"</a>
-        </form>
-    }
-}
-
 /// Why a search found nothing, in words.
 fn no_match_text(q: &str) -> String {
     use crate::core::id_search::{parse, IdSearch};
@@ -229,22 +127,48 @@ fn no_match_text(q: &str) -> String {
 }
 
 #[component]
-fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> impl IntoView {
+fn DeliveryTable(
+    rows: Vec<DeliveryRow>,
+    search_ref: NodeRef<html::Input>,
+    filter: Memo<DeliveryFilter>,
+    page: PageResource,
+) -> impl IntoView {
     let rows = RwSignal::new(rows);
     let expanded = RwSignal::new(None::<i64>);
     let selected = RwSignal::new(None::<i64>);
     let tick = RwSignal::new(0u32);
+    // Attempts newer than the newest row that match the view (first page only).
+    let newer = RwSignal::new(0i64);
 
     #[cfg(not(feature = "hydrate"))]
-    let _ = search_ref;
+    let _ = (search_ref, filter);
     #[cfg(feature = "hydrate")]
     {
         use crate::deliveries::refresh_rows;
         use leptos::task::spawn_local;
-        // Queued rows move to their outcome without a reload.
+        // Queued rows move to their outcome without a reload; every third second the
+        // first page asks how many newer attempts match (not while the tab is hidden).
         let handle = set_interval_with_handle(
             move || {
                 tick.update(|t| *t = t.wrapping_add(1));
+                let f = filter.get_untracked();
+                if tick.get_untracked().is_multiple_of(3)
+                    && f.cursor.is_none()
+                    && !document().hidden()
+                {
+                    let (id, at) = rows
+                        .with_untracked(|v| {
+                            v.iter()
+                                .map(|r| (r.id, r.created_at))
+                                .max_by_key(|x| (x.1, x.0))
+                        })
+                        .unwrap_or((0, chrono::DateTime::<chrono::Utc>::UNIX_EPOCH));
+                    spawn_local(async move {
+                        if let Ok(n) = crate::deliveries::count_newer(f, id, at).await {
+                            newer.set(n);
+                        }
+                    });
+                }
                 let live: Vec<(i64, i64)> = rows.with_untracked(|v| {
                     v.iter()
                         .filter(|r| r.status.is_live())
@@ -322,6 +246,12 @@ fn DeliveryTable(rows: Vec<DeliveryRow>, search_ref: NodeRef<html::Input>) -> im
     }
 
     view! {
+        {move || (newer.get() > 0).then(|| view! {
+            <button type="button" class="newbar" data-testid="new-rows-bar" data-count=newer.get().to_string()
+                on:click=move |_| { newer.set(0); page.refetch(); }>
+                {match newer.get() { n @ 100.. => format!("{n}+ new — show"), n => format!("{n} new — show") }}
+            </button>
+        })}
         <div class="deliveries" role="table" aria-label="Delivery attempts">
             <div class="drow dhead" role="row">
                 <span role="columnheader">"Status"</span>
@@ -386,7 +316,7 @@ fn Row(
     let bin = (row.trigger == Trigger::Redirect)
         .then(|| crate::components::widgets::bin_of(&row.target_url))
         .flatten();
-    let error_line = row.error.clone();
+    let error_line = row.explained.clone().or_else(|| row.error.clone());
     let r = row.clone();
     view! {
         <div class="dgroup" data-testid="delivery-row" data-status=row.status.as_str()
@@ -402,9 +332,7 @@ fn Row(
                 on:focus=move |_| selected.set(Some(id))
                 // The row itself, not a control inside it: Enter or Space opens or closes it.
                 on:keydown=move |ev| {
-                    if matches!(ev.key().as_str(), "Enter" | " ") && ev.target() == ev.current_target() {
-                        ev.prevent_default();
-                        ev.stop_propagation();
+                    if crate::components::widgets::is_toggle_key(&ev) {
                         selected.set(Some(id));
                         expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
                     }
@@ -423,7 +351,7 @@ fn Row(
                     Some(b) => view! { <a href=format!("/inspector/{b}") data-testid="row-bin-link" on:click=|ev| ev.stop_propagation()>{format!("inspector bin {b}")}</a> }.into_any(),
                     None => view! { {row.endpoint_url.clone()} }.into_any(),
                 }}
-                    {error_line.map(|e| view! { <small class="err ellipsis" title=e.clone()>{e.clone()}</small> })}
+                    {error_line.map(|e| view! { <small class="err ellipsis" data-testid="row-error" title=row.error.clone()>{e}</small> })}
                     {row.waits_for.clone().map(|e| view! { <small class="ellipsis"><WaitingBehind event_id=e/></small> })}
                 </span>
                 <span class="num">{row.attempt}</span>

@@ -51,9 +51,24 @@ pub fn Detail(
                 format!("Retry queued as {}.", new_row.request_id),
             )));
             rows.update(|v| v.insert(0, new_row));
+            // The attempts below gain the new one.
+            detail.refetch();
         }
         Some(Err(e)) => message.set(Some((false, error_text(&e)))),
         None => {}
+    });
+    // While one of its attempts waits or runs, the list below follows it.
+    Effect::new(move |_| {
+        if tick.get().is_multiple_of(2) {
+            let live = detail.with_untracked(|d| {
+                d.as_ref()
+                    .and_then(|d| d.as_ref().ok())
+                    .is_some_and(|d| d.attempts.iter().any(|a| a.status.is_live()))
+            });
+            if live {
+                detail.refetch();
+            }
+        }
     });
     Effect::new(move |_| match redirect.value().get() {
         Some(Ok((new_row, bin))) => {
@@ -90,7 +105,8 @@ pub fn Detail(
                 })}
             </div>
             </CanAct>
-            <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            // A Transition: refreshing the attempts keeps what is shown until they arrive.
+            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match detail.await {
                         Ok(d) => {
@@ -107,7 +123,12 @@ pub fn Detail(
                                     <dt>"Scheduled"</dt><dd>{absolute(r.scheduled_at)}</dd>
                                     <dt>"Started"</dt><dd>{r.started_at.map(absolute).unwrap_or_else(|| "—".into())}</dd>
                                     <dt>"Finished"</dt><dd>{r.finished_at.map(absolute).unwrap_or_else(|| "—".into())}</dd>
-                                    {r.error.clone().map(|e| view! { <dt>"Error"</dt><dd class="err">{format!("{}: {e}", r.error_kind.map_or("", ErrorKind::as_str))}</dd> })}
+                                    {r.error.clone().map(|e| view! { <dt>"Error"</dt><dd class="err">
+                                        <span data-testid="error-explained">{r.explained.clone().unwrap_or_else(|| e.clone())}</span>
+                                        <details data-testid="error-details"><summary>"Details"</summary>
+                                            <code class="break">{format!("{}: {e}", r.error_kind.map_or("", ErrorKind::as_str))}</code>
+                                        </details>
+                                    </dd> })}
                                 </dl>
                                 <section>
                                     <h3>"Attempts of this event to this endpoint"</h3>
@@ -121,7 +142,7 @@ pub fn Detail(
                                                 <li class:current=current>
                                                     <StatusBadge status=a.status/>
                                                     " #"{a.attempt}" "{a.trigger.label()}" · "
-                                                    <span class="mono">{a.request_id.clone()}</span>" · "
+                                                    <a class="mono" data-testid="attempt-link" href=format!("/developers/deliveries?q={}", a.request_id)>{a.request_id.clone()}</a>" · "
                                                     {a.response_status.map(|s| s.to_string()).unwrap_or_default()}" "
                                                     <Time at=a.created_at/>
                                                     {pending.then(|| view! {
@@ -160,7 +181,7 @@ pub fn Detail(
                         Err(e) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
                     }
                 })}
-            </Suspense>
+            </Transition>
         </div>
     }
 }

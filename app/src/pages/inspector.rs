@@ -157,7 +157,11 @@ fn RequestList(bin_id: String, list: Vec<BinRequest>, secret: RwSignal<String>) 
                 let bin_id = detail_bin.clone();
                 view! {
                     <div class="req" data-testid="bin-request" data-method=r.method.clone() class:open=is_open>
-                        <div class="reqline" on:click=move |_| open.update(|o| *o = if *o == Some(id) { None } else { Some(id) })>
+                        <div class="reqline" tabindex="0" aria-expanded=move || is_open().to_string()
+                            on:click=move |_| open.update(|o| *o = if *o == Some(id) { None } else { Some(id) })
+                            on:keydown=move |ev| if crate::components::widgets::is_toggle_key(&ev) {
+                                open.update(|o| *o = if *o == Some(id) { None } else { Some(id) });
+                            }>
                             <span class="method">{r.method.clone()}</span>
                             <span class="mono ellipsis">{r.path.clone()}{(!r.query.is_empty()).then(|| format!("?{}", r.query))}</span>
                             <span class=if r.status == 200 { "code ok" } else { "code bad" }>{r.status}</span>

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod cabinet;
 pub mod deliveries;
 pub mod delivery_detail;
+pub mod delivery_filters;
 pub mod events;
 pub mod home;
 pub mod inspector;
