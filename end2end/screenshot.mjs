@@ -23,6 +23,12 @@ for (const width of [1440, 390]) {
   await page.click("[data-testid=delivery-row] >> nth=2");
   await page.waitForSelector("[data-testid=detail-payload]");
   await page.screenshot({ path: `${out}/deliveries-expanded-${width}.png`, fullPage: width > 1000 ? false : true });
+  // A failed attempt: the error in words, the raw text under Details (opened).
+  await page.goto(`${base}/developers/deliveries?status=failed`);
+  await page.waitForSelector("body[data-hydrated=true]");
+  await page.click("[data-testid=delivery-row] >> nth=0 >> .drow");
+  await page.click("[data-testid=error-details] summary");
+  await page.screenshot({ path: `${out}/deliveries-error-${width}.png` });
   await page.close();
 }
 await browser.close();

@@ -110,14 +110,13 @@ pub struct DeliveryRow {
 }
 
 impl DeliveryRow {
-    /// Fills in `explained` from the error, the status and the next try's time.
+    /// Fills in `explained` from the error, the code and the status.
     pub fn explain(mut self) -> Self {
         self.explained = crate::core::explain::explain(
             self.error_kind,
             self.error.as_deref(),
             self.response_status,
             self.status,
-            self.scheduled_at,
         );
         self
     }

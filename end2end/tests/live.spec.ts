@@ -93,7 +93,7 @@ test("a failed attempt is explained in words, the raw error under details", asyn
   await page.goto("/developers/deliveries?status=failed");
   await hydrated(page);
   const row = page.getByTestId("delivery-row").first();
-  await expect(row.getByTestId("row-error")).toContainText("The endpoint answered 503 Service Unavailable. Posthorn tries again at");
+  await expect(row.getByTestId("row-error")).toContainText("The endpoint answered 503 Service Unavailable. Posthorn retries it on its schedule.");
   await row.locator(".drow").click();
   const detail = page.getByTestId("delivery-detail");
   await expect(detail.getByTestId("error-explained")).toContainText("503 Service Unavailable");

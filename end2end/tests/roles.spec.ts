@@ -3,6 +3,10 @@ import { hydrated, login, SUPPORT } from "./helpers";
 
 test("support staff are offered only what they may do, and see whose each delivery is", async ({ page }) => {
   await login(page, SUPPORT);
+  // The demo project, which has endpoints (support's first project by name may be
+  // another test's, with none).
+  await page.getByTestId("project-switcher").selectOption({ label: "Demo" });
+  await expect(page.getByTestId("project-name")).toHaveText("Demo");
   await page.goto("/developers/webhooks");
   await hydrated(page);
   await expect(page.getByTestId("endpoint-row").first()).toBeVisible();

@@ -2,8 +2,6 @@
 //! next. The raw client text stays beside it (the dashboard shows it under "details");
 //! this is what a support engineer reads first.
 
-use chrono::{DateTime, Utc};
-
 use super::status::{DeliveryStatus, ErrorKind};
 
 /// One sentence on what went wrong, one on what happens next; `None` for an attempt
@@ -13,7 +11,6 @@ pub fn explain(
     raw: Option<&str>,
     code: Option<i16>,
     status: DeliveryStatus,
-    scheduled_at: DateTime<Utc>,
 ) -> Option<String> {
     let kind = kind?;
     let raw = raw.unwrap_or_default();
@@ -37,10 +34,8 @@ pub fn explain(
         ErrorKind::Erased => "The event's data was erased, so there was nothing to send.".into(),
     };
     let next = match status {
-        DeliveryStatus::Failed => format!(
-            "Posthorn tries again at {}.",
-            super::text::absolute(scheduled_at)
-        ),
+        // The row is this attempt; the next one is its own row, in the attempts list.
+        DeliveryStatus::Failed => "Posthorn retries it on its schedule.".to_string(),
         DeliveryStatus::DeadLetter if kind == ErrorKind::Erased => {
             "Nothing more will be sent.".to_string()
         }
@@ -106,12 +101,6 @@ fn status_phrase(code: i16) -> &'static str {
 mod tests {
     use super::*;
 
-    fn at() -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339("2026-12-05T10:00:00Z")
-            .unwrap()
-            .into()
-    }
-
     #[test]
     fn says_what_happened_and_what_comes_next() {
         let t = explain(
@@ -119,20 +108,17 @@ mod tests {
             Some("endpoint answered 503"),
             Some(503),
             DeliveryStatus::Failed,
-            at(),
         )
         .unwrap();
         assert_eq!(
             t,
-            "The endpoint answered 503 Service Unavailable. Posthorn tries again at \
-             2026-12-05 10:00:00.000 UTC."
+            "The endpoint answered 503 Service Unavailable. Posthorn retries it on its schedule."
         );
         let t = explain(
             Some(ErrorKind::Dns),
             Some("client error (Connect): dns error: failed to lookup address"),
             None,
             DeliveryStatus::DeadLetter,
-            at(),
         )
         .unwrap();
         assert!(t.starts_with("The endpoint's host name could not be found"));
@@ -156,7 +142,7 @@ mod tests {
     #[test]
     fn nothing_for_a_success() {
         assert_eq!(
-            explain(None, None, Some(200), DeliveryStatus::Succeeded, at()),
+            explain(None, None, Some(200), DeliveryStatus::Succeeded),
             None
         );
     }
