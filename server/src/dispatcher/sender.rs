@@ -79,7 +79,8 @@ pub struct Sender {
 
 impl Sender {
     pub fn new(cfg: std::sync::Arc<Config>, dispatch_key: Vec<u8>) -> reqwest::Result<Sender> {
-        // The operator's extra roots (a corporate CA, say), beside the built-in web roots.
+        // The operator's extra roots (a corporate CA, say), beside the built-in web roots
+        // and the system's store (both added by reqwest's rustls features).
         let roots = match cfg.extra_roots.as_deref() {
             Some(pem) => reqwest::Certificate::from_pem_bundle(pem)?,
             None => Vec::new(),

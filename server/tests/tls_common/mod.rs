@@ -1,0 +1,129 @@
+//! A TLS receiver for the HTTPS tests: a CA made on the spot, a server certificate it
+//! signs, one request and one answer per connection; and the first attempt's outcome.
+//! Each test binary uses part of it.
+#![allow(dead_code)]
+
+use std::{sync::Arc, time::Duration};
+
+use super::common::*;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+pub struct Ca {
+    pub cert: rcgen::Certificate,
+    pub key: KeyPair,
+}
+
+pub fn ca() -> Ca {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "Posthorn test CA");
+    let key = KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    Ca { cert, key }
+}
+
+/// A receiver on 127.0.0.1 answering 200 over TLS with a certificate for `name`, signed
+/// by `ca`, valid now unless `expired`. Returns its port.
+pub async fn tls_receiver(ca: &Ca, name: &str, expired: bool) -> u16 {
+    let mut params = CertificateParams::new(vec![name.to_string()]).unwrap();
+    if expired {
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    }
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &ca.cert, &ca.key).unwrap();
+    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
+        tokio_rustls::rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![cert.der().clone()],
+        tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+    )
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                // One request (its headers and a body of Content-Length), one answer.
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    let Ok(n) = tls.read(&mut buf).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    seen.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&seen).to_lowercase();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length: usize = text
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse().ok())
+                            .unwrap_or(0);
+                        if seen.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                }
+                let _ = tls
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+                    )
+                    .await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    port
+}
+
+/// Whether the recorded error gives one of these reasons (any case).
+pub fn says(error: &Option<String>, reasons: &[&str]) -> bool {
+    let error = error.as_deref().unwrap_or("").to_lowercase();
+    reasons.iter().any(|r| error.contains(r))
+}
+
+/// The first attempt's status, error kind and error once it has an outcome.
+pub async fn outcome(
+    app: &TestApp,
+    project: i64,
+    url: &str,
+) -> (String, Option<String>, Option<String>) {
+    app.endpoint(project, url).await;
+    let event = app
+        .ingest(project, "order.paid", serde_json::json!({"n": 1}))
+        .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let first: Option<(String, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT status, error_kind, error FROM deliveries WHERE event_id = $1
+              AND status NOT IN ('pending', 'in_flight') ORDER BY id LIMIT 1",
+        )
+        .bind(&event)
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap();
+        if let Some(first) = first {
+            return first;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no outcome for {url}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
