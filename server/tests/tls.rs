@@ -9,6 +9,8 @@ mod tls_common;
 use common::*;
 use tls_common::*;
 
+use std::time::Duration;
+
 #[tokio::test]
 async fn a_receiver_behind_an_operators_ca_is_trusted_through_the_ca_file_and_refused_otherwise() {
     let ca = ca();
@@ -63,4 +65,46 @@ async fn a_receiver_behind_an_operators_ca_is_trusted_through_the_ca_file_and_re
         "{error:?}"
     );
     plain.stop().await;
+}
+
+#[tokio::test]
+async fn a_receiver_that_offers_http2_gets_it_and_one_connection_carries_its_deliveries() {
+    let ca = ca();
+    let seen = Seen::default();
+    let port = h2_receiver(&ca, seen.clone()).await;
+    let pem = ca.cert.pem().into_bytes();
+    let app = TestApp::spawn_with(move |cfg| cfg.extra_roots = Some(pem)).await;
+    let (project, _) = app.project("business").await;
+    app.endpoint(project, &format!("https://localhost:{port}/hook"))
+        .await;
+    for n in 0..3 {
+        app.ingest(project, "order.paid", serde_json::json!({ "n": n }))
+            .await;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let done: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM deliveries WHERE project_id = $1 AND status = 'succeeded'",
+        )
+        .bind(project)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if done == 3 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{done} of 3 delivered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let versions = seen.versions.lock().unwrap().clone();
+    assert_eq!(versions, vec![hyper::Version::HTTP_2; 3]);
+    // Kept alive: the three deliveries shared one TLS handshake.
+    assert_eq!(
+        seen.connections.load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+    app.stop().await;
 }

@@ -127,3 +127,58 @@ pub async fn outcome(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// What an HTTP/2-capable receiver saw: each request's HTTP version, and how many TLS
+/// connections carried them.
+#[derive(Clone, Default)]
+pub struct Seen {
+    pub versions: Arc<std::sync::Mutex<Vec<hyper::Version>>>,
+    pub connections: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// A receiver on 127.0.0.1 offering `h2` and `http/1.1` by ALPN (as most HTTPS servers
+/// do), answering 200 to every request on a connection. Returns its port.
+pub async fn h2_receiver(ca: &Ca, seen: Seen) -> u16 {
+    let params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &ca.cert, &ca.key).unwrap();
+    let mut config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
+        tokio_rustls::rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![cert.der().clone()],
+        tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+    )
+    .unwrap();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, seen) = (acceptor.clone(), seen.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                seen.connections
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let service = hyper::service::service_fn(move |req: hyper::Request<_>| {
+                    seen.versions.lock().unwrap().push(req.version());
+                    async {
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new("ok".to_string()))
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                .await;
+            });
+        }
+    });
+    port
+}
