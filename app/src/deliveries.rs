@@ -14,12 +14,9 @@ pub use crate::core::curl::curl_command;
 pub async fn list_deliveries(
     #[server(default)] filter: DeliveryFilter,
 ) -> Result<DeliveryPage, ServerFnError> {
-    use crate::{core::cursor::Cursor, core::permissions::Action, ctx::server_ctx, db::deliveries};
+    use crate::{core::cursor::Cursor, ctx::server_ctx, db::deliveries};
     let ctx = server_ctx()?;
-    let access = view_access(filter.project, Action::ReadDeliveries).await?;
-    let days =
-        crate::db::projects::window_days(&ctx.pool, access.project_id, ctx.cfg.retention_days)
-            .await?;
+    let (access, days) = view_window(filter.project).await?;
     let mut rows: Vec<DeliveryRow> =
         deliveries::list(&ctx.pool, &access, &filter, days, PAGE_SIZE + 1)
             .await?
@@ -128,13 +125,22 @@ pub async fn count_newer(
     after_id: i64,
     after_at: chrono::DateTime<chrono::Utc>,
 ) -> Result<i64, ServerFnError> {
-    use crate::{core::permissions::Action, ctx::server_ctx, db::deliveries};
+    use crate::{ctx::server_ctx, db::deliveries};
     let ctx = server_ctx()?;
-    let access = view_access(filter.project, Action::ReadDeliveries).await?;
+    let (access, days) = view_window(filter.project).await?;
+    Ok(deliveries::count_newer(&ctx.pool, &access, &filter, days, (after_at, after_id)).await?)
+}
+
+/// Reading the list: the access to the project the view names and that project's window
+/// in days.
+#[cfg(feature = "ssr")]
+async fn view_window(project: Option<i64>) -> Result<(crate::auth::Access, u32), ServerFnError> {
+    let ctx = crate::ctx::server_ctx()?;
+    let access = view_access(project, crate::core::permissions::Action::ReadDeliveries).await?;
     let days =
         crate::db::projects::window_days(&ctx.pool, access.project_id, ctx.cfg.retention_days)
             .await?;
-    Ok(deliveries::count_newer(&ctx.pool, &access, &filter, days, (after_at, after_id)).await?)
+    Ok((access, days))
 }
 
 /// The access a view of the list asks for: the project it names, or the session's.

@@ -27,15 +27,11 @@ pub fn ca() -> Ca {
 
 /// A receiver on 127.0.0.1 answering 200 over TLS with a certificate for `name`, signed
 /// by `ca`, valid now unless `expired`. Returns its port.
-pub async fn tls_receiver(ca: &Ca, name: &str, expired: bool) -> u16 {
-    let mut params = CertificateParams::new(vec![name.to_string()]).unwrap();
-    if expired {
-        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
-        params.not_after = rcgen::date_time_ymd(2021, 1, 1);
-    }
+/// A server's TLS settings: a new key and a certificate for `params` that `ca` signs.
+fn server_config(ca: &Ca, params: CertificateParams) -> tokio_rustls::rustls::ServerConfig {
     let key = KeyPair::generate().unwrap();
     let cert = params.signed_by(&key, &ca.cert, &ca.key).unwrap();
-    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
+    tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
         tokio_rustls::rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
@@ -45,7 +41,16 @@ pub async fn tls_receiver(ca: &Ca, name: &str, expired: bool) -> u16 {
         vec![cert.der().clone()],
         tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
     )
-    .unwrap();
+    .unwrap()
+}
+
+pub async fn tls_receiver(ca: &Ca, name: &str, expired: bool) -> u16 {
+    let mut params = CertificateParams::new(vec![name.to_string()]).unwrap();
+    if expired {
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    }
+    let config = server_config(ca, params);
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -140,19 +145,7 @@ pub struct Seen {
 /// do), answering 200 to every request on a connection. Returns its port.
 pub async fn h2_receiver(ca: &Ca, seen: Seen) -> u16 {
     let params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let cert = params.signed_by(&key, &ca.cert, &ca.key).unwrap();
-    let mut config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
-        tokio_rustls::rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(
-        vec![cert.der().clone()],
-        tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-    )
-    .unwrap();
+    let mut config = server_config(ca, params);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
