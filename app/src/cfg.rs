@@ -18,6 +18,9 @@ pub struct Config {
     /// Extra trust roots for receivers' certificates, PEM (`POSTHORN_CA_FILE`), read at
     /// start, beside the built-in web roots.
     pub extra_roots: Option<Vec<u8>>,
+    /// `POSTHORN_ENCRYPTION_KEY`: the keys sealing secret material at rest (see
+    /// [`crate::core::sealed`]), checked and installed at start by the command line.
+    pub encryption_key: Option<Redacted>,
     pub retention_days: u32,
     pub bin_ttl: Duration,
     /// How long a portal session lasts at most from its link's use.
@@ -74,6 +77,16 @@ pub struct Config {
     pub replay_max: u32,
     /// Inspector bins one source address may make per minute.
     pub bin_creations_per_minute: u32,
+}
+
+/// A value never printed, not even in a debug dump of the configuration.
+#[derive(Clone)]
+pub struct Redacted(pub String);
+
+impl std::fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 /// A project may hold half of a dispatcher's slots: whatever one tenant's endpoints do,
@@ -181,6 +194,7 @@ impl Config {
             read_timeout: duration_var("POSTHORN_READ_TIMEOUT", "30s")?,
             allow_private_targets,
             extra_roots,
+            encryption_key: var("POSTHORN_ENCRYPTION_KEY").map(Redacted),
             handoff,
             retention_days: number(
                 "POSTHORN_RETENTION_DAYS",

@@ -55,6 +55,9 @@ pub enum Command {
         #[arg(long)]
         name: String,
     },
+    /// Re-seal every secret under the first key of POSTHORN_ENCRYPTION_KEY (list the new
+    /// key first and the old one after it, comma-separated; drop the old one afterwards).
+    RotateEncryptionKey,
     /// Create a user (support staff read every project).
     CreateUser {
         #[arg(long)]
@@ -81,6 +84,7 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
     app::db::migrate(&pool).await?;
     web::session_store(&pool).migrate().await?;
     app::db::maintenance::ensure_partitions(&pool, 15, 7).await?;
+    secrets_at_rest(&pool, &cfg, &command).await?;
     match command {
         Command::Migrate => {
             tracing::info!("migrations applied");
@@ -115,6 +119,26 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             }
             println!("{}", serde_json::json!({ "revoked": name }));
         }
+        Command::RotateEncryptionKey => {
+            let keyring = app::core::sealed::keyring()
+                .ok_or("POSTHORN_ENCRYPTION_KEY is unset: give the new key, then the old one")?;
+            let done = app::db::sealing::reseal(&pool, keyring).await?;
+            let left = app::db::sealing::keys_in_use(&pool).await?;
+            let others: i64 = left
+                .iter()
+                .filter(|(id, _)| id != keyring.current_id())
+                .map(|(_, n)| n)
+                .sum();
+            println!(
+                "{}",
+                serde_json::json!({
+                    "key": keyring.current_id(),
+                    "endpoints": done.endpoints,
+                    "values": done.values,
+                    "under_other_keys": others,
+                })
+            );
+        }
         Command::CreateUser {
             email,
             password,
@@ -142,6 +166,41 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             let _ = replayer.await;
         }
         Command::Serve { no_dispatch } => serve(pool, cfg, !no_dispatch).await?,
+    }
+    Ok(())
+}
+
+/// Installs the keys of `POSTHORN_ENCRYPTION_KEY` and holds the database to them: a
+/// process that cannot open what is stored does not start. With a key, serving
+/// processes seal what is still plain; without one, they say that nothing is sealed.
+async fn secrets_at_rest(
+    pool: &sqlx::PgPool,
+    cfg: &Config,
+    command: &Command,
+) -> Result<(), Failure> {
+    use app::core::sealed;
+    let keyring = match cfg.encryption_key.as_ref() {
+        Some(text) => {
+            Some(sealed::Keyring::parse(&text.0).map_err(|e| format!("configuration: {e}"))?)
+        }
+        None => None,
+    };
+    sealed::install(keyring);
+    let keyring = sealed::keyring();
+    if !matches!(command, Command::RotateEncryptionKey) {
+        app::db::sealing::check(pool, keyring).await?;
+    }
+    match keyring {
+        None => tracing::warn!(
+            "POSTHORN_ENCRYPTION_KEY is unset: endpoint secrets, custom header values and client keys are stored in plain text"
+        ),
+        Some(k) if matches!(command, Command::Serve { .. } | Command::Dispatch) => {
+            if app::db::sealing::plain_values(pool).await? > 0 {
+                let done = app::db::sealing::reseal(pool, k).await?;
+                tracing::info!(key = k.current_id(), endpoints = done.endpoints, values = done.values, "sealed the secrets stored in plain text");
+            }
+        }
+        Some(_) => {}
     }
     Ok(())
 }

@@ -30,11 +30,7 @@ fn dispatcher(db_url: &str, extra: &[(&str, &str)]) -> Child {
 /// `posthorn serve` on a free port with a 2 s lease (and `extra`), once it answers; the
 /// process and its base URL.
 async fn serve(db_url: &str, extra: &[(&str, &str)]) -> (Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::process::free_port();
     let base = format!("http://127.0.0.1:{port}");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_posthorn"));
     cmd.arg("serve")
@@ -48,13 +44,7 @@ async fn serve(db_url: &str, extra: &[(&str, &str)]) -> (Child, String) {
     for (k, v) in extra {
         cmd.env(k, v);
     }
-    let server = cmd.spawn().expect("start posthorn serve");
-    let http = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while http.get(format!("{base}/healthz")).send().await.is_err() {
-        assert!(Instant::now() < deadline, "server did not start");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let server = common::process::started(&mut cmd, &base).await;
     (server, base)
 }
 

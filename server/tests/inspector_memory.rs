@@ -6,7 +6,7 @@ mod common;
 
 use std::{
     process::{Command, Stdio},
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use common::TestDb;
@@ -25,28 +25,21 @@ fn peak_resident_mib(pid: u32) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_readers_of_a_full_bin_keep_the_server_small() {
     let db = TestDb::new().await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::process::free_port();
     let base = format!("http://127.0.0.1:{port}");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_posthorn"))
-        .arg("serve")
-        .env("DATABASE_URL", &db.url)
-        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
-        .env("POSTHORN_PUBLIC_URL", &base)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start posthorn serve");
+    let mut server = common::process::started(
+        Command::new(env!("CARGO_BIN_EXE_posthorn"))
+            .arg("serve")
+            .env("DATABASE_URL", &db.url)
+            .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+            .env("POSTHORN_PUBLIC_URL", &base)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+        &base,
+    )
+    .await;
     let http = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while http.get(format!("{base}/healthz")).send().await.is_err() {
-        assert!(Instant::now() < deadline, "server did not start");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     let bin: serde_json::Value = http
         .post(format!("{base}/inspector/bins"))
         .send()

@@ -22,6 +22,8 @@ pub mod payload;
 pub mod permissions;
 pub mod ratelimit;
 pub mod retry;
+#[cfg(feature = "ssr")]
+pub mod sealed;
 pub mod signing;
 pub mod status;
 pub mod text;

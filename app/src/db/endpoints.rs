@@ -4,7 +4,10 @@ use sqlx::PgPool;
 
 use crate::{
     auth::Access,
-    core::ids::new_endpoint_secret,
+    core::{
+        ids::new_endpoint_secret,
+        sealed::{self, StoredValue},
+    },
     error::{AppError, AppResult},
     model::EndpointView,
 };
@@ -27,7 +30,7 @@ pub async fn custom_header_names(
     access: &Access,
     id: i64,
 ) -> AppResult<Vec<String>> {
-    let headers: sqlx::types::Json<Vec<(String, String)>> = sqlx::query_scalar(
+    let headers: sqlx::types::Json<Vec<(String, StoredValue)>> = sqlx::query_scalar(
         "SELECT custom_headers FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
     )
     .bind(id)
@@ -50,7 +53,7 @@ pub async fn set_custom_headers(
         )
         .bind(id)
         .bind(access.project_id)
-        .bind(sqlx::types::Json(headers))
+        .bind(sqlx::types::Json(sealed::seal_headers(headers)))
         .execute(db)
         .await?
         .rows_affected(),
@@ -71,14 +74,14 @@ pub async fn edit_custom_header(
         "UPDATE endpoints SET updated_at = now(), custom_headers =
             COALESCE((SELECT jsonb_agg(h) FROM jsonb_array_elements(custom_headers) h
                       WHERE lower(h->>0) <> lower($3)), '[]'::jsonb)
-            || CASE WHEN $4::text IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(jsonb_build_array($3, $4)) END
+            || CASE WHEN $4::jsonb IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(jsonb_build_array($3, $4::jsonb)) END
          WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL
          RETURNING ARRAY(SELECT h->>0 FROM jsonb_array_elements(custom_headers) h)",
     )
     .bind(id)
     .bind(access.project_id)
     .bind(name)
-    .bind(value)
+    .bind(value.map(|v| sqlx::types::Json(sealed::seal_value(v))))
     .fetch_optional(db)
     .await?
     .ok_or(AppError::NotFound)
@@ -131,7 +134,7 @@ pub async fn create(
     .bind(new.url)
     .bind(new.event_types)
     .bind(new.description)
-    .bind(&secret)
+    .bind(sealed::seal(sealed::ENDPOINT_SECRET, &secret))
     .bind(new.rate_limit)
     .fetch_one(db)
     .await?;
@@ -241,7 +244,7 @@ pub async fn secrets(
     access: &Access,
     id: i64,
 ) -> AppResult<(String, Option<String>)> {
-    sqlx::query_as::<_, (String, Option<String>)>(
+    let (secret, previous) = sqlx::query_as::<_, (String, Option<String>)>(
         "SELECT secret, CASE WHEN previous_secret_expires_at > now() THEN previous_secret END
          FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
     )
@@ -249,7 +252,9 @@ pub async fn secrets(
     .bind(access.project_id)
     .fetch_optional(pool)
     .await?
-    .ok_or(AppError::NotFound)
+    .ok_or(AppError::NotFound)?;
+    let open = |s: &str| sealed::open(sealed::ENDPOINT_SECRET, s);
+    Ok((open(&secret)?, previous.as_deref().map(open).transpose()?))
 }
 
 /// A new secret; the old one keeps signing alongside it for 24 hours.
@@ -266,7 +271,7 @@ pub async fn rotate_secret(
     )
     .bind(id)
     .bind(access.project_id)
-    .bind(&secret)
+    .bind(sealed::seal(sealed::ENDPOINT_SECRET, &secret))
     .execute(db)
     .await?
     .rows_affected();

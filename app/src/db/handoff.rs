@@ -30,7 +30,7 @@ pub struct Claimed {
     pub endpoint_url: String,
     pub secret: String,
     pub previous_secret: Option<String>,
-    pub custom_headers: sqlx::types::Json<Vec<(String, String)>>,
+    pub custom_headers: sqlx::types::Json<Vec<(String, crate::core::sealed::StoredValue)>>,
     /// The start slot booked for it when the endpoint is throttled.
     pub start_at: Option<DateTime<Utc>>,
     /// Its event was erased: there is nothing left to send, and it ends as a dead letter.

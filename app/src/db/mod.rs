@@ -28,6 +28,7 @@ pub mod portal;
 pub mod projects;
 pub mod rate_counters;
 pub mod replays;
+pub mod sealing;
 pub mod server_keys;
 pub mod targets;
 pub mod tenants;

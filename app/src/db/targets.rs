@@ -21,7 +21,7 @@ pub struct Target {
     pub secret: String,
     previous_secret: Option<String>,
     previous_secret_expires_at: Option<DateTime<Utc>>,
-    pub custom_headers: sqlx::types::Json<Vec<(String, String)>>,
+    pub custom_headers: sqlx::types::Json<Vec<(String, crate::core::sealed::StoredValue)>>,
 }
 
 impl Target {
@@ -55,7 +55,7 @@ pub async fn find<'c>(
         secret: Option<String>,
         previous_secret: Option<String>,
         previous_secret_expires_at: Option<DateTime<Utc>>,
-        custom_headers: Option<sqlx::types::Json<Vec<(String, String)>>>,
+        custom_headers: Option<sqlx::types::Json<Vec<(String, crate::core::sealed::StoredValue)>>>,
     }
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT p.endpoints_version AS version, t.event_type, e.id, e.url,

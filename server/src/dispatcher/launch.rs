@@ -70,7 +70,13 @@ impl Launch {
                 std::panic::catch_unwind(AssertUnwindSafe(|| sender.prepare(&row, at.timestamp())))
             });
             let prepared = match prepared {
-                Some(Ok(request)) => Some(request),
+                Some(Ok(Ok(request))) => Some(request),
+                Some(Ok(Err(sealed))) => {
+                    let outcome = sender.internal_failure(&row, &sealed.to_string(), jitter);
+                    metrics.observe(&outcome);
+                    hand_back.report(outcome);
+                    return;
+                }
                 Some(Err(panic)) => {
                     let outcome = internal_failure(&sender, &row, panic, jitter);
                     metrics.observe(&outcome);

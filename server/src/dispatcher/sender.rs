@@ -10,6 +10,7 @@ use app::{
         ids::new_request_id,
         payload::build_body,
         retry::Next,
+        sealed::{self, SealError},
         signing::sign_all,
         status::{DeliveryStatus, ErrorKind, Trigger},
     },
@@ -126,22 +127,31 @@ impl Sender {
     /// Sends one claimed attempt and decides what follows. Never fails: every failure is
     /// an outcome to record.
     pub async fn attempt(&self, row: &Claimed, jitter: f64) -> Outcome {
-        let request = self.prepare(row, Utc::now().timestamp());
-        self.send_prepared(row, request, jitter).await
+        match self.prepare(row, Utc::now().timestamp()) {
+            Ok(request) => self.send_prepared(row, request, jitter).await,
+            Err(e) => self.internal_failure(row, &e.to_string(), jitter),
+        }
     }
 
     /// The signed request of an attempt, timestamped `timestamp` (Unix seconds). A
     /// throttled attempt is prepared before it waits for its start slot, stamped with the
     /// slot's second, so nothing but the send itself follows the slot's check.
-    pub fn prepare(&self, row: &Claimed, timestamp: i64) -> Prepared {
+    /// Fails only when the endpoint's sealed secrets do not open (a missing key).
+    pub fn prepare(&self, row: &Claimed, timestamp: i64) -> Result<Prepared, SealError> {
         let body = build_body(
             &row.event_id,
             &row.event_type,
             row.event_created_at,
             &row.data,
         );
-        let mut secrets = vec![row.secret.as_str()];
-        if let Some(prev) = row.previous_secret.as_deref() {
+        let secret = sealed::open(sealed::ENDPOINT_SECRET, &row.secret)?;
+        let previous = row
+            .previous_secret
+            .as_deref()
+            .map(|s| sealed::open(sealed::ENDPOINT_SECRET, s))
+            .transpose()?;
+        let mut secrets = vec![secret.as_str()];
+        if let Some(prev) = previous.as_deref() {
             secrets.push(prev);
         }
         let sigs = sign_all(&secrets, &row.event_id, timestamp, &body);
@@ -161,18 +171,18 @@ impl Sender {
         // bin, and are recorded redacted.
         let mut recorded = headers.clone();
         if row.trigger != Trigger::Redirect {
-            for (k, v) in row.custom_headers.0.iter() {
-                if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(k)) {
-                    headers.push((k.clone(), v.clone()));
+            for (k, v) in sealed::open_headers(&row.custom_headers.0)? {
+                if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(&k)) {
                     recorded.push((k.clone(), app::core::custom_headers::REDACTED.to_string()));
+                    headers.push((k, v));
                 }
             }
         }
-        Prepared {
+        Ok(Prepared {
             body,
             headers,
             recorded,
-        }
+        })
     }
 
     /// Sends a prepared attempt and decides what follows (see [`Sender::attempt`]).

@@ -5,6 +5,7 @@
 pub mod api_calls;
 pub mod browser;
 pub mod ordering;
+pub mod process;
 pub mod smtp;
 
 use std::{
