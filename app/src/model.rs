@@ -163,6 +163,11 @@ pub struct EndpointView {
     pub header_names: Vec<String>,
     /// At most this many attempts per second start to the endpoint (None: unlimited).
     pub rate_limit: Option<i32>,
+    /// The client certificate presented to the receiver, by subject and expiry (its key
+    /// never leaves the server).
+    pub client_cert_subject: Option<String>,
+    #[serde(default, deserialize_with = "crate::core::wire::utc_opt")]
+    pub client_cert_not_after: Option<DateTime<Utc>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

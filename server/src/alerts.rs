@@ -167,11 +167,16 @@ impl Mailer {
     }
 }
 
+/// How long before a client certificate expires its endpoint's project is told.
+pub const CERTIFICATE_NOTICE_AHEAD: std::time::Duration =
+    std::time::Duration::from_secs(14 * 24 * 3600);
+
 /// One round: what changed since the last, told.
 pub async fn tick(pool: &PgPool, mailer: Option<&Mailer>) -> app::error::AppResult<()> {
     notices::tell_failing(pool).await?;
     notices::tell_recovered(pool).await?;
     notices::tell_dead_letters(pool, DEAD_LETTER_NOTICE_EVERY).await?;
+    notices::tell_certificates_expiring(pool, CERTIFICATE_NOTICE_AHEAD).await?;
     if let Some(m) = mailer {
         m.send_waiting(pool).await?;
     }

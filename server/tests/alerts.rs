@@ -1,7 +1,8 @@
 //! Operational alerts against real receivers and a real SMTP server (Python's aiosmtpd
 //! on loopback, writing a maildir): `endpoint.failing`, `endpoint.recovered` and
 //! `delivery.dead_lettered` arrive once each, signed, at the operations endpoint and by
-//! e-mail to the members who asked (at a confirmed address); a thousand dead letters make one notice, not a flood.
+//! e-mail to the members who asked (at a confirmed address); a thousand dead letters make
+//! one notice, not a flood; a client certificate about to expire is told once.
 
 mod common;
 
@@ -289,5 +290,54 @@ async fn notices_about_the_operations_endpoint_are_not_sent_to_it() {
     );
     // Only the one event's four attempts reached it.
     assert_eq!(ops.seen().len(), 4);
+    app.stop().await;
+}
+
+/// A certificate for `name`, self-signed, that expires `days` from now; and its key.
+fn certificate_expiring_in(name: &str, days: i64) -> (String, String) {
+    use chrono::Datelike;
+    let end = chrono::Utc::now() + chrono::Duration::days(days);
+    let mut params = rcgen::CertificateParams::new(vec![name.to_string()]).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    params.not_after = rcgen::date_time_ymd(end.year(), end.month() as u8, end.day() as u8);
+    let key = rcgen::KeyPair::generate().unwrap();
+    (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
+}
+
+#[tokio::test]
+async fn a_client_certificate_expiring_within_14_days_is_told_once() {
+    let app = TestApp::spawn().await;
+    let (_, _, key, ops, ops_secret) = project_with_ops(&app).await;
+    for (name, days) in [("soon.example", 10), ("later.example", 60)] {
+        let (cert, cert_key) = certificate_expiring_in(name, days);
+        let (status, body) = app
+            .api(
+                &key,
+                reqwest::Method::POST,
+                "/webhooks",
+                json!({"url": format!("https://{name}/hook"), "events": ["order.paid"],
+                       "client_certificate": {"cert": cert, "key": cert_key}}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    wait_until("the notice", Duration::from_secs(10), || {
+        !ops.seen().is_empty()
+    })
+    .await;
+    // Several more rounds of the alert loop tell it no second time.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let told = notices(&ops.seen(), &ops_secret);
+    assert_eq!(told.len(), 1, "{told:?}");
+    let (kind, data) = &told[0];
+    assert_eq!(kind, "endpoint.certificate_expiring");
+    assert_eq!(data["url"], "https://soon.example/hook");
+    assert_eq!(data["subject"], "CN=soon.example");
+    assert!(
+        (9..=10).contains(&data["days_left"].as_i64().unwrap()),
+        "{data}"
+    );
     app.stop().await;
 }

@@ -122,13 +122,21 @@ async fn secrets_are_sealed_at_rest_shared_by_key_and_rotated_to_a_new_one() {
         .unwrap();
     let rx = Receiver::start().await;
 
-    // Written without a key: in plain text.
+    // Written without a key: in plain text. (The receiver is plain HTTP: the client
+    // certificate's key is opened for every delivery but not presented.)
+    let cert_key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["client.example".to_string()])
+        .unwrap()
+        .self_signed(&cert_key)
+        .unwrap();
     let plain = serve(&db.url, None).await;
     let ep = api(
         &plain.base,
         &key,
         "/webhooks",
-        serde_json::json!({"url": rx.url, "events": ["*"], "headers": {"Authorization": "Bearer tok-sealed-123"}}),
+        serde_json::json!({"url": rx.url, "events": ["*"],
+            "headers": {"Authorization": "Bearer tok-sealed-123"},
+            "client_certificate": {"cert": cert.pem(), "key": cert_key.serialize_pem()}}),
     )
     .await;
     let (id, secret) = (
@@ -136,6 +144,7 @@ async fn secrets_are_sealed_at_rest_shared_by_key_and_rotated_to_a_new_one() {
         ep["secret"].as_str().unwrap().to_string(),
     );
     assert!(stored(&db.pool, id).await.contains(&secret));
+    assert!(stored(&db.pool, id).await.contains("PRIVATE KEY"));
     delivers(&plain.base, &key, &rx, 1, &[&secret]).await;
     drop(plain);
 
@@ -186,8 +195,8 @@ async fn secrets_are_sealed_at_rest_shared_by_key_and_rotated_to_a_new_one() {
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
-        report["values"], 3,
-        "secret, previous secret and header: {report}"
+        report["values"], 4,
+        "secret, previous secret, header and client key: {report}"
     );
     assert_eq!(report["under_other_keys"], 0, "{report}");
     assert!(refused(&db.url, Some(KEY_A)).contains("sealed with key"));

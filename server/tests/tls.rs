@@ -108,3 +108,107 @@ async fn a_receiver_that_offers_http2_gets_it_and_one_connection_carries_its_del
     );
     app.stop().await;
 }
+
+/// The first attempt of a fresh event to the endpoint: its status, error kind and error.
+async fn next_outcome(app: &TestApp, key: &str) -> (String, Option<String>, Option<String>) {
+    let (status, body) = app
+        .api(
+            key,
+            reqwest::Method::POST,
+            "/events",
+            serde_json::json!({"event": "order.paid", "data": {}}),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    first_outcome(app, body["id"].as_str().unwrap()).await
+}
+
+#[tokio::test]
+async fn an_mtls_receiver_refuses_an_endpoint_without_its_certificate_and_accepts_it_with() {
+    let (ca, client_ca) = (ca(), ca());
+    let port = mtls_receiver(&ca, &client_ca).await;
+    let pem = ca.cert.pem().into_bytes();
+    let app = TestApp::spawn_with(move |cfg| cfg.extra_roots = Some(pem)).await;
+    let (_, key) = app.project("business").await;
+    let url = format!("https://localhost:{port}/hook");
+    let (status, ep) = app
+        .api(
+            &key,
+            reqwest::Method::POST,
+            "/webhooks",
+            serde_json::json!({"url": url, "events": ["*"]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{ep}");
+    assert_eq!(ep["client_certificate"], serde_json::Value::Null);
+    let id = ep["id"].as_i64().unwrap();
+
+    // Without a certificate the receiver ends the handshake.
+    let (_, kind, error) = next_outcome(&app, &key).await;
+    assert_eq!(kind.as_deref(), Some("tls"), "{error:?}");
+    assert!(
+        says(&error, &["certificaterequired", "certificate required"]),
+        "{error:?}"
+    );
+
+    // A key that is not the certificate's is refused when set, with the reason.
+    let (cert, cert_key) = leaf_pem(&client_ca, "posthorn-client");
+    let (_, stranger_key) = leaf_pem(&client_ca, "someone-else");
+    let path = format!("/webhooks/{id}");
+    let (status, body) = app
+        .api(
+            &key,
+            reqwest::Method::PATCH,
+            &path,
+            serde_json::json!({"client_certificate": {"cert": cert, "key": stranger_key}}),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not belong"),
+        "{body}"
+    );
+
+    // With it the delivery succeeds; the endpoint shows subject and expiry, never the key.
+    let (status, body) = app
+        .api(
+            &key,
+            reqwest::Method::PATCH,
+            &path,
+            serde_json::json!({"client_certificate": {"cert": cert, "key": cert_key}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["client_certificate"]["subject"], "CN=posthorn-client");
+    assert!(
+        body["client_certificate"]["not_after"].is_string(),
+        "{body}"
+    );
+    let (_, got) = app
+        .api(&key, reqwest::Method::GET, &path, serde_json::Value::Null)
+        .await;
+    assert_eq!(got["client_certificate"], body["client_certificate"]);
+    assert!(!got.to_string().contains("PRIVATE KEY"), "{got}");
+    let (status, kind, error) = next_outcome(&app, &key).await;
+    assert_eq!((status.as_str(), kind), ("succeeded", None), "{error:?}");
+
+    // Removed again: refused again.
+    let (status, body) = app
+        .api(
+            &key,
+            reqwest::Method::PATCH,
+            &path,
+            serde_json::json!({"client_certificate": null}),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["client_certificate"]),
+        (200, &serde_json::Value::Null)
+    );
+    let (_, kind, _) = next_outcome(&app, &key).await;
+    assert_eq!(kind.as_deref(), Some("tls"));
+    app.stop().await;
+}

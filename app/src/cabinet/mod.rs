@@ -115,6 +115,7 @@ pub async fn create_endpoint(
             description,
             headers: None,
             rate_limit: None,
+            client_cert: None,
         },
     )
     .await?;

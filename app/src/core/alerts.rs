@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 /// The notice types: what each means, for the catalogue.
-pub const NOTICES: [(&str, &str); 4] = [
+pub const NOTICES: [(&str, &str); 5] = [
     (
         "endpoint.disabled",
         "An endpoint was disabled after failing for too long (notice).",
@@ -21,6 +21,10 @@ pub const NOTICES: [(&str, &str); 4] = [
     (
         "delivery.dead_lettered",
         "Deliveries to an endpoint were dead-lettered: the count and the first ids, at most one notice per endpoint a minute (notice).",
+    ),
+    (
+        "endpoint.certificate_expiring",
+        "An endpoint's client certificate expires within 14 days (notice; once per certificate).",
     ),
 ];
 
@@ -39,6 +43,10 @@ pub fn example(kind: &str) -> Option<Value> {
             "endpoint_id": 42, "url": url, "count": 37, "since": "2026-11-30T09:12:04Z",
             "first_event_ids": ["evt_01JD8X0000000000000000AB", "evt_01JD8X0000000000000000AC"]
         }),
+        "endpoint.certificate_expiring" => json!({
+            "endpoint_id": 42, "url": url, "subject": "CN=posthorn-client",
+            "not_after": "2026-12-14T00:00:00Z", "days_left": 9
+        }),
         _ => return None,
     })
 }
@@ -56,6 +64,10 @@ pub fn summary(kind: &str, data: &Value) -> String {
             data["failing_since"].as_str().unwrap_or("a while")
         ),
         "endpoint.recovered" => format!("{url} is delivering again"),
+        "endpoint.certificate_expiring" => format!(
+            "the client certificate of {url} expires in {} days",
+            data["days_left"].as_i64().unwrap_or(0)
+        ),
         "delivery.dead_lettered" => {
             let n = data["count"].as_i64().unwrap_or(0);
             format!(
@@ -89,8 +101,8 @@ pub fn escape_html(text: &str) -> String {
 pub fn notices_table(rows: &[(String, Value, String, String)]) -> String {
     if rows.is_empty() {
         return "<p class=\"empty\" data-testid=\"no-notices\">No notices yet. You will see \
-                endpoint.failing, endpoint.recovered, endpoint.disabled and \
-                delivery.dead_lettered here.</p>"
+                endpoint.failing, endpoint.recovered, endpoint.disabled, \
+                endpoint.certificate_expiring and delivery.dead_lettered here.</p>"
             .into();
     }
     let mut html = String::from(

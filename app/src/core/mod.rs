@@ -5,6 +5,8 @@ pub mod alert_mail;
 pub mod alerts;
 pub mod capture_source;
 pub mod classify;
+#[cfg(feature = "ssr")]
+pub mod client_cert;
 pub mod curl;
 pub mod cursor;
 pub mod custom_headers;

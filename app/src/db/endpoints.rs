@@ -14,7 +14,8 @@ use crate::{
 
 const COLUMNS: &str =
     "id, project_id, url, description, event_types, enabled, disabled_reason, created_at,
-    ARRAY(SELECT h->>0 FROM jsonb_array_elements(custom_headers) h) AS header_names, rate_limit";
+    ARRAY(SELECT h->>0 FROM jsonb_array_elements(custom_headers) h) AS header_names, rate_limit,
+    client_cert_subject, client_cert_not_after";
 
 pub struct NewEndpoint<'a> {
     pub url: &'a str,
@@ -54,6 +55,32 @@ pub async fn set_custom_headers(
         .bind(id)
         .bind(access.project_id)
         .bind(sqlx::types::Json(sealed::seal_headers(headers)))
+        .execute(db)
+        .await?
+        .rows_affected(),
+    )
+}
+
+/// Sets the endpoint's client certificate (its key sealed), or removes it; the notice of
+/// its expiry is due again for a new one.
+pub async fn set_client_cert(
+    db: impl sqlx::PgExecutor<'_>,
+    access: &Access,
+    id: i64,
+    cert: Option<&crate::core::client_cert::ClientCert>,
+) -> AppResult<()> {
+    super::found(
+        sqlx::query(
+            "UPDATE endpoints SET client_cert = $3, client_key = $4, client_cert_subject = $5,
+                    client_cert_not_after = $6, client_cert_noticed_for = NULL, updated_at = now()
+              WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+        )
+        .bind(id)
+        .bind(access.project_id)
+        .bind(cert.map(|c| &c.cert_pem))
+        .bind(cert.map(|c| sealed::seal(sealed::CLIENT_KEY, &c.key_pem)))
+        .bind(cert.map(|c| &c.subject))
+        .bind(cert.map(|c| c.not_after))
         .execute(db)
         .await?
         .rows_affected(),

@@ -342,7 +342,7 @@ fn first_attempts(
 }
 
 /// Room with the dispatcher of this process for the attempts it can send at once
-/// (unthrottled endpoints, not waiting in a lane). Reserved only once the event is
+/// (unthrottled endpoints without client certificates, not waiting in a lane). Reserved only once the event is
 /// known to be new or about to be, so a repeated event holds no room for long; given
 /// back on any error. A single event may wait for a running claim that could take the
 /// room (it ends within milliseconds); otherwise its attempts are left to the claim.
@@ -357,7 +357,7 @@ async fn reserve<'h>(
     let plain: Vec<i64> = targets
         .iter()
         .zip(attempts)
-        .filter(|(t, a)| !t.throttled && !a.lane.is_waiting())
+        .filter(|(t, a)| !t.throttled && !t.client_cert && !a.lane.is_waiting())
         .map(|(t, _)| t.id)
         .collect();
     let endpoints = if plain.is_empty() {
@@ -440,6 +440,8 @@ fn handed_rows(
             secret: t.secret.clone(),
             previous_secret: t.previous_secret(now),
             custom_headers: t.custom_headers.clone(),
+            client_cert: None,
+            client_key: None,
             start_at: None,
             erased: false,
         });

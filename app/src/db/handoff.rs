@@ -31,6 +31,9 @@ pub struct Claimed {
     pub secret: String,
     pub previous_secret: Option<String>,
     pub custom_headers: sqlx::types::Json<Vec<(String, crate::core::sealed::StoredValue)>>,
+    /// The endpoint's client certificate (PEM) and its key (sealed), if it has one.
+    pub client_cert: Option<String>,
+    pub client_key: Option<String>,
     /// The start slot booked for it when the endpoint is throttled.
     pub start_at: Option<DateTime<Utc>>,
     /// Its event was erased: there is nothing left to send, and it ends as a dead letter.

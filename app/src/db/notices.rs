@@ -1,7 +1,8 @@
-//! Operational notices: `endpoint.disabled`, `endpoint.failing`, `endpoint.recovered`
-//! and `delivery.dead_lettered`. Each is found and marked told in one statement, so two
-//! servers never tell the same thing twice, and [`emit`] writes the notice, its event
-//! and its attempt to the project's operations endpoint in the caller's transaction.
+//! Operational notices: `endpoint.disabled`, `endpoint.failing`, `endpoint.recovered`,
+//! `endpoint.certificate_expiring` and `delivery.dead_lettered`. Each is found and marked
+//! told in one statement, so two servers never tell the same thing twice, and [`emit`]
+//! writes the notice, its event and its attempt to the project's operations endpoint in
+//! the caller's transaction.
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -90,6 +91,42 @@ pub async fn tell_recovered(pool: &PgPool) -> AppResult<usize> {
     }
     tx.commit().await?;
     Ok(recovered.len())
+}
+
+/// Client certificates that expire within `ahead` (14 days): one
+/// `endpoint.certificate_expiring` per certificate (a new one is told again).
+pub async fn tell_certificates_expiring(
+    pool: &PgPool,
+    ahead: std::time::Duration,
+) -> AppResult<usize> {
+    let mut tx = pool.begin().await?;
+    let expiring: Vec<(i64, i64, String, String, DateTime<Utc>)> = sqlx::query_as(
+        "UPDATE endpoints SET client_cert_noticed_for = client_cert_not_after
+          WHERE client_cert_not_after IS NOT NULL AND deleted_at IS NULL
+            AND client_cert_not_after < now() + $1
+            AND client_cert_noticed_for IS DISTINCT FROM client_cert_not_after
+         RETURNING id, project_id, url, client_cert_subject, client_cert_not_after",
+    )
+    .bind(chrono::Duration::from_std(ahead).unwrap_or(chrono::Duration::days(14)))
+    .fetch_all(&mut *tx)
+    .await?;
+    for (id, project_id, url, subject, not_after) in &expiring {
+        let days_left = (*not_after - Utc::now()).num_days().max(0);
+        let data = json!({
+            "endpoint_id": id, "url": url, "subject": subject, "not_after": not_after,
+            "days_left": days_left,
+        });
+        emit(
+            &mut tx,
+            *project_id,
+            *id,
+            "endpoint.certificate_expiring",
+            &data,
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(expiring.len())
 }
 
 /// An endpoint's dead letters, as one notice tells them.

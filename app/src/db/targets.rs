@@ -18,6 +18,9 @@ pub struct Target {
     pub id: i64,
     pub url: String,
     pub throttled: bool,
+    /// It presents a client certificate: its attempts go through the queue, whose claim
+    /// reads the certificate, and are not handed off (the cache keeps no certificates).
+    pub client_cert: bool,
     pub secret: String,
     previous_secret: Option<String>,
     previous_secret_expires_at: Option<DateTime<Utc>>,
@@ -52,6 +55,7 @@ pub async fn find<'c>(
         id: Option<i64>,
         url: Option<String>,
         throttled: Option<bool>,
+        client_cert: Option<bool>,
         secret: Option<String>,
         previous_secret: Option<String>,
         previous_secret_expires_at: Option<DateTime<Utc>>,
@@ -59,7 +63,8 @@ pub async fn find<'c>(
     }
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT p.endpoints_version AS version, t.event_type, e.id, e.url,
-                e.rate_limit IS NOT NULL AS throttled, e.secret, e.previous_secret,
+                e.rate_limit IS NOT NULL AS throttled, e.client_cert IS NOT NULL AS client_cert,
+                e.secret, e.previous_secret,
                 e.previous_secret_expires_at, e.custom_headers
          FROM set_config('posthorn.defer_notify', 'on', true), projects p
          LEFT JOIN (unnest($2::text[]) AS t(event_type)
@@ -81,6 +86,7 @@ pub async fn find<'c>(
                 id: r.id?,
                 url: r.url?,
                 throttled: r.throttled?,
+                client_cert: r.client_cert?,
                 secret: r.secret?,
                 previous_secret: r.previous_secret,
                 previous_secret_expires_at: r.previous_secret_expires_at,
@@ -177,6 +183,7 @@ mod tests {
             id,
             url: format!("http://127.0.0.1/{id}"),
             throttled: false,
+            client_cert: false,
             secret: "s".into(),
             previous_secret: Some("old".into()),
             previous_secret_expires_at: Some(Utc::now() + chrono::Duration::seconds(60)),

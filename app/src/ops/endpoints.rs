@@ -5,7 +5,7 @@ use sqlx::PgPool;
 
 use crate::{
     auth::Access,
-    core::limits::Limit,
+    core::{client_cert::ClientCert, limits::Limit},
     core::{permissions::Action, text::check_description},
     db::{audit, endpoints, limits, projects},
     error::{AppError, AppResult},
@@ -20,6 +20,7 @@ pub struct NewEndpoint {
     pub headers: Option<Vec<(String, String)>>,
     /// Attempts per second (None: unlimited).
     pub rate_limit: Option<i32>,
+    pub client_cert: Option<ClientCert>,
 }
 
 /// What to change; `None` leaves a field as it is. `headers` replaces all of them.
@@ -32,6 +33,8 @@ pub struct EndpointChange {
     pub headers: Option<Vec<(String, String)>>,
     /// `Some(None)` lifts the limit; `None` leaves it as it is.
     pub rate_limit: Option<Option<i32>>,
+    /// `Some(None)` removes the certificate; `None` leaves it as it is.
+    pub client_cert: Option<Option<ClientCert>>,
 }
 
 /// Returns the endpoint and its secret (shown once to its creator).
@@ -59,6 +62,11 @@ pub async fn create(
     if let Some(headers) = new.headers {
         endpoints::set_custom_headers(&mut *tx, access, ep.id, &headers).await?;
         ep.header_names = headers.into_iter().map(|(n, _)| n).collect();
+    }
+    if let Some(cert) = &new.client_cert {
+        endpoints::set_client_cert(&mut *tx, access, ep.id, Some(cert)).await?;
+        ep.client_cert_subject = Some(cert.subject.clone());
+        ep.client_cert_not_after = Some(cert.not_after);
     }
     audit::record(
         &mut *tx,
@@ -92,6 +100,7 @@ pub async fn change(
         "events": change.event_types,
         "headers": change.headers.as_ref().map(|h| h.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()),
         "rate_limit": change.rate_limit,
+        "client_certificate": change.client_cert.as_ref().map(|c| c.as_ref().map(|c| &c.subject)),
     });
     let mut tx = pool.begin().await?;
     if let Some(types) = &change.event_types {
@@ -114,6 +123,11 @@ pub async fn change(
     if let Some(headers) = change.headers {
         endpoints::set_custom_headers(&mut *tx, access, id, &headers).await?;
         ep.header_names = headers.into_iter().map(|(n, _)| n).collect();
+    }
+    if let Some(cert) = &change.client_cert {
+        endpoints::set_client_cert(&mut *tx, access, id, cert.as_ref()).await?;
+        ep.client_cert_subject = cert.as_ref().map(|c| c.subject.clone());
+        ep.client_cert_not_after = cert.as_ref().map(|c| c.not_after);
     }
     audit::record(&mut *tx, access, action, &format!("endpoint #{id}"), detail).await?;
     tx.commit().await?;

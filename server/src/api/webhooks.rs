@@ -154,6 +154,41 @@ pub struct CreateWebhook {
     #[serde(default, deserialize_with = "whole")]
     #[schema(minimum = 1, maximum = 10000, example = 5)]
     pub rate_limit: Option<i64>,
+    /// Presented to the receiver when it asks for one (mutual TLS); write-only.
+    pub client_certificate: Option<ClientCertificateIn>,
+}
+
+/// A client certificate and its key, PEM (each at most 16 KiB; the certificate first,
+/// then up to 4 of its chain). The key must belong to the certificate, which must not
+/// have expired.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClientCertificateIn {
+    pub cert: String,
+    pub key: String,
+}
+
+/// What is shown of an endpoint's client certificate.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ClientCertificateOut {
+    /// E.g. `CN=posthorn-client, O=Shop`.
+    pub subject: String,
+    pub not_after: chrono::DateTime<chrono::Utc>,
+}
+
+fn client_cert(
+    c: Option<&ClientCertificateIn>,
+) -> Result<Option<app::core::client_cert::ClientCert>, ApiError> {
+    c.map(|c| app::core::client_cert::check(&c.cert, &c.key, chrono::Utc::now()))
+        .transpose()
+        .map_err(ApiError::invalid)
+}
+
+/// A field that may be absent (outer `None`) or null (`Some(None)`).
+fn present<'de, T: Deserialize<'de>, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -174,6 +209,10 @@ pub struct UpdateWebhook {
     #[serde(default, deserialize_with = "present_whole")]
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 10000)]
     pub rate_limit: Option<Option<i64>>,
+    /// A new client certificate; null removes it, absent leaves it as it is.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<ClientCertificateIn>)]
+    pub client_certificate: Option<Option<ClientCertificateIn>>,
 }
 
 /// JSON's integers include `5.0`, as JSON Schema's `integer` does; `5.5` is refused.
@@ -210,6 +249,9 @@ pub struct Webhook {
     /// Attempts per second at most (null: unlimited).
     #[schema(required = true)]
     pub rate_limit: Option<i32>,
+    /// The client certificate presented to the receiver (null: none).
+    #[schema(required = true)]
+    pub client_certificate: Option<ClientCertificateOut>,
     /// `whsec_…`; only in the answers to create and rotate-secret.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = String, required = false, pattern = r"^whsec_[A-Za-z0-9+/]+={0,2}$")]
@@ -227,6 +269,10 @@ impl Webhook {
             created_at: e.created_at,
             headers: e.header_names,
             rate_limit: e.rate_limit,
+            client_certificate: e
+                .client_cert_subject
+                .zip(e.client_cert_not_after)
+                .map(|(subject, not_after)| ClientCertificateOut { subject, not_after }),
             secret,
         }
     }
@@ -246,6 +292,7 @@ pub async fn create(
         .map(check_rate_limit)
         .transpose()
         .map_err(ApiError::invalid)?;
+    let client_cert = client_cert(body.client_certificate.as_ref())?;
     let access = caller.access(Action::CreateEndpoint)?;
     let (ep, secret) = ops::endpoints::create(
         &pool,
@@ -256,6 +303,7 @@ pub async fn create(
             description: body.description.unwrap_or_default(),
             headers,
             rate_limit,
+            client_cert,
         },
     )
     .await?;
@@ -331,6 +379,10 @@ pub async fn update(
         .map(|r| r.map(check_rate_limit).transpose())
         .transpose()
         .map_err(ApiError::invalid)?;
+    let client_cert = body
+        .client_certificate
+        .map(|c| client_cert(c.as_ref()))
+        .transpose()?;
     let access = caller.access(Action::EditEndpoint)?;
     let ep = ops::endpoints::change(
         &pool,
@@ -343,6 +395,7 @@ pub async fn update(
             enabled: body.enabled,
             headers,
             rate_limit,
+            client_cert,
         },
     )
     .await?;

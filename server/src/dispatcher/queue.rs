@@ -272,7 +272,7 @@ pub async fn claim_due<'c>(
                    d.lease_expires_at, ev.created_at AS event_created_at, ev.data::text AS data,
                    e.url AS endpoint_url, e.secret,
                    CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
-                   e.custom_headers,
+                   e.custom_headers, e.client_cert, e.client_key,
                    t.first_slot + (s.k - 1) * interval '1 second' / t.rate_limit AS start_at,
                    (ev.erased_at IS NOT NULL OR d.error_kind IS NOT DISTINCT FROM 'erased') AS erased"
     ))

@@ -1,6 +1,6 @@
 //! One attempt over HTTP: sign, send, read at most 64 KiB of the answer, classify.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use app::{
     cfg::Config,
@@ -17,10 +17,12 @@ use app::{
 };
 use chrono::Utc;
 use futures::StreamExt;
-use reqwest::{redirect, Client};
+use reqwest::Client;
+
+mod clients;
 
 use super::{
-    guard::{self, is_public, RefusedTarget},
+    guard::{is_public, RefusedTarget},
     queue::{Claimed, NextAttempt, Outcome},
 };
 
@@ -70,6 +72,8 @@ fn storable(text: String) -> String {
 pub struct Sender {
     /// For customers' endpoints: non-public addresses refused unless configured otherwise.
     guarded: Client,
+    /// Clients of endpoints that present a client certificate (see [`clients`]).
+    identities: clients::Identities,
     /// For Posthorn's own inspector bins, which are always allowed.
     trusted: Client,
     cfg: std::sync::Arc<Config>,
@@ -80,38 +84,11 @@ pub struct Sender {
 
 impl Sender {
     pub fn new(cfg: std::sync::Arc<Config>, dispatch_key: Vec<u8>) -> reqwest::Result<Sender> {
-        // The operator's extra roots (a corporate CA, say), beside the built-in web roots
-        // and the system's store (both added by reqwest's rustls features).
-        let roots = match cfg.extra_roots.as_deref() {
-            Some(pem) => reqwest::Certificate::from_pem_bundle(pem)?,
-            None => Vec::new(),
-        };
-        let base = || {
-            // No proxy from the environment: the target guard checks the address connected
-            // to, which through a proxy would be the proxy's.
-            Client::builder()
-                .no_proxy()
-                .redirect(redirect::Policy::none())
-                .connect_timeout(cfg.connect_timeout)
-                .pool_idle_timeout(Duration::from_secs(60))
-                .pool_max_idle_per_host(64)
-                .tcp_nodelay(true)
-                .user_agent(concat!("Posthorn-Webhooks/", env!("CARGO_PKG_VERSION")))
-                .min_tls_version(reqwest::tls::Version::TLS_1_2)
-        };
-        let base = || {
-            roots
-                .iter()
-                .fold(base(), |b, c| b.add_root_certificate(c.clone()))
-        };
-        let guarded = if cfg.allow_private_targets {
-            base()
-        } else {
-            base().dns_resolver(guard::resolver())
-        };
+        let maker = std::sync::Arc::new(clients::Maker::new(&cfg)?);
         Ok(Sender {
-            guarded: guarded.build()?,
-            trusted: base().build()?,
+            guarded: maker.guarded(None)?,
+            trusted: maker.base().build()?,
+            identities: clients::Identities::new(maker),
             cfg,
             dispatch_key,
         })
@@ -211,7 +188,7 @@ impl Sender {
         }
         let started_at = Utc::now();
         let started = Instant::now();
-        let result = self.send(&row.target_url, &headers, body).await;
+        let result = self.send(row, &headers, body).await;
         let timing = Timing {
             started_at,
             finished_at: Utc::now(),
@@ -358,11 +335,11 @@ impl Sender {
 
     async fn send(
         &self,
-        url: &str,
+        row: &Claimed,
         headers: &[(String, String)],
         body: Vec<u8>,
     ) -> Result<(u16, Vec<(String, String)>, String), (TransportError, String)> {
-        let parsed = reqwest::Url::parse(url)
+        let parsed = reqwest::Url::parse(&row.target_url)
             .map_err(|e| (TransportError::Other, format!("bad target URL: {e}")))?;
         let own_bin = self.is_own_bin(&parsed);
         // An IP literal never reaches the resolver, so it is checked here.
@@ -376,10 +353,19 @@ impl Sender {
                 return Err((TransportError::RefusedTarget, RefusedTarget(ip).to_string()));
             }
         }
-        let client = if own_bin {
-            &self.trusted
-        } else {
-            &self.guarded
+        // A Redirect to a bin never carries the endpoint's certificate.
+        let with_cert = match (&row.client_cert, &row.client_key) {
+            (Some(cert), Some(key)) if !own_bin && row.trigger != Trigger::Redirect => Some(
+                self.identities
+                    .client(row.endpoint_id, cert, key)
+                    .map_err(|e| (TransportError::Other, format!("client certificate: {e}")))?,
+            ),
+            _ => None,
+        };
+        let client = match (&with_cert, own_bin) {
+            (Some(client), _) => client,
+            (None, true) => &self.trusted,
+            (None, false) => &self.guarded,
         };
         let mut req = client.post(parsed).body(body);
         for (k, v) in headers {

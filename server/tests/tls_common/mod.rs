@@ -25,32 +25,74 @@ pub fn ca() -> Ca {
     Ca { cert, key }
 }
 
-/// A receiver on 127.0.0.1 answering 200 over TLS with a certificate for `name`, signed
-/// by `ca`, valid now unless `expired`. Returns its port.
-/// A server's TLS settings: a new key and a certificate for `params` that `ca` signs.
-fn server_config(ca: &Ca, params: CertificateParams) -> tokio_rustls::rustls::ServerConfig {
+/// A certificate for `name` that `ca` signs, and its key, as PEM: a client certificate.
+pub fn leaf_pem(ca: &Ca, name: &str) -> (String, String) {
+    let mut params = CertificateParams::new(vec![name.to_string()]).unwrap();
+    params.distinguished_name.push(DnType::CommonName, name);
     let key = KeyPair::generate().unwrap();
     let cert = params.signed_by(&key, &ca.cert, &ca.key).unwrap();
-    tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
-        tokio_rustls::rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(
-        vec![cert.der().clone()],
-        tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-    )
-    .unwrap()
+    (cert.pem(), key.serialize_pem())
 }
 
+/// A server's TLS settings: a new key and a certificate for `params` that `ca` signs;
+/// with `client_ca`, a client certificate that it signs is required.
+fn server_config_with(
+    ca: &Ca,
+    params: CertificateParams,
+    client_ca: Option<&Ca>,
+) -> tokio_rustls::rustls::ServerConfig {
+    use tokio_rustls::rustls;
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &ca.cert, &ca.key).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap();
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(client_ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(client_ca.cert.der().clone()).unwrap();
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .unwrap();
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    builder
+        .with_single_cert(
+            vec![cert.der().clone()],
+            tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .unwrap()
+}
+
+fn server_config(ca: &Ca, params: CertificateParams) -> tokio_rustls::rustls::ServerConfig {
+    server_config_with(ca, params, None)
+}
+
+/// A receiver on 127.0.0.1 answering 200 over TLS with a certificate for `name`, signed
+/// by `ca`, valid now unless `expired`. Returns its port.
 pub async fn tls_receiver(ca: &Ca, name: &str, expired: bool) -> u16 {
     let mut params = CertificateParams::new(vec![name.to_string()]).unwrap();
     if expired {
         params.not_before = rcgen::date_time_ymd(2020, 1, 1);
         params.not_after = rcgen::date_time_ymd(2021, 1, 1);
     }
-    let config = server_config(ca, params);
+    serve_tls(server_config(ca, params)).await
+}
+
+/// A receiver for `localhost` that requires a client certificate signed by `client_ca`.
+pub async fn mtls_receiver(ca: &Ca, client_ca: &Ca) -> u16 {
+    let params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    serve_tls(server_config_with(ca, params, Some(client_ca))).await
+}
+
+/// Serves one request and one answer per connection with `config`; returns the port.
+async fn serve_tls(config: tokio_rustls::rustls::ServerConfig) -> u16 {
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -112,13 +154,18 @@ pub async fn outcome(
     let event = app
         .ingest(project, "order.paid", serde_json::json!({"n": 1}))
         .await;
+    first_outcome(app, &event).await
+}
+
+/// The first attempt of `event`'s status, error kind and error once it has an outcome.
+pub async fn first_outcome(app: &TestApp, event: &str) -> (String, Option<String>, Option<String>) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     loop {
         let first: Option<(String, Option<String>, Option<String>)> = sqlx::query_as(
             "SELECT status, error_kind, error FROM deliveries WHERE event_id = $1
               AND status NOT IN ('pending', 'in_flight') ORDER BY id LIMIT 1",
         )
-        .bind(&event)
+        .bind(event)
         .fetch_optional(&app.pool)
         .await
         .unwrap();
@@ -127,7 +174,7 @@ pub async fn outcome(
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "no outcome for {url}"
+            "no outcome for {event}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

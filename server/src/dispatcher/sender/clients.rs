@@ -1,0 +1,126 @@
+//! The dispatcher's HTTP clients: how they are built (trust, timeouts, kept
+//! connections, the target guard) and one per client certificate: reqwest presents an
+//! identity per client, so an endpoint with a certificate gets its own (with its own kept
+//! connections), made when its first attempt goes out and kept while the certificate
+//! stays the same.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use app::{cfg::Config, core::sealed};
+use reqwest::{redirect, Certificate, Client, ClientBuilder, Identity};
+
+use crate::dispatcher::guard;
+
+/// Builds the clients with the operator's settings.
+pub struct Maker {
+    connect_timeout: Duration,
+    allow_private_targets: bool,
+    /// The operator's extra roots (a corporate CA, say), beside the built-in web roots
+    /// and the system's store (both added by reqwest's rustls features).
+    roots: Vec<Certificate>,
+}
+
+impl Maker {
+    pub fn new(cfg: &Config) -> reqwest::Result<Maker> {
+        Ok(Maker {
+            connect_timeout: cfg.connect_timeout,
+            allow_private_targets: cfg.allow_private_targets,
+            roots: match cfg.extra_roots.as_deref() {
+                Some(pem) => Certificate::from_pem_bundle(pem)?,
+                None => Vec::new(),
+            },
+        })
+    }
+
+    /// No target guard: for Posthorn's own inspector bins, which are always allowed.
+    pub fn base(&self) -> ClientBuilder {
+        // No proxy from the environment: the target guard checks the address connected
+        // to, which through a proxy would be the proxy's.
+        let builder = Client::builder()
+            .no_proxy()
+            .redirect(redirect::Policy::none())
+            .connect_timeout(self.connect_timeout)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .pool_max_idle_per_host(64)
+            .tcp_nodelay(true)
+            .user_agent(concat!("Posthorn-Webhooks/", env!("CARGO_PKG_VERSION")))
+            .min_tls_version(reqwest::tls::Version::TLS_1_2);
+        self.roots
+            .iter()
+            .fold(builder, |b, c| b.add_root_certificate(c.clone()))
+    }
+
+    /// For customers' endpoints: non-public addresses refused unless configured
+    /// otherwise; presenting `identity` when given one.
+    pub fn guarded(&self, identity: Option<Identity>) -> reqwest::Result<Client> {
+        let mut builder = self.base();
+        if !self.allow_private_targets {
+            builder = builder.dns_resolver(guard::resolver());
+        }
+        if let Some(identity) = identity {
+            builder = builder.identity(identity);
+        }
+        builder.build()
+    }
+}
+
+/// Clients kept at most; past it the oldest goes (its connections close). Bounded so
+/// that many endpoints with certificates cannot grow the dispatcher without end.
+pub const MOST_KEPT: usize = 256;
+
+type Kept = (HashMap<i64, (String, Client)>, VecDeque<i64>);
+
+pub struct Identities {
+    maker: Arc<Maker>,
+    /// By endpoint, with the sealed key they were made from (a new certificate, or a
+    /// re-sealed key, makes a new client), oldest first.
+    kept: Mutex<Kept>,
+}
+
+impl Identities {
+    pub fn new(maker: Arc<Maker>) -> Identities {
+        Identities {
+            maker,
+            kept: Mutex::new((HashMap::new(), VecDeque::new())),
+        }
+    }
+
+    /// The client presenting `cert` with `sealed_key` for this endpoint.
+    pub fn client(&self, endpoint: i64, cert: &str, sealed_key: &str) -> Result<Client, String> {
+        {
+            let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((key, client)) = kept.0.get(&endpoint) {
+                if key == sealed_key {
+                    return Ok(client.clone());
+                }
+            }
+        }
+        let key = sealed::open(sealed::CLIENT_KEY, sealed_key).map_err(|e| e.to_string())?;
+        let mut pem = cert.as_bytes().to_vec();
+        pem.push(b'\n');
+        pem.extend_from_slice(key.as_bytes());
+        let identity = Identity::from_pem(&pem).map_err(|e| e.to_string())?;
+        let client = self
+            .maker
+            .guarded(Some(identity))
+            .map_err(|e| e.to_string())?;
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let (map, order) = &mut *kept;
+        if map
+            .insert(endpoint, (sealed_key.to_string(), client.clone()))
+            .is_none()
+        {
+            order.push_back(endpoint);
+            while order.len() > MOST_KEPT {
+                if let Some(old) = order.pop_front() {
+                    map.remove(&old);
+                }
+            }
+        }
+        Ok(client)
+    }
+}
