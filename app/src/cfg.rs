@@ -21,6 +21,9 @@ pub struct Config {
     /// `POSTHORN_ENCRYPTION_KEY`: the keys sealing secret material at rest (see
     /// [`crate::core::sealed`]), checked and installed at start by the command line.
     pub encryption_key: Option<Redacted>,
+    /// `POSTHORN_EGRESS_PROXY`: every delivery to a receiver goes through this HTTP proxy
+    /// (CONNECT), after the target guard has checked the target's address.
+    pub egress_proxy: Option<EgressProxy>,
     pub retention_days: u32,
     pub bin_ttl: Duration,
     /// How long a portal session lasts at most from its link's use.
@@ -77,6 +80,54 @@ pub struct Config {
     pub replay_max: u32,
     /// Inspector bins one source address may make per minute.
     pub bin_creations_per_minute: u32,
+}
+
+/// An egress proxy: `http://[user:password@]host:port`.
+#[derive(Clone, PartialEq)]
+pub struct EgressProxy {
+    pub host: String,
+    pub port: u16,
+    /// User and password, percent-decoded, for `Proxy-Authorization: Basic`.
+    pub credentials: Option<(String, String)>,
+}
+
+impl std::fmt::Debug for EgressProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "http://{}:{}", self.host, self.port)
+    }
+}
+
+impl EgressProxy {
+    pub fn parse(text: &str) -> Result<EgressProxy, String> {
+        let url = url::Url::parse(text.trim()).map_err(|e| format!("`{text}`: {e}"))?;
+        if url.scheme() != "http" {
+            return Err("the proxy is spoken to in plain HTTP: `http://host:port`".into());
+        }
+        if url.path() != "/" || url.query().is_some() {
+            return Err("give only `http://[user:password@]host:port`".into());
+        }
+        let host = url.host_str().ok_or("no host")?;
+        // Brackets of an IPv6 literal are the URL's, not the address's.
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let port = url
+            .port()
+            .ok_or("name the port (`http://proxy.internal:3128`)")?;
+        let decode = |s: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned()
+        };
+        let credentials = (!url.username().is_empty())
+            .then(|| (decode(url.username()), decode(url.password().unwrap_or(""))));
+        Ok(EgressProxy {
+            host,
+            port,
+            credentials,
+        })
+    }
 }
 
 /// A value never printed, not even in a debug dump of the configuration.
@@ -195,6 +246,10 @@ impl Config {
             allow_private_targets,
             extra_roots,
             encryption_key: var("POSTHORN_ENCRYPTION_KEY").map(Redacted),
+            egress_proxy: var("POSTHORN_EGRESS_PROXY")
+                .map(|v| EgressProxy::parse(&v))
+                .transpose()
+                .map_err(|e| format!("POSTHORN_EGRESS_PROXY: {e}"))?,
             handoff,
             retention_days: number(
                 "POSTHORN_RETENTION_DAYS",
@@ -307,6 +362,40 @@ mod tests {
             .unwrap_err();
             assert!(e.starts_with("POSTHORN_ALERT_MAILS_PER_HOUR"), "{e}");
         }
+    }
+
+    #[test]
+    fn an_egress_proxy_is_host_port_and_optional_credentials() {
+        use super::EgressProxy;
+        let p = EgressProxy::parse("http://squid.internal:3128").unwrap();
+        assert_eq!(
+            (p.host.as_str(), p.port, p.credentials),
+            ("squid.internal", 3128, None)
+        );
+        let p = EgressProxy::parse("http://hooks:p%40ss+1@10.0.0.5:8080").unwrap();
+        assert_eq!(p.credentials, Some(("hooks".into(), "p@ss+1".into())));
+        assert_eq!(
+            format!("{p:?}"),
+            "http://10.0.0.5:8080",
+            "no password in logs"
+        );
+        assert_eq!(EgressProxy::parse("http://[::1]:3128").unwrap().host, "::1");
+        for bad in [
+            "https://p:3128",
+            "http://p",
+            "http://p:3128/path",
+            "p:3128",
+            "socks5://p:1080",
+        ] {
+            assert!(EgressProxy::parse(bad).is_err(), "{bad}");
+        }
+        let e = Config::from_env_with(|name| match name {
+            "DATABASE_URL" => Some("postgres://127.0.0.1/x".into()),
+            "POSTHORN_EGRESS_PROXY" => Some("http://p".into()),
+            _ => None,
+        })
+        .unwrap_err();
+        assert!(e.starts_with("POSTHORN_EGRESS_PROXY"), "{e}");
     }
 
     #[test]

@@ -22,6 +22,7 @@ use reqwest::Client;
 mod clients;
 
 use super::{
+    egress::Failure,
     guard::{is_public, RefusedTarget},
     queue::{Claimed, NextAttempt, Outcome},
 };
@@ -74,6 +75,7 @@ pub struct Sender {
     guarded: Client,
     /// Clients of endpoints that present a client certificate (see [`clients`]).
     identities: clients::Identities,
+    maker: std::sync::Arc<clients::Maker>,
     /// For Posthorn's own inspector bins, which are always allowed.
     trusted: Client,
     cfg: std::sync::Arc<Config>,
@@ -88,7 +90,8 @@ impl Sender {
         Ok(Sender {
             guarded: maker.guarded(None)?,
             trusted: maker.base().build()?,
-            identities: clients::Identities::new(maker),
+            identities: clients::Identities::new(maker.clone()),
+            maker,
             cfg,
             dispatch_key,
         })
@@ -367,12 +370,20 @@ impl Sender {
             (None, true) => &self.trusted,
             (None, false) => &self.guarded,
         };
-        let mut req = client.post(parsed).body(body);
+        let mut req = client.post(parsed.clone()).body(body);
         for (k, v) in headers {
             req = req.header(k, v);
         }
+        // Through the egress proxy, a refused target or a proxy that is down closes the
+        // connection: the loopback guard says which it was.
+        let egress = self.maker.egress.as_ref().filter(|_| !own_bin);
+        let failed = |e: reqwest::Error| match egress.and_then(|g| g.failure(&parsed)) {
+            Some(Failure::Refused(why)) => (TransportError::RefusedTarget, why),
+            Some(Failure::Egress(why)) => (TransportError::Connect, why),
+            None => classify_reqwest(&e),
+        };
         let exchange = async {
-            let resp = req.send().await.map_err(|e| classify_reqwest(&e))?;
+            let resp = req.send().await.map_err(failed)?;
             let status = resp.status().as_u16();
             let mut header_bytes = 0;
             let resp_headers: Vec<(String, String)> = resp

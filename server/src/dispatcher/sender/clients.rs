@@ -13,7 +13,7 @@ use std::{
 use app::{cfg::Config, core::sealed};
 use reqwest::{redirect, Certificate, Client, ClientBuilder, Identity};
 
-use crate::dispatcher::guard;
+use crate::dispatcher::{egress, guard};
 
 /// Builds the clients with the operator's settings.
 pub struct Maker {
@@ -22,6 +22,8 @@ pub struct Maker {
     /// The operator's extra roots (a corporate CA, say), beside the built-in web roots
     /// and the system's store (both added by reqwest's rustls features).
     roots: Vec<Certificate>,
+    /// With `POSTHORN_EGRESS_PROXY`: the loopback proxy guarding it (see [`egress`]).
+    pub egress: Option<egress::Guard>,
 }
 
 impl Maker {
@@ -33,6 +35,10 @@ impl Maker {
                 Some(pem) => Certificate::from_pem_bundle(pem)?,
                 None => Vec::new(),
             },
+            egress: cfg.egress_proxy.clone().map(|upstream| {
+                egress::Guard::start(upstream, cfg.allow_private_targets, cfg.connect_timeout)
+                    .expect("a loopback port for the egress guard")
+            }),
         })
     }
 
@@ -58,7 +64,9 @@ impl Maker {
     /// otherwise; presenting `identity` when given one.
     pub fn guarded(&self, identity: Option<Identity>) -> reqwest::Result<Client> {
         let mut builder = self.base();
-        if !self.allow_private_targets {
+        if let Some(egress) = &self.egress {
+            builder = builder.proxy(reqwest::Proxy::all(&egress.url)?);
+        } else if !self.allow_private_targets {
             builder = builder.dns_resolver(guard::resolver());
         }
         if let Some(identity) = identity {

@@ -1,0 +1,328 @@
+//! Deliveries through the operator's egress proxy (`POSTHORN_EGRESS_PROXY`), with the
+//! target guard still deciding on the address actually reached.
+//!
+//! A proxy resolves the names it is given, so handing it `CONNECT shop.example:443` would
+//! let a hostile DNS answer (or a rebinding one) point it at a private address the guard
+//! never saw. The dispatcher's clients therefore talk to a small proxy of their own, on
+//! loopback in the same process: it reads the target, resolves it, applies the guard to
+//! every address, and asks the egress proxy to `CONNECT <checked address>:<port>`; then
+//! it only relays bytes. TLS still runs end to end between the dispatcher and the
+//! receiver (certificate checked against the host name, client certificate presented),
+//! so neither proxy sees a delivery. Plain `http://` receivers are tunnelled the same
+//! way: the egress proxy must allow CONNECT to the ports receivers use.
+
+use std::{
+    collections::HashMap,
+    net::{IpAddr, SocketAddr},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use app::cfg::EgressProxy;
+use base64::{engine::general_purpose::STANDARD, Engine};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpListener, TcpStream},
+};
+
+use super::guard::{is_public, RefusedTarget};
+
+/// A request head (ours or the egress proxy's answer) is at most this long.
+const MAX_HEAD: usize = 8 * 1024;
+/// Failures remembered for the attempts that caused them, at most, and for how long.
+const MOST_REMEMBERED: usize = 1024;
+const REMEMBERED_FOR: Duration = Duration::from_secs(60);
+
+/// Why the loopback proxy closed a connection instead of tunnelling it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Failure {
+    /// The target guard refused the target's address (or its name did not resolve).
+    Refused(String),
+    /// The egress proxy could not be reached or refused the tunnel.
+    Egress(String),
+}
+
+type Failures = Arc<Mutex<HashMap<String, (Instant, Failure)>>>;
+
+/// The loopback proxy: where the clients are pointed, and why it closed a connection.
+pub struct Guard {
+    pub url: String,
+    failures: Failures,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Guard {
+    /// Listens on a loopback port and serves until dropped. `allow_private` lifts the
+    /// address check (local development), not the pinning to the resolved address.
+    pub fn start(
+        upstream: EgressProxy,
+        allow_private: bool,
+        connect_timeout: Duration,
+    ) -> std::io::Result<Guard> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let failures: Failures = Default::default();
+        let shared = Arc::new(Shared {
+            upstream,
+            allow_private,
+            connect_timeout,
+            failures: failures.clone(),
+        });
+        let task = tokio::runtime::Handle::current().spawn(async move {
+            let Ok(listener) = TcpListener::from_std(listener) else {
+                return;
+            };
+            while let Ok((conn, _)) = listener.accept().await {
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    let _ = conn.set_nodelay(true);
+                    let _ = shared.serve(conn).await;
+                });
+            }
+        });
+        Ok(Guard {
+            url,
+            failures,
+            task,
+        })
+    }
+
+    /// Why a connection to `url`'s host and port was closed in the last minute, if one
+    /// was: the attempt that failed on it is recorded with this reason (a refused target,
+    /// an egress proxy down) rather than as a connection the receiver closed.
+    pub fn failure(&self, url: &url::Url) -> Option<Failure> {
+        let key = authority(&bare(url.host_str()?), url.port_or_known_default()?);
+        let map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&key)
+            .filter(|(at, _)| at.elapsed() < REMEMBERED_FOR)
+            .map(|(_, why)| why.clone())
+    }
+}
+
+struct Shared {
+    upstream: EgressProxy,
+    allow_private: bool,
+    connect_timeout: Duration,
+    failures: Failures,
+}
+
+impl Shared {
+    async fn serve(&self, mut client: TcpStream) -> std::io::Result<()> {
+        let head = match tokio::time::timeout(self.connect_timeout, read_head(&mut client)).await {
+            Ok(Ok(head)) => head,
+            _ => return Ok(()),
+        };
+        // Anything but a proxy request for a receiver is not answered. (Any local
+        // process may reach this port, as it may reach the egress proxy itself; it gets
+        // no further than the guard lets a delivery.)
+        let Some(target) = target_of(&String::from_utf8_lossy(&head)) else {
+            return Ok(());
+        };
+        // On failure the connection is closed, not answered: an answer to a plain-HTTP
+        // request would be taken for the receiver's. The attempt reads the reason.
+        let addr = match self.check(&target).await {
+            Ok(addr) => addr,
+            Err(why) => {
+                self.remember(&target.authority(), Failure::Refused(why));
+                return Ok(());
+            }
+        };
+        let tunnel = tokio::time::timeout(self.connect_timeout, self.open_tunnel(addr))
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "egress proxy: no tunnel to {addr} within the connect timeout"
+                ))
+            });
+        let mut upstream = match tunnel {
+            Ok(upstream) => upstream,
+            Err(e) => {
+                self.remember(&target.authority(), Failure::Egress(e));
+                return Ok(());
+            }
+        };
+        self.forget(&target.authority());
+        if target.connect {
+            client
+                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .await?;
+        } else {
+            // A plain-HTTP request in absolute form: it goes to the receiver as it came
+            // (servers accept the absolute form). The client keeps this connection for
+            // this target only (its pool is keyed by the request's scheme and host).
+            upstream.write_all(&head).await?;
+        }
+        tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
+        Ok(())
+    }
+
+    /// The one address the egress proxy is asked for: the target's, resolved here and
+    /// checked, every address of the answer (as the direct path's resolver does).
+    async fn check(&self, target: &Target) -> Result<SocketAddr, String> {
+        let addrs: Vec<SocketAddr> = match target.host.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, target.port)],
+            Err(_) => tokio::net::lookup_host((target.host.as_str(), target.port))
+                .await
+                .map_err(|e| format!("dns error: {e}"))?
+                .collect(),
+        };
+        if !self.allow_private {
+            if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
+                return Err(RefusedTarget(bad.ip()).to_string());
+            }
+        }
+        addrs
+            .first()
+            .copied()
+            .ok_or_else(|| format!("dns error: no address for {}", target.host))
+    }
+
+    /// `CONNECT addr` through the egress proxy; the stream once it answered 2xx.
+    async fn open_tunnel(&self, addr: SocketAddr) -> Result<TcpStream, String> {
+        let proxy = (self.upstream.host.as_str(), self.upstream.port);
+        let mut conn = TcpStream::connect(proxy)
+            .await
+            .map_err(|e| format!("egress proxy unreachable: {e}"))?;
+        let _ = conn.set_nodelay(true);
+        let mut request = format!("CONNECT {addr} HTTP/1.1\r\nHost: {addr}\r\n");
+        if let Some((user, password)) = &self.upstream.credentials {
+            let token = STANDARD.encode(format!("{user}:{password}"));
+            request.push_str(&format!("Proxy-Authorization: Basic {token}\r\n"));
+        }
+        request.push_str("\r\n");
+        conn.write_all(request.as_bytes())
+            .await
+            .map_err(|e| format!("egress proxy: {e}"))?;
+        let head = read_head(&mut conn)
+            .await
+            .map_err(|e| format!("egress proxy: {e}"))?;
+        let status = String::from_utf8_lossy(&head)
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse::<u16>().ok())
+            .unwrap_or(0);
+        if !(200..300).contains(&status) {
+            return Err(format!("egress proxy answered {status} to CONNECT {addr}"));
+        }
+        Ok(conn)
+    }
+
+    fn forget(&self, authority: &str) {
+        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if !map.is_empty() {
+            map.remove(authority);
+        }
+    }
+
+    fn remember(&self, authority: &str, why: Failure) {
+        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= MOST_REMEMBERED {
+            map.retain(|_, (at, _)| at.elapsed() < REMEMBERED_FOR);
+            if map.len() >= MOST_REMEMBERED {
+                map.clear();
+            }
+        }
+        map.insert(authority.to_string(), (Instant::now(), why));
+    }
+}
+
+/// Reads up to the end of a head (`\r\n\r\n`), at most [`MAX_HEAD`] bytes, one byte
+/// past it never: what follows belongs to the tunnel.
+async fn read_head(conn: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(512);
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() >= MAX_HEAD || conn.read(&mut byte).await? == 0 {
+            return Err(std::io::ErrorKind::InvalidData.into());
+        }
+        head.push(byte[0]);
+    }
+    Ok(head)
+}
+
+#[derive(Debug, PartialEq)]
+struct Target {
+    host: String,
+    port: u16,
+    /// `CONNECT` (https) rather than a plain request in absolute form.
+    connect: bool,
+}
+
+impl Target {
+    fn authority(&self) -> String {
+        authority(&self.host, self.port)
+    }
+}
+
+/// `host:port` (IPv6 in brackets).
+fn authority(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// The target of a proxy request: `CONNECT host:port` or `METHOD http://host[:port]/…`.
+fn target_of(head: &str) -> Option<Target> {
+    let mut words = head.lines().next()?.split_whitespace();
+    let (method, uri) = (words.next()?, words.next()?);
+    if method == "CONNECT" {
+        let url = url::Url::parse(&format!("https://{uri}")).ok()?;
+        return Some(Target {
+            host: bare(url.host_str()?),
+            port: url.port_or_known_default()?,
+            connect: true,
+        });
+    }
+    let url = url::Url::parse(uri).ok()?;
+    (url.scheme() == "http").then_some(())?;
+    Some(Target {
+        host: bare(url.host_str()?),
+        port: url.port_or_known_default()?,
+        connect: false,
+    })
+}
+
+fn bare(host: &str) -> String {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_read_from_connect_and_absolute_requests() {
+        let t = target_of("CONNECT shop.example:443 HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.connect),
+            ("shop.example", 443, true)
+        );
+        let t = target_of("POST http://[2606:4700::1]:8080/hook HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.connect),
+            ("2606:4700::1", 8080, false)
+        );
+        assert_eq!(t.authority(), "[2606:4700::1]:8080");
+        let t = target_of("POST http://shop.example/hook HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!(t.port, 80);
+        for bad in [
+            "GET /relative HTTP/1.1",
+            "POST https://a.example/ HTTP/1.1",
+            "",
+            "CONNECT",
+        ] {
+            assert_eq!(target_of(bad), None, "{bad}");
+        }
+    }
+}
