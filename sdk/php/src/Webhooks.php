@@ -20,10 +20,14 @@ final class Webhooks
      *
      * @param list<string> $events event types (`order.paid`) or `*`
      * @param array<string, string>|null $headers custom headers sent with every attempt
+     * @param array{cert: string, key: string}|null $clientCertificate PEM, presented to the
+     *        receiver when it asks for one (mutual TLS): the certificate first, then up to 4
+     *        of its chain, and its key. Write-only; one the server refuses (expired, key not
+     *        its own, …) is an ApiError 422 `invalid`.
      */
-    public function create(string $url, array $events, ?string $description = null, ?array $headers = null, ?int $rateLimit = null): WebhookModel
+    public function create(string $url, array $events, ?string $description = null, ?array $headers = null, ?int $rateLimit = null, ?array $clientCertificate = null): WebhookModel
     {
-        $body = array_filter(['url' => $url, 'events' => $events, 'description' => $description, 'headers' => $headers, 'rate_limit' => $rateLimit], static fn ($v) => $v !== null);
+        $body = array_filter(['url' => $url, 'events' => $events, 'description' => $description, 'headers' => $headers, 'rate_limit' => $rateLimit, 'client_certificate' => $clientCertificate], static fn ($v) => $v !== null);
         return WebhookModel::fromArray($this->t->request('POST', '/webhooks', body: $body, retrySafe: false));
     }
 
@@ -40,10 +44,12 @@ final class Webhooks
     }
 
     /**
-     * Changes the given fields only (`url`, `events`, `description`, `enabled`, `headers`).
-     * Retried like a GET: it sets values, so a repeat leaves the same endpoint.
+     * Changes the given fields only (`url`, `events`, `description`, `enabled`, `headers`,
+     * `rate_limit`, `client_certificate`); `rate_limit` null lifts the limit and
+     * `client_certificate` null removes the certificate, while an absent key leaves either
+     * as it is. Retried like a GET: it sets values, so a repeat leaves the same endpoint.
      *
-     * @param array{url?: string, events?: list<string>, description?: string, enabled?: bool, headers?: array<string, string>} $changes
+     * @param array{url?: string, events?: list<string>, description?: string, enabled?: bool, headers?: array<string, string>, rate_limit?: int|null, client_certificate?: array{cert: string, key: string}|null} $changes
      */
     public function update(int $id, array $changes): WebhookModel
     {

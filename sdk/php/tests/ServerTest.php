@@ -7,12 +7,28 @@ namespace Posthorn\Tests;
 use PHPUnit\Framework\TestCase;
 use Posthorn\ApiError;
 use Posthorn\Client;
+use Posthorn\Model\ClientCertificate;
 use Posthorn\Model\DeliveryDetail;
 use Posthorn\Webhook;
 
 /** Against a real `posthorn serve` on a fresh database (started by sdk/test.sh). */
 final class ServerTest extends TestCase
 {
+    /** Models by the name of their schema in /public/v1/openapi.json. */
+    private const MODELS = [
+        'Webhook' => 'Webhook',
+        'ClientCertificateOut' => 'ClientCertificate',
+        'EventAccepted' => 'EventAccepted',
+        'Event' => 'Event',
+        'Delivery' => 'Delivery',
+        'DeliveryDetail' => 'DeliveryDetail',
+        'Replay' => 'Replay',
+        'Erasure' => 'Erasure',
+    ];
+
+    /** @var array{cert: string, key: string, other: string}|null */
+    private static ?array $pem = null;
+
     private function client(string $keyVar = 'POSTHORN_TEST_KEY_BUSINESS'): Client
     {
         return new Client(Env::get($this, $keyVar), Env::get($this, 'POSTHORN_TEST_URL'));
@@ -131,6 +147,72 @@ final class ServerTest extends TestCase
         }
     }
 
+    /**
+     * A self-signed certificate (CN=sdk-client, 30 days), its key and a key of another, made
+     * once by the openssl command line so the tests need no crypto extension.
+     *
+     * @return array{cert: string, key: string, other: string}
+     */
+    private static function pem(): array
+    {
+        if (self::$pem !== null) {
+            return self::$pem;
+        }
+        if (trim((string) shell_exec('command -v openssl')) === '') {
+            self::fail('openssl is not on PATH: the client certificate tests need it');
+        }
+        $dir = sys_get_temp_dir() . '/posthorn-php-pem-' . bin2hex(random_bytes(6));
+        mkdir($dir);
+        $curve = ['-pkeyopt', 'ec_paramgen_curve:prime256v1'];
+        try {
+            foreach ([
+                ['req', '-x509', '-newkey', 'ec', ...$curve, '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '30', '-subj', '/CN=sdk-client'],
+                ['genpkey', '-algorithm', 'EC', ...$curve, '-out', 'other.pem'],
+            ] as $args) {
+                $proc = proc_open(['openssl', ...$args], [1 => ['file', '/dev/null', 'w'], 2 => ['pipe', 'w']], $pipes, $dir);
+                $err = stream_get_contents($pipes[2]);
+                if (proc_close($proc) !== 0) {
+                    self::fail("openssl {$args[0]} failed: {$err}");
+                }
+            }
+            return self::$pem = array_map(fn ($name) => file_get_contents("{$dir}/{$name}.pem"), ['cert' => 'cert', 'key' => 'key', 'other' => 'other']);
+        } finally {
+            exec('rm -rf ' . escapeshellarg($dir));
+        }
+    }
+
+    public function testAClientCertificateIsSetShownAndRemoved(): void
+    {
+        $client = $this->client();
+        $pem = self::pem();
+        $pair = ['cert' => $pem['cert'], 'key' => $pem['key']];
+        $hook = $client->webhooks->create('https://example.com/mtls-php', ['*'], clientCertificate: $pair);
+        try {
+            $shown = $hook->client_certificate;
+            $this->assertInstanceOf(ClientCertificate::class, $shown);
+            $this->assertSame('CN=sdk-client', $shown->subject);
+            $days = ($shown->not_after->getTimestamp() - time()) / 86400;
+            $this->assertTrue($days > 28 && $days <= 30, (string) $days);
+            $this->assertEquals($shown, $client->webhooks->get($hook->id)->client_certificate);
+            // Absent leaves it as it is; null removes it.
+            $this->assertEquals($shown, $client->webhooks->update($hook->id, ['description' => 'kept'])->client_certificate);
+            $this->assertNull($client->webhooks->update($hook->id, ['client_certificate' => null])->client_certificate);
+            $this->assertNull($client->webhooks->get($hook->id)->client_certificate);
+            $this->assertEquals($shown, $client->webhooks->update($hook->id, ['client_certificate' => $pair])->client_certificate);
+        } finally {
+            $client->webhooks->delete($hook->id);
+        }
+        try {
+            $client->webhooks->create('https://example.com/mtls-php', ['*'], clientCertificate: ['cert' => $pem['cert'], 'key' => $pem['other']]);
+            $this->fail('expected 422');
+        } catch (ApiError $e) {
+            $this->assertSame(
+                [422, 'invalid', 'client_certificate: the key does not belong to the first certificate'],
+                [$e->status, $e->errorCode, $e->apiMessage],
+            );
+        }
+    }
+
     public function testAnOrderingKeyIsSentAndReadBack(): void
     {
         $client = $this->client();
@@ -212,8 +294,8 @@ final class ServerTest extends TestCase
     public function testTheModelsMatchTheOpenapiDocument(): void
     {
         $doc = json_decode(file_get_contents(Env::get($this, 'POSTHORN_TEST_URL') . '/public/v1/openapi.json'), true);
-        foreach (['Webhook', 'EventAccepted', 'Event', 'Delivery', 'DeliveryDetail', 'Replay', 'Erasure'] as $name) {
-            [$props, $required] = self::schemaProperties($doc, ['$ref' => "#/components/schemas/{$name}"]);
+        foreach (self::MODELS as $schemaName => $name) {
+            [$props, $required] = self::schemaProperties($doc, ['$ref' => "#/components/schemas/{$schemaName}"]);
             $class = new \ReflectionClass("Posthorn\\Model\\{$name}");
             $fields = [];
             foreach ($class->getProperties(\ReflectionProperty::IS_PUBLIC) as $prop) {
@@ -254,8 +336,12 @@ final class ServerTest extends TestCase
         return [$props, $required];
     }
 
+    /** JSON types as the models spell them: a nested object names its model, dates stay strings. */
     private static function jsonTypes(array $doc, array $prop): array
     {
+        if (isset(self::MODELS[basename($prop['$ref'] ?? '')])) {
+            return ['object ' . self::MODELS[basename($prop['$ref'])]];
+        }
         if (isset($prop['$ref'])) {
             return self::jsonTypes($doc, $doc['components']['schemas'][basename($prop['$ref'])]);
         }
@@ -280,6 +366,7 @@ final class ServerTest extends TestCase
             return ['any'];
         }
         $map = ['int' => 'integer', 'string' => 'string', 'bool' => 'boolean', 'array' => 'array', \DateTimeImmutable::class => 'date-time'];
-        return $type->allowsNull() ? [$map[$name], 'null'] : [$map[$name]];
+        $json = $map[$name] ?? 'object ' . substr($name, strlen('Posthorn\\Model\\'));
+        return $type->allowsNull() ? [$json, 'null'] : [$json];
     }
 }

@@ -5,6 +5,7 @@ import datetime as dt
 import os
 import pathlib
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 from posthorn import (
     ApiError,
     Client,
+    ClientCertificate,
     Delivery,
     DeliveryDetail,
     Erasure,
@@ -159,6 +161,50 @@ def test_webhooks_crud(base_url, business_key):
     assert (bad.value.status, bad.value.code) == (422, "invalid")
 
 
+@pytest.fixture(scope="module")
+def pem(tmp_path_factory):
+    """A self-signed certificate (CN=sdk-client, 30 days), its key and a key of another,
+    made by the openssl command line so the tests need no crypto package."""
+    if shutil.which("openssl") is None:
+        pytest.fail("openssl is not on PATH: the client certificate tests need it")
+    d = tmp_path_factory.mktemp("pem")
+    curve = ["-pkeyopt", "ec_paramgen_curve:prime256v1"]
+    for args in (
+        ["req", "-x509", "-newkey", "ec", *curve, "-nodes", "-keyout", "key.pem",
+         "-out", "cert.pem", "-days", "30", "-subj", "/CN=sdk-client"],
+        ["genpkey", "-algorithm", "EC", *curve, "-out", "other.pem"],
+    ):
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+    return {name: (d / f"{name}.pem").read_text() for name in ("cert", "key", "other")}
+
+
+def test_a_client_certificate_is_set_shown_and_removed(base_url, business_key, pem):
+    client = Client(business_key, base_url)
+    pair = {"cert": pem["cert"], "key": pem["key"]}
+    hook = client.webhooks.create("https://example.com/mtls", ["*"], client_certificate=pair)
+    try:
+        cert = hook.client_certificate
+        assert isinstance(cert, ClientCertificate) and cert.subject == "CN=sdk-client"
+        days = (cert.not_after - dt.datetime.now(dt.timezone.utc)).days
+        assert cert.not_after.tzinfo is not None and 28 <= days <= 30
+        assert client.webhooks.get(hook.id).client_certificate == cert
+        # Absent leaves it as it is; null removes it.
+        assert client.webhooks.update(hook.id, description="kept").client_certificate == cert
+        removed = client.webhooks.update(hook.id, remove_client_certificate=True)
+        assert removed.client_certificate is None
+        assert client.webhooks.get(hook.id).client_certificate is None
+        assert client.webhooks.update(hook.id, client_certificate=pair).client_certificate == cert
+        with pytest.raises(ValueError):  # refused before sending: set and remove at once
+            client.webhooks.update(hook.id, client_certificate=pair, remove_client_certificate=True)
+    finally:
+        client.webhooks.delete(hook.id)
+    with pytest.raises(ApiError) as refused:
+        client.webhooks.create("https://example.com/mtls", ["*"],
+                               client_certificate={"cert": pem["cert"], "key": pem["other"]})
+    assert (refused.value.status, refused.value.code) == (422, "invalid")
+    assert refused.value.message == "client_certificate: the key does not belong to the first certificate"
+
+
 def test_an_ordering_key_is_sent_and_read_back(base_url, business_key):
     client = Client(business_key, base_url)
     hook = client.webhooks.create("https://example.com/ordered", ["order.keyed"])
@@ -234,6 +280,7 @@ def test_sixty_calls_on_a_trial_key_all_succeed_and_none_goes_early(base_url, tr
 # Models and their schemas in /public/v1/openapi.json.
 MODELS = {
     "Webhook": Webhook,
+    "ClientCertificateOut": ClientCertificate,
     "EventAccepted": EventAccepted,
     "Event": Event,
     "Delivery": Delivery,
@@ -271,10 +318,17 @@ def hint_types(hint):
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Union:
         return set().union(*(hint_types(a) for a in args))
+    if dataclasses.is_dataclass(hint):
+        return {"object"}
     return {
         type(None): {"null"}, int: {"integer"}, str: {"string"}, bool: {"boolean"},
         dt.datetime: {"date-time"}, list: {"array"}, dict: {"object"}, typing.Any: {"any"},
     }[origin or hint]
+
+
+def refs(prop):
+    """The schemas a property names, directly or through oneOf."""
+    return {p["$ref"].split("/")[-1] for p in [prop, *prop.get("oneOf", [])] if "$ref" in p}
 
 
 def test_models_match_the_openapi_document(openapi):
@@ -289,6 +343,8 @@ def test_models_match_the_openapi_document(openapi):
                 expected |= {"null"}
                 assert fields[field].default is None, f"{name}.{field} may be absent"
             assert hint_types(hints[field]) == expected, f"{name}.{field}"
+            for ref in refs(prop) & set(MODELS):  # a nested model is the one named by the schema
+                assert MODELS[ref] in typing.get_args(hints[field]) + (hints[field],), f"{name}.{field}"
     # Page(data, has_more, next_cursor) is the envelope {data, meta{next_cursor, has_more}}.
     for page in ("EventPage", "DeliveryPage"):
         props, required = schema_properties(openapi, {"$ref": f"#/components/schemas/{page}"})

@@ -19,6 +19,7 @@ export type {
   ClientOptions,
   CreateWebhook,
   UpdateWebhook,
+  ClientCertificateIn,
   SendOptions,
   EventIn,
   ListEvents,
@@ -42,6 +43,7 @@ export { backoff, parseRetryAfter, retryWait, DEFAULT_POLICY, type RetryPolicy }
 export type { Attempt } from "./transport.js";
 export type {
   Webhook,
+  ClientCertificate,
   EventAccepted,
   Event,
   Delivery,

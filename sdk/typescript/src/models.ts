@@ -16,7 +16,16 @@ export interface Webhook {
   headers: string[];
   /** Attempts per second at most; null: unlimited. */
   rate_limit: number | null;
+  /** Presented to the receiver when it asks for one (mutual TLS); null: none. */
+  client_certificate: ClientCertificate | null;
   secret?: string;
+}
+
+/** What is shown of an endpoint's client certificate (its PEM and key never are). */
+export interface ClientCertificate {
+  /** E.g. `CN=posthorn-client, O=Shop`. */
+  subject: string;
+  not_after: Date;
 }
 
 export interface EventAccepted {
@@ -201,7 +210,9 @@ export interface PortalLink {
   expires_at: Date;
 }
 
-const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at", "erased_at"];
+const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at", "erased_at", "not_after"];
+// Nested models, decoded in turn; named one by one so that an event's `data` stays as sent.
+const NESTED_FIELDS = ["client_certificate"];
 
 /** A model from its JSON object: the time fields become `Date`s. */
 export function decode<T>(obj: any): T {
@@ -211,6 +222,9 @@ export function decode<T>(obj: any): T {
   const out: any = { ...obj };
   for (const field of TIME_FIELDS) {
     if (typeof out[field] === "string") out[field] = new Date(out[field]);
+  }
+  for (const field of NESTED_FIELDS) {
+    if (out[field] !== null && typeof out[field] === "object") out[field] = decode(out[field]);
   }
   return out as T;
 }

@@ -1,9 +1,10 @@
 // Against a real `posthorn serve` on a fresh database (started by sdk/test.sh).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { tmpdir } from "node:os";
 import { createInterface } from "node:readline";
 import { createRequire } from "node:module";
 import { connect } from "node:net";
@@ -104,6 +105,58 @@ test("webhooks CRUD and API errors", async (t) => {
   await client.webhooks.delete(hook.id);
   await assert.rejects(client.webhooks.get(hook.id), (e) => e instanceof ApiError && e.status === 404 && e.code === "not_found");
   await assert.rejects(client.webhooks.create({ url: "ftp://example.com", events: ["*"] }), (e) => e instanceof ApiError && e.status === 422 && e.code === "invalid");
+});
+
+let pemFiles;
+/** A self-signed certificate (CN=sdk-client, 30 days), its key and a key of another, made
+ * once by the openssl command line so the tests need no crypto package. */
+function pem() {
+  if (pemFiles) return pemFiles;
+  const dir = mkdtempSync(join(tmpdir(), "posthorn-pem-"));
+  const curve = ["-pkeyopt", "ec_paramgen_curve:prime256v1"];
+  try {
+    for (const args of [
+      ["req", "-x509", "-newkey", "ec", ...curve, "-nodes", "-keyout", "key.pem", "-out", "cert.pem", "-days", "30", "-subj", "/CN=sdk-client"],
+      ["genpkey", "-algorithm", "EC", ...curve, "-out", "other.pem"],
+    ]) {
+      execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
+    }
+    pemFiles = Object.fromEntries(["cert", "key", "other"].map((n) => [n, readFileSync(join(dir, `${n}.pem`), "utf8")]));
+    return pemFiles;
+  } catch (e) {
+    if (e.code === "ENOENT") throw new Error("openssl is not on PATH: the client certificate tests need it");
+    throw e;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("a client certificate is set, shown and removed", async (t) => {
+  const base = env(t, "POSTHORN_TEST_URL");
+  if (!base) return;
+  const client = new Client(env(t, "POSTHORN_TEST_KEY_BUSINESS"), { baseUrl: base });
+  const { cert, key, other } = pem();
+  const hook = await client.webhooks.create({ url: "https://example.com/mtls-ts", events: ["*"], client_certificate: { cert, key } });
+  t.after(() => client.webhooks.delete(hook.id));
+  const shown = hook.client_certificate;
+  assert.equal(shown.subject, "CN=sdk-client");
+  assert.ok(shown.not_after instanceof Date);
+  const days = (shown.not_after.getTime() - Date.now()) / 86_400_000;
+  assert.ok(days > 28 && days <= 30, String(days));
+  assert.deepEqual((await client.webhooks.get(hook.id)).client_certificate, shown);
+  // Absent leaves it as it is; null removes it.
+  assert.deepEqual((await client.webhooks.update(hook.id, { description: "kept" })).client_certificate, shown);
+  assert.equal((await client.webhooks.update(hook.id, { client_certificate: null })).client_certificate, null);
+  assert.equal((await client.webhooks.get(hook.id)).client_certificate, null);
+  assert.deepEqual((await client.webhooks.update(hook.id, { client_certificate: { cert, key } })).client_certificate, shown);
+  await assert.rejects(
+    client.webhooks.create({ url: "https://example.com/mtls-ts", events: ["*"], client_certificate: { cert, key: other } }),
+    (e) =>
+      e instanceof ApiError &&
+      e.status === 422 &&
+      e.code === "invalid" &&
+      e.apiMessage === "client_certificate: the key does not belong to the first certificate",
+  );
 });
 
 test("an ordering key is sent and read back", async (t) => {
@@ -222,6 +275,7 @@ function modelFields() {
       if (name === "Date") return new Set(["date-time"]);
       if (name === "Record") return new Set(["object"]);
       if (aliases[name]) return types(aliases[name]);
+      if (interfaces[name]) return new Set([`object ${name}`]);
     }
     const keyword = { [ts.SyntaxKind.StringKeyword]: "string", [ts.SyntaxKind.NumberKeyword]: "number", [ts.SyntaxKind.BooleanKeyword]: "boolean", [ts.SyntaxKind.UnknownKeyword]: "any" }[node.kind];
     if (!keyword) throw new Error(`unmapped type ${node.getText()}`);
@@ -249,8 +303,22 @@ function schemaProperties(doc, schema) {
   return [props, required];
 }
 
+// Models by the name of their schema; a nested object names its model.
+const MODELS = {
+  Webhook: "Webhook",
+  ClientCertificateOut: "ClientCertificate",
+  EventAccepted: "EventAccepted",
+  Event: "Event",
+  Delivery: "Delivery",
+  DeliveryDetail: "DeliveryDetail",
+  Replay: "Replay",
+  Erasure: "Erasure",
+};
+
 function jsonTypes(doc, prop) {
-  if (prop.$ref) return jsonTypes(doc, doc.components.schemas[prop.$ref.split("/").pop()]);
+  const ref = prop.$ref?.split("/").pop();
+  if (MODELS[ref]) return new Set([`object ${MODELS[ref]}`]);
+  if (ref) return jsonTypes(doc, doc.components.schemas[ref]);
   if (prop.oneOf) return new Set(prop.oneOf.flatMap((p) => [...jsonTypes(doc, p)]));
   if (!prop.type) return new Set(["any"]);
   const list = Array.isArray(prop.type) ? prop.type : [prop.type];
@@ -263,8 +331,8 @@ test("the models match the OpenAPI document", async (t) => {
   if (!base) return;
   const doc = await (await fetch(`${base}/public/v1/openapi.json`)).json();
   const fields = modelFields();
-  for (const name of ["Webhook", "EventAccepted", "Event", "Delivery", "DeliveryDetail", "Replay", "Erasure"]) {
-    const [props, required] = schemaProperties(doc, { $ref: `#/components/schemas/${name}` });
+  for (const [schemaName, name] of Object.entries(MODELS)) {
+    const [props, required] = schemaProperties(doc, { $ref: `#/components/schemas/${schemaName}` });
     const model = fields(name);
     assert.deepEqual(Object.keys(model).sort(), Object.keys(props).sort(), name);
     for (const [field, prop] of Object.entries(props)) {

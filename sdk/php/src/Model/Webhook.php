@@ -18,5 +18,7 @@ class Webhook extends Model
     public array $headers;
     /** attempts per second at most; null: unlimited */
     public ?int $rate_limit = null;
+    /** presented to the receiver when it asks for one (mutual TLS); null: none */
+    public ?ClientCertificate $client_certificate = null;
     public ?string $secret = null;
 }

@@ -7,9 +7,10 @@ run projects for customers through the operator API.
 
 __version__ = "0.1.0"
 
-from .client import Client, CursorIterator, EventIn  # noqa: E402
+from .client import Client, ClientCertificateIn, CursorIterator, EventIn  # noqa: E402
 from .errors import ApiConnectionError, ApiError, PosthornError, RateLimitError  # noqa: E402
 from .models import (  # noqa: E402
+    ClientCertificate,
     Delivery,
     DeliveryDetail,
     Erasure,
@@ -50,6 +51,8 @@ __all__ = [
     "RateLimitError",
     "ApiConnectionError",
     "Webhook",
+    "ClientCertificate",
+    "ClientCertificateIn",
     "EventAccepted",
     "Event",
     "Delivery",

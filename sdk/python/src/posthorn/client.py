@@ -35,7 +35,7 @@ from .models import (
 from .retry import RetryPolicy
 from .transport import Attempt, Transport
 
-__all__ = ["Client", "CursorIterator", "EventIn"]
+__all__ = ["Client", "ClientCertificateIn", "CursorIterator", "EventIn"]
 
 T = TypeVar("T")
 Since = Union[str, _dt.datetime, None]
@@ -100,6 +100,16 @@ def _since(value: Since, name: str = "since") -> Optional[str]:
     return value
 
 
+class ClientCertificateIn(TypedDict):
+    """A client certificate for `webhooks.create`/`update`, presented to a receiver that
+    asks for one (mutual TLS). Write-only: answers show `Webhook.client_certificate`."""
+
+    #: PEM: the certificate first, then up to 4 of its chain (at most 16 KiB).
+    cert: str
+    #: PEM: its private key (at most 16 KiB).
+    key: str
+
+
 class Webhooks:
     """`/webhooks`: the project's endpoints."""
 
@@ -114,10 +124,12 @@ class Webhooks:
         description: Optional[str] = None,
         headers: Optional[Mapping[str, str]] = None,
         rate_limit: Optional[int] = None,
+        client_certificate: Optional[ClientCertificateIn] = None,
     ) -> Webhook:
         """Creates an endpoint; the answer carries its `secret`. Not retried on 5xx
         (a repeat could create a second endpoint). `rate_limit`: attempts per second at
-        most (None: unlimited)."""
+        most (None: unlimited). `client_certificate`: `{"cert", "key"}` in PEM; one the
+        server refuses (expired, key not its own, …) raises ApiError 422 `invalid`."""
         body: Dict[str, Any] = {"url": url, "events": list(events)}
         if description is not None:
             body["description"] = description
@@ -125,6 +137,8 @@ class Webhooks:
             body["rate_limit"] = rate_limit
         if headers is not None:
             body["headers"] = dict(headers)
+        if client_certificate is not None:
+            body["client_certificate"] = dict(client_certificate)
         _, data = self._t.request("POST", "/webhooks", body=body, retry_safe=False)
         return decode(Webhook, data)
 
@@ -147,9 +161,15 @@ class Webhooks:
         headers: Optional[Mapping[str, str]] = None,
         rate_limit: Optional[int] = None,
         unlimited: bool = False,
+        client_certificate: Optional[ClientCertificateIn] = None,
+        remove_client_certificate: bool = False,
     ) -> Webhook:
-        """Changes the given fields only (`unlimited=True` lifts the rate limit). Retried
-        like a GET: it sets values, so a repeat leaves the same endpoint."""
+        """Changes the given fields only (`unlimited=True` lifts the rate limit;
+        `client_certificate` replaces the certificate, `remove_client_certificate=True`
+        drops it). Retried like a GET: it sets values, so a repeat leaves the same
+        endpoint."""
+        if client_certificate is not None and remove_client_certificate:
+            raise ValueError("give client_certificate or remove_client_certificate, not both")
         body: Dict[str, Any] = {
             k: v
             for k, v in {
@@ -159,11 +179,15 @@ class Webhooks:
                 "enabled": enabled,
                 "headers": None if headers is None else dict(headers),
                 "rate_limit": rate_limit,
+                "client_certificate": None if client_certificate is None else dict(client_certificate),
             }.items()
             if v is not None
         }
         if unlimited:
             body["rate_limit"] = None
+        # The server reads null as "remove", absent as "leave as it is".
+        if remove_client_certificate:
+            body["client_certificate"] = None
         _, data = self._t.request(
             "PATCH", _path("webhooks", webhook_id), body=body, retry_safe=True
         )

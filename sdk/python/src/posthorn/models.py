@@ -15,6 +15,7 @@ from typing import Any, Dict, Generic, List, Optional, Tuple, TypeVar
 
 __all__ = [
     "Webhook",
+    "ClientCertificate",
     "EventAccepted",
     "Event",
     "Delivery",
@@ -29,6 +30,14 @@ T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True)
+class ClientCertificate:
+    """What is shown of an endpoint's client certificate (its PEM and key never are)."""
+
+    subject: str  # e.g. `CN=posthorn-client, O=Shop`
+    not_after: _dt.datetime
+
+
+@dataclasses.dataclass(frozen=True)
 class Webhook:
     """An endpoint. `secret` is only set in the answers to create and rotate_secret."""
 
@@ -40,6 +49,8 @@ class Webhook:
     created_at: _dt.datetime
     headers: List[str]
     rate_limit: Optional[int] = None  # attempts per second at most; None: unlimited
+    # Presented to the receiver when it asks for one (mutual TLS); None: none.
+    client_certificate: Optional[ClientCertificate] = None
     secret: Optional[str] = None
 
 

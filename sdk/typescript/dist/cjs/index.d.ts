@@ -6,10 +6,10 @@
  */
 export { verify, sign, WebhookVerificationError, InvalidSignatureError, InvalidTimestampError, MissingHeadersError, DEFAULT_TOLERANCE, type HeadersLike, } from "./webhooks.js";
 export { Client, CursorIterator, Webhooks, Events, Deliveries, Replays, Erasures, VERSION } from "./client.js";
-export type { ClientOptions, CreateWebhook, UpdateWebhook, SendOptions, EventIn, ListEvents, ListDeliveries, RecoverWindow, } from "./client.js";
+export type { ClientOptions, CreateWebhook, UpdateWebhook, ClientCertificateIn, SendOptions, EventIn, ListEvents, ListDeliveries, RecoverWindow, } from "./client.js";
 export { Operator, Projects, ApiKeys, UsageReports, PortalLinks } from "./operator.js";
 export type { OperatorOptions, CreateProject, UpdateProject, ListProjects, LimitOverrides, BrandIn, UsageRange, CreatePortalLink, PortalRole, } from "./operator.js";
 export { PosthornError, ApiError, RateLimitError, ApiConnectionError } from "./errors.js";
 export { backoff, parseRetryAfter, retryWait, DEFAULT_POLICY, type RetryPolicy } from "./retry.js";
 export type { Attempt } from "./transport.js";
-export type { Webhook, EventAccepted, Event, Delivery, DeliveryDetail, DeliveryStatus, DeliveryTrigger, Replay, ReplayStatus, Erasure, ErasureStatus, Page, Project, Plan, EffectiveLimits, Brand, CreatedKey, Usage, UsageDay, AttemptCounts, PortalLink, } from "./models.js";
+export type { Webhook, ClientCertificate, EventAccepted, Event, Delivery, DeliveryDetail, DeliveryStatus, DeliveryTrigger, Replay, ReplayStatus, Erasure, ErasureStatus, Page, Project, Plan, EffectiveLimits, Brand, CreatedKey, Usage, UsageDay, AttemptCounts, PortalLink, } from "./models.js";

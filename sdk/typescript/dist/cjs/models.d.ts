@@ -15,7 +15,15 @@ export interface Webhook {
     headers: string[];
     /** Attempts per second at most; null: unlimited. */
     rate_limit: number | null;
+    /** Presented to the receiver when it asks for one (mutual TLS); null: none. */
+    client_certificate: ClientCertificate | null;
     secret?: string;
+}
+/** What is shown of an endpoint's client certificate (its PEM and key never are). */
+export interface ClientCertificate {
+    /** E.g. `CN=posthorn-client, O=Shop`. */
+    subject: string;
+    not_after: Date;
 }
 export interface EventAccepted {
     id: string;

@@ -7,7 +7,9 @@
  */
 Object.defineProperty(exports, "__esModule", { value: true });
 exports.decode = decode;
-const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at", "erased_at"];
+const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at", "erased_at", "not_after"];
+// Nested models, decoded in turn; named one by one so that an event's `data` stays as sent.
+const NESTED_FIELDS = ["client_certificate"];
 /** A model from its JSON object: the time fields become `Date`s. */
 function decode(obj) {
     if (obj === null || typeof obj !== "object" || Array.isArray(obj)) {
@@ -17,6 +19,10 @@ function decode(obj) {
     for (const field of TIME_FIELDS) {
         if (typeof out[field] === "string")
             out[field] = new Date(out[field]);
+    }
+    for (const field of NESTED_FIELDS) {
+        if (out[field] !== null && typeof out[field] === "object")
+            out[field] = decode(out[field]);
     }
     return out;
 }

@@ -36,6 +36,8 @@ export interface CreateWebhook {
     headers?: Record<string, string>;
     /** At most this many attempts per second, evenly spaced; null or absent: unlimited. */
     rate_limit?: number | null;
+    /** Presented to the receiver when it asks for one (mutual TLS). */
+    client_certificate?: ClientCertificateIn;
 }
 export interface UpdateWebhook {
     url?: string;
@@ -45,6 +47,19 @@ export interface UpdateWebhook {
     headers?: Record<string, string>;
     /** Attempts per second; null lifts the limit, absent leaves it. */
     rate_limit?: number | null;
+    /** A new client certificate; null removes it, absent leaves it. */
+    client_certificate?: ClientCertificateIn | null;
+}
+/**
+ * A client certificate and its key, PEM, each at most 16 KiB. Write-only: answers show
+ * `Webhook.client_certificate`. One the server refuses (expired, key not its own, …) is
+ * an `ApiError` 422 `invalid`.
+ */
+export interface ClientCertificateIn {
+    /** The certificate first, then up to 4 of its chain. */
+    cert: string;
+    /** Its private key (PKCS#8, RSA or EC; unencrypted). */
+    key: string;
 }
 /** The attempts `webhooks.recover` looks at: RFC 3339 strings or `Date`s. */
 export interface RecoverWindow {

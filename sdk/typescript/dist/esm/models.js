@@ -4,7 +4,9 @@
  * `/operator/v1/openapi.json` by the test suite. Fields the server adds later pass
  * through untouched, so an older client keeps working.
  */
-const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at", "erased_at"];
+const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at", "erased_at", "not_after"];
+// Nested models, decoded in turn; named one by one so that an event's `data` stays as sent.
+const NESTED_FIELDS = ["client_certificate"];
 /** A model from its JSON object: the time fields become `Date`s. */
 export function decode(obj) {
     if (obj === null || typeof obj !== "object" || Array.isArray(obj)) {
@@ -14,6 +16,10 @@ export function decode(obj) {
     for (const field of TIME_FIELDS) {
         if (typeof out[field] === "string")
             out[field] = new Date(out[field]);
+    }
+    for (const field of NESTED_FIELDS) {
+        if (out[field] !== null && typeof out[field] === "object")
+            out[field] = decode(out[field]);
     }
     return out;
 }
