@@ -164,9 +164,11 @@ pub struct EndpointView {
     /// At most this many attempts per second start to the endpoint (None: unlimited).
     pub rate_limit: Option<i32>,
     /// The client certificate presented to the receiver, by subject and expiry (its key
-    /// never leaves the server).
+    /// never leaves the server). Not sent to the browser: the card's certificate block is
+    /// built on the server (`core::cert_card`).
+    #[serde(skip)]
     pub client_cert_subject: Option<String>,
-    #[serde(default, deserialize_with = "crate::core::wire::utc_opt")]
+    #[serde(skip)]
     pub client_cert_not_after: Option<DateTime<Utc>>,
 }
 

@@ -108,3 +108,48 @@ test("an owner limits an endpoint to 5 attempts a second in its edit form, and l
   await expect(card.getByTestId("endpoint-rate-limit")).toHaveText("No rate limit");
   receiver.close();
 });
+
+/** A self-signed certificate and its key, made by openssl: [cert PEM, key PEM]. */
+function certificate(cn: string, days = 30): [string, string] {
+  const { execFileSync } = require("node:child_process") as typeof import("node:child_process");
+  const { mkdtempSync, readFileSync, rmSync } = require("node:fs") as typeof import("node:fs");
+  const dir = mkdtempSync(require("node:path").join(require("node:os").tmpdir(), "cert-"));
+  execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+    "-keyout", `${dir}/k.pem`, "-out", `${dir}/c.pem`, "-days", String(days), "-subj", `/CN=${cn}`], { stdio: "ignore" });
+  const pair: [string, string] = [readFileSync(`${dir}/c.pem`, "utf8"), readFileSync(`${dir}/k.pem`, "utf8")];
+  rmSync(dir, { recursive: true });
+  return pair;
+}
+
+test("a client certificate is set, shown by subject and expiry, refused with its reason, and removed", async ({ page }) => {
+  const { receiver } = await webhooksPageOfNewProject(page, "Client certificate");
+  await page.getByTestId("endpoint-url-input").fill(receiver.url);
+  await page.getByTestId("create-endpoint-button").click();
+  const card = page.getByTestId("endpoint-row");
+  await expect(card).toHaveCount(1);
+  await expect(card.getByTestId("client-cert")).toHaveCount(0);
+
+  // A key that is not the certificate's: the page comes back with the reason, the form open.
+  const [cert, key] = certificate("shop-client");
+  const [, otherKey] = certificate("someone-else");
+  await card.getByTestId("client-cert-toggle").click();
+  await card.getByTestId("client-cert-input").fill(cert);
+  await card.getByTestId("client-key-input").fill(otherKey);
+  await card.getByTestId("set-client-cert-button").click();
+  await expect(card.getByTestId("client-cert-error")).toContainText("does not belong");
+  await expect(card.getByTestId("client-cert")).toHaveCount(0);
+
+  await card.getByTestId("client-cert-input").fill(cert);
+  await card.getByTestId("client-key-input").fill(key);
+  await card.getByTestId("set-client-cert-button").click();
+  await expect(card.getByTestId("client-cert")).toContainText("CN=shop-client");
+  await expect(card.getByTestId("client-cert")).toContainText(/in (29|30) days/);
+  await expect(card.getByTestId("client-cert-error")).toHaveCount(0);
+  // Write-only: the key is nowhere in the page.
+  expect(await page.content()).not.toContain("PRIVATE KEY-----\n");
+
+  await card.getByTestId("client-cert-toggle").click();
+  await card.getByTestId("remove-client-cert-button").click();
+  await expect(card.getByTestId("client-cert")).toHaveCount(0);
+  receiver.close();
+});

@@ -30,6 +30,8 @@ pub struct EndpointStats {
     pub failures: Vec<(String, i64)>,
     /// This endpoint receives the project's `endpoint.disabled` notices.
     pub is_ops: bool,
+    /// Its client certificate and the forms for it, as HTML (see `core::cert_card`).
+    pub cert_html: String,
 }
 
 #[server(endpoint = "list_endpoints")]
@@ -44,6 +46,36 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
     let access = current_access(Action::ReadEndpoints).await?;
     let list = endpoints::list(&ctx.pool, &access).await?;
     let ops = projects::ops_endpoint(&ctx.pool, access.project_id).await?;
+    // The error a certificate form came back with (`cert_endpoint`, `cert_error` in the
+    // page's address, read while the page renders on the server).
+    let page: Option<http::request::Parts> = leptos::prelude::use_context();
+    let query: Vec<(String, String)> = page
+        .and_then(|p| p.uri.query().map(str::to_string))
+        .map(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .into_owned()
+                .collect()
+        })
+        .unwrap_or_default();
+    let cert_error = |id: i64| {
+        let named = query
+            .iter()
+            .any(|(k, v)| k == "cert_endpoint" && *v == id.to_string());
+        named
+            .then(|| {
+                query
+                    .iter()
+                    .find(|(k, _)| k == "cert_error")
+                    .map(|(_, v)| v.as_str())
+            })
+            .flatten()
+    };
+    let editable = access.require(Action::EditEndpoint).is_ok();
+    let action = {
+        use leptos::server_fn::ServerFn;
+        SetClientCertificate::url()
+    };
+    let now = chrono::Utc::now();
     let endpoint_activity::Activity {
         hourly: rows,
         p95,
@@ -63,7 +95,19 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
                         .map(|r| r.3 as f64 / r.2 as f64)
                 })
                 .collect();
+            let cert_html = crate::core::cert_card::html(
+                &crate::core::cert_card::CertCard {
+                    id: endpoint.id,
+                    subject: endpoint.client_cert_subject.as_deref(),
+                    not_after: endpoint.client_cert_not_after,
+                    error: cert_error(endpoint.id),
+                    editable,
+                    action,
+                },
+                now,
+            );
             EndpointStats {
+                cert_html,
                 attempts_24h: mine.iter().map(|r| r.2).sum(),
                 succeeded_24h: mine.iter().map(|r| r.3).sum(),
                 p95_ms: p95.iter().find(|p| p.0 == endpoint.id).and_then(|p| p.1),
@@ -258,4 +302,54 @@ pub async fn test_send(id: i64) -> Result<DeliveryRow, ServerFnError> {
     let ctx = server_ctx()?;
     let access = current_access(Action::TestSend).await?;
     Ok(crate::ops::deliveries::test_send(&ctx.pool, &access, id).await?)
+}
+
+/// Sets an endpoint's client certificate (PEM certificate and key, checked as the API
+/// checks them) or, with both empty, removes it. The key is write-only. Sent by a plain
+/// form (no script: the browser bundle carries nothing of it), so it answers with a
+/// redirect back to the page: clean on success, with `cert_error` and `cert_endpoint`
+/// naming what was wrong otherwise.
+#[server(endpoint = "set_client_certificate")]
+pub async fn set_client_certificate(
+    id: i64,
+    cert: String,
+    key: String,
+) -> Result<(), ServerFnError> {
+    use crate::{
+        auth::current_access, core::permissions::Action, ctx::server_ctx, error::AppError,
+    };
+    let ctx = server_ctx()?;
+    let result: Result<(), ServerFnError> = async {
+        let access = current_access(Action::EditEndpoint).await?;
+        let cert = if cert.trim().is_empty() && key.trim().is_empty() {
+            None
+        } else {
+            Some(
+                crate::core::client_cert::check(&cert, &key, chrono::Utc::now())
+                    .map_err(AppError::Invalid)?,
+            )
+        };
+        crate::ops::endpoints::change(
+            &ctx.pool,
+            &access,
+            id,
+            crate::ops::endpoints::EndpointChange {
+                client_cert: Some(cert),
+                ..Default::default()
+            },
+        )
+        .await?;
+        Ok(())
+    }
+    .await;
+    let headers: http::HeaderMap = leptos_axum::extract().await.unwrap_or_default();
+    let back = headers
+        .get(http::header::REFERER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("/developers/webhooks");
+    let error = result
+        .err()
+        .map(|e| (id, crate::components::widgets::error_text(&e)));
+    leptos_axum::redirect(&crate::core::next_path::with_cert_error(back, error));
+    Ok(())
 }

@@ -4,6 +4,8 @@
 pub mod alert_mail;
 pub mod alerts;
 pub mod capture_source;
+#[cfg(feature = "ssr")]
+pub mod cert_card;
 pub mod classify;
 #[cfg(feature = "ssr")]
 pub mod client_cert;

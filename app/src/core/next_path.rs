@@ -22,9 +22,66 @@ pub fn landing(next: Option<&str>) -> &str {
     next.and_then(safe_next).unwrap_or("/developers")
 }
 
+/// Where a plain form returns to: the page it was sent from (`referer`, a URL of this
+/// site, else the endpoints page) without an earlier form's error, and with this one's
+/// (`cert_endpoint`, `cert_error`) when there is one.
+pub fn with_cert_error(referer: &str, error: Option<(i64, String)>) -> String {
+    let base = url::Url::parse("http://posthorn.invalid").expect("a base URL");
+    let page = base
+        .join(referer)
+        .ok()
+        .filter(|u| safe_next(u.path()).is_some());
+    let Some(mut page) = page else {
+        return with_cert_error("/developers/webhooks", error);
+    };
+    let kept: Vec<(String, String)> = page
+        .query_pairs()
+        .filter(|(k, _)| k != "cert_error" && k != "cert_endpoint")
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    page.set_query(None);
+    {
+        let mut q = page.query_pairs_mut();
+        q.extend_pairs(kept);
+        if let Some((id, message)) = error {
+            q.append_pair("cert_endpoint", &id.to_string());
+            q.append_pair("cert_error", &message.chars().take(300).collect::<String>());
+        }
+    }
+    let query = page.query().filter(|q| !q.is_empty());
+    match query {
+        Some(q) => format!("{}?{q}", page.path()),
+        None => page.path().to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_form_returns_to_its_page_with_its_own_error_only() {
+        assert_eq!(
+            with_cert_error(
+                "http://h:3000/developers/webhooks?project=4&cert_endpoint=1&cert_error=old",
+                None
+            ),
+            "/developers/webhooks?project=4"
+        );
+        assert_eq!(
+            with_cert_error(
+                "http://h:3000/developers/webhooks",
+                Some((7, "bad key & more".into()))
+            ),
+            "/developers/webhooks?cert_endpoint=7&cert_error=bad+key+%26+more"
+        );
+        // Only the path is kept: another origin in the header goes nowhere but here.
+        assert_eq!(with_cert_error("//evil.example/x", None), "/x");
+        assert_eq!(
+            with_cert_error("http://h/login?next=/x", None),
+            "/developers/webhooks"
+        );
+    }
 
     #[test]
     fn paths_of_this_site_are_kept_with_their_query() {

@@ -295,6 +295,7 @@ fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoView {
                 <a href=format!("/developers/deliveries?endpoint={id}")>"Deliveries"</a>
                 <a href=format!("/developers/deliveries?endpoint={id}&status=dead_letter")>"Failures"</a>
             </div>
+            <div class="epcertbox" inner_html=stats.cert_html.clone()></div>
             {(!stats.failures.is_empty()).then(|| view! {
                 <div class="epfail" data-testid="endpoint-failures">
                     "Failures, 24 h: "
