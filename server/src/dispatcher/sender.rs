@@ -72,10 +72,7 @@ fn storable(text: String) -> String {
 
 pub struct Sender {
     /// For customers' endpoints: non-public addresses refused unless configured otherwise.
-    guarded: Client,
-    /// Clients of endpoints that present a client certificate (see [`clients`]).
-    identities: clients::Identities,
-    maker: std::sync::Arc<clients::Maker>,
+    pools: std::sync::Arc<clients::Pools>,
     /// For Posthorn's own inspector bins, which are always allowed.
     trusted: Client,
     cfg: std::sync::Arc<Config>,
@@ -88,10 +85,8 @@ impl Sender {
     pub fn new(cfg: std::sync::Arc<Config>, dispatch_key: Vec<u8>) -> reqwest::Result<Sender> {
         let maker = std::sync::Arc::new(clients::Maker::new(&cfg)?);
         Ok(Sender {
-            guarded: maker.guarded(None)?,
             trusted: maker.base().build()?,
-            identities: clients::Identities::new(maker.clone()),
-            maker,
+            pools: clients::Pools::new(maker)?,
             cfg,
             dispatch_key,
         })
@@ -359,16 +354,17 @@ impl Sender {
         // A Redirect to a bin never carries the endpoint's certificate.
         let with_cert = match (&row.client_cert, &row.client_key) {
             (Some(cert), Some(key)) if !own_bin && row.trigger != Trigger::Redirect => Some(
-                self.identities
+                self.pools
+                    .identities
                     .client(row.endpoint_id, cert, key)
                     .map_err(|e| (TransportError::Other, format!("client certificate: {e}")))?,
             ),
             _ => None,
         };
-        let client = match (&with_cert, own_bin) {
+        let client = match (with_cert, own_bin) {
             (Some(client), _) => client,
-            (None, true) => &self.trusted,
-            (None, false) => &self.guarded,
+            (None, true) => self.trusted.clone(),
+            (None, false) => self.pools.shared(),
         };
         let mut req = client.post(parsed.clone()).body(body);
         for (k, v) in headers {
@@ -376,7 +372,7 @@ impl Sender {
         }
         // Through the egress proxy, a refused target or a proxy that is down closes the
         // connection: the loopback guard says which it was.
-        let egress = self.maker.egress.as_ref().filter(|_| !own_bin);
+        let egress = self.pools.maker.egress.as_ref().filter(|_| !own_bin);
         let failed = |e: reqwest::Error| match egress.and_then(|g| g.failure(&parsed)) {
             Some(Failure::Refused(why)) => (TransportError::RefusedTarget, why),
             Some(Failure::Egress(why)) => (TransportError::Connect, why),

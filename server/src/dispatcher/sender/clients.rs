@@ -6,7 +6,7 @@
 
 use std::{
     collections::{HashMap, VecDeque},
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, RwLock},
     time::Duration,
 };
 
@@ -76,6 +76,76 @@ impl Maker {
     }
 }
 
+/// The clients for customers' endpoints: one shared by all, and one per client
+/// certificate. Kept connections are bounded per receiver (64 idle, 60 s) and, across
+/// every receiver, by the process's file descriptors: when more than half of its limit
+/// is open (one tenant's thousands of endpoints on distinct hosts, say), every kept
+/// connection is let go (fresh pools; attempts in flight finish on theirs), so sockets
+/// kept for idle receivers never leave the process unable to open a new one.
+pub struct Pools {
+    pub maker: Arc<Maker>,
+    shared: RwLock<Client>,
+    pub identities: Identities,
+}
+
+impl Pools {
+    pub fn new(maker: Arc<Maker>) -> reqwest::Result<Arc<Pools>> {
+        let pools = Arc::new(Pools {
+            shared: RwLock::new(maker.guarded(None)?),
+            identities: Identities::new(maker.clone()),
+            maker,
+        });
+        // Checked every 10 s while the dispatcher lives.
+        let weak = Arc::downgrade(&pools);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                let Some(pools) = weak.upgrade() else { return };
+                if let Some((open, limit)) = descriptors() {
+                    if crowded(open, limit) {
+                        pools.let_go();
+                        tracing::warn!(
+                            open,
+                            limit,
+                            "many open connections: kept connections let go"
+                        );
+                    }
+                }
+            }
+        });
+        Ok(pools)
+    }
+
+    pub fn shared(&self) -> Client {
+        self.shared
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Fresh pools for every client: the kept connections close once unused.
+    pub fn let_go(&self) {
+        if let Ok(fresh) = self.maker.guarded(None) {
+            *self.shared.write().unwrap_or_else(|p| p.into_inner()) = fresh;
+        }
+        self.identities.clear();
+    }
+}
+
+/// More than half of the descriptor limit is open.
+pub fn crowded(open: usize, limit: usize) -> bool {
+    open.saturating_mul(2) > limit
+}
+
+/// Open descriptors of this process and its soft limit (Linux; None elsewhere).
+fn descriptors() -> Option<(usize, usize)> {
+    let open = std::fs::read_dir("/proc/self/fd").ok()?.count();
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    let soft = line.split_whitespace().nth(3)?.parse().ok()?;
+    Some((open, soft))
+}
+
 /// Clients kept at most; past it the oldest goes (its connections close). Bounded so
 /// that many endpoints with certificates cannot grow the dispatcher without end.
 pub const MOST_KEPT: usize = 256;
@@ -95,6 +165,12 @@ impl Identities {
             maker,
             kept: Mutex::new((HashMap::new(), VecDeque::new())),
         }
+    }
+
+    pub fn clear(&self) {
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        kept.0.clear();
+        kept.1.clear();
     }
 
     /// The client presenting `cert` with `sealed_key` for this endpoint.
@@ -130,5 +206,17 @@ impl Identities {
             }
         }
         Ok(client)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn connections_are_let_go_past_half_the_descriptor_limit() {
+        assert!(!super::crowded(500, 1024));
+        assert!(super::crowded(513, 1024));
+        assert!(!super::crowded(0, 0) || super::crowded(1, 0));
+        let (open, limit) = super::descriptors().expect("Linux /proc");
+        assert!(open > 0 && limit >= open, "{open} of {limit}");
     }
 }
