@@ -18,6 +18,10 @@ use crate::dispatcher::{egress, guard};
 /// Builds the clients with the operator's settings.
 pub struct Maker {
     connect_timeout: Duration,
+    /// Idle connections kept per receiver: as many as attempts may be in flight, so a
+    /// receiver behind many endpoints (one host) never closes connections it will need
+    /// again at once, each a new TLS handshake.
+    idle_per_host: usize,
     allow_private_targets: bool,
     /// The operator's extra roots (a corporate CA, say), beside the built-in web roots
     /// and the system's store (both added by reqwest's rustls features).
@@ -30,6 +34,7 @@ impl Maker {
     pub fn new(cfg: &Config) -> reqwest::Result<Maker> {
         Ok(Maker {
             connect_timeout: cfg.connect_timeout,
+            idle_per_host: cfg.concurrency.max(64),
             allow_private_targets: cfg.allow_private_targets,
             roots: match cfg.extra_roots.as_deref() {
                 Some(pem) => Certificate::from_pem_bundle(pem)?,
@@ -51,7 +56,7 @@ impl Maker {
             .redirect(redirect::Policy::none())
             .connect_timeout(self.connect_timeout)
             .pool_idle_timeout(Duration::from_secs(60))
-            .pool_max_idle_per_host(64)
+            .pool_max_idle_per_host(self.idle_per_host)
             .tcp_nodelay(true)
             .user_agent(concat!("Posthorn-Webhooks/", env!("CARGO_PKG_VERSION")))
             .min_tls_version(reqwest::tls::Version::TLS_1_2);
