@@ -182,7 +182,7 @@ ensure_test_tools() {
     log "creating .venv for the receiver-side checks"
     python3 -m venv "$ROOT/.venv" || { apt_install python3-venv; python3 -m venv "$ROOT/.venv"; }
   fi
-  "$ROOT/.venv/bin/python" -c "import standardwebhooks, requests, schemathesis, aiosmtpd" 2>/dev/null \
+  "$ROOT/.venv/bin/python" -c "import standardwebhooks, requests, schemathesis, aiosmtpd, cryptography" 2>/dev/null \
     || "$ROOT/.venv/bin/pip" install -q -r end2end/requirements.txt
   if [ ! -d end2end/node_modules/@playwright/test ]; then
     log "installing Playwright (npm ci)"

@@ -170,6 +170,12 @@ pub struct EndpointView {
     pub client_cert_subject: Option<String>,
     #[serde(skip)]
     pub client_cert_not_after: Option<DateTime<Utc>>,
+    /// `hmac-sha256` or `ed25519`, and the ed25519 public key (`whpk_…`) once it has one;
+    /// shown on the card through the server-built block, so not sent to the browser.
+    #[serde(skip)]
+    pub signature_scheme: String,
+    #[serde(skip)]
+    pub public_key: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -103,6 +103,10 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
                     error: cert_error(endpoint.id),
                     editable,
                     action,
+                    public_key: endpoint
+                        .public_key
+                        .as_deref()
+                        .filter(|_| endpoint.signature_scheme == crate::core::ed25519::ED25519),
                 },
                 now,
             );
@@ -160,6 +164,7 @@ pub async fn create_endpoint(
             headers: None,
             rate_limit: None,
             client_cert: None,
+            signature_scheme: None,
         },
     )
     .await?;

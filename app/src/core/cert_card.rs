@@ -17,10 +17,21 @@ pub struct CertCard<'a> {
     pub editable: bool,
     /// Where the forms are sent.
     pub action: &'a str,
+    /// The ed25519 public key, when the endpoint signs with ed25519.
+    pub public_key: Option<&'a str>,
 }
 
 pub fn html(card: &CertCard<'_>, now: DateTime<Utc>) -> String {
     let mut html = String::new();
+    if let Some(key) = card.public_key {
+        html.push_str(&format!(
+            "<span class=\"epscheme\" data-testid=\"signature-scheme\" title=\"Deliveries carry \
+             v1a signatures only; receivers verify them with this public key and hold no \
+             secret\">Signed with ed25519 · public key <code class=\"mono\" \
+             data-testid=\"public-key\">{}</code></span> ",
+            escape_html(key)
+        ));
+    }
     if let (Some(subject), Some(at)) = (card.subject, card.not_after) {
         let days = (at - now).num_days();
         let class = if days < 14 { " warn" } else { "" };
@@ -96,6 +107,7 @@ mod tests {
             error: Some("bad <b>key</b>"),
             editable: true,
             action: "/api/set_client_certificate",
+            public_key: Some("whpk_AAAA"),
         };
         let html = html(&card, now);
         assert!(html.contains("CN=&lt;script&gt;x&lt;/script&gt;"));
@@ -103,6 +115,7 @@ mod tests {
         assert!(html.contains("in 10 days") && html.contains("epcert-show warn"));
         assert!(html.contains("<details class=\"epcert\" open>"));
         assert!(html.contains("remove-client-cert-button"));
+        assert!(html.contains("Signed with ed25519 · public key"));
         let viewer = html_of(
             CertCard {
                 editable: false,
@@ -136,6 +149,7 @@ mod tests {
             error: None,
             editable: true,
             action: "/a",
+            public_key: None,
         }
     }
 }

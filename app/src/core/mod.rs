@@ -13,6 +13,8 @@ pub mod curl;
 pub mod cursor;
 pub mod custom_headers;
 pub mod duration;
+#[cfg(feature = "ssr")]
+pub mod ed25519;
 pub mod endpoint_url;
 pub mod event_type;
 pub mod explain;

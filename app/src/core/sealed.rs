@@ -24,6 +24,7 @@ const PREFIX: &str = "ph1:";
 pub const ENDPOINT_SECRET: &str = "endpoint-secret";
 pub const HEADER_VALUE: &str = "header-value";
 pub const CLIENT_KEY: &str = "client-key";
+pub const SIGNING_KEY: &str = "signing-key";
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SealError {

@@ -15,7 +15,7 @@ use crate::{
 const COLUMNS: &str =
     "id, project_id, url, description, event_types, enabled, disabled_reason, created_at,
     ARRAY(SELECT h->>0 FROM jsonb_array_elements(custom_headers) h) AS header_names, rate_limit,
-    client_cert_subject, client_cert_not_after";
+    client_cert_subject, client_cert_not_after, signature_scheme, public_key";
 
 pub struct NewEndpoint<'a> {
     pub url: &'a str,
@@ -271,8 +271,9 @@ pub async fn secrets(
     access: &Access,
     id: i64,
 ) -> AppResult<(String, Option<String>)> {
-    let (secret, previous) = sqlx::query_as::<_, (String, Option<String>)>(
-        "SELECT secret, CASE WHEN previous_secret_expires_at > now() THEN previous_secret END
+    let (secret, previous, scheme) = sqlx::query_as::<_, (String, Option<String>, String)>(
+        "SELECT secret, CASE WHEN previous_secret_expires_at > now() THEN previous_secret END,
+                signature_scheme
          FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
     )
     .bind(id)
@@ -280,6 +281,9 @@ pub async fn secrets(
     .fetch_optional(pool)
     .await?
     .ok_or(AppError::NotFound)?;
+    if scheme == crate::core::ed25519::ED25519 {
+        return Err(AppError::Conflict(crate::ops::endpoints::NO_SECRET.into()));
+    }
     let open = |s: &str| sealed::open(sealed::ENDPOINT_SECRET, s);
     Ok((open(&secret)?, previous.as_deref().map(open).transpose()?))
 }

@@ -442,6 +442,9 @@ fn handed_rows(
             custom_headers: t.custom_headers.clone(),
             client_cert: None,
             client_key: None,
+            signature_scheme: t.signature_scheme.clone(),
+            signing_key: t.signing_key.clone(),
+            scheme_switched_at: t.scheme_switched_at,
             start_at: None,
             erased: false,
         });

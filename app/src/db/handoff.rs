@@ -34,6 +34,10 @@ pub struct Claimed {
     /// The endpoint's client certificate (PEM) and its key (sealed), if it has one.
     pub client_cert: Option<String>,
     pub client_key: Option<String>,
+    pub signature_scheme: String,
+    /// The endpoint's ed25519 key, sealed, if it has one.
+    pub signing_key: Option<String>,
+    pub scheme_switched_at: Option<DateTime<Utc>>,
     /// The start slot booked for it when the endpoint is throttled.
     pub start_at: Option<DateTime<Utc>>,
     /// Its event was erased: there is nothing left to send, and it ends as a dead letter.

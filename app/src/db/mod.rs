@@ -30,6 +30,7 @@ pub mod rate_counters;
 pub mod replays;
 pub mod sealing;
 pub mod server_keys;
+pub mod signature_schemes;
 pub mod targets;
 pub mod tenants;
 pub mod usage;

@@ -17,6 +17,7 @@ pub async fn keys_in_use(pool: &PgPool) -> AppResult<Vec<(String, i64)>> {
             SELECT secret FROM endpoints
             UNION ALL SELECT previous_secret FROM endpoints WHERE previous_secret IS NOT NULL
             UNION ALL SELECT client_key FROM endpoints WHERE client_key IS NOT NULL
+            UNION ALL SELECT signing_key FROM endpoints WHERE signing_key IS NOT NULL
             UNION ALL SELECT h->1->>'sealed' FROM endpoints, jsonb_array_elements(custom_headers) h
                        WHERE jsonb_typeof(h->1) = 'object'
          )
@@ -33,6 +34,7 @@ pub async fn plain_values(pool: &PgPool) -> AppResult<i64> {
         "SELECT (SELECT count(*) FROM endpoints WHERE secret NOT LIKE 'ph1:%')
               + (SELECT count(*) FROM endpoints WHERE previous_secret NOT LIKE 'ph1:%')
               + (SELECT count(*) FROM endpoints WHERE client_key NOT LIKE 'ph1:%')
+              + (SELECT count(*) FROM endpoints WHERE signing_key NOT LIKE 'ph1:%')
               + (SELECT count(*) FROM endpoints, jsonb_array_elements(custom_headers) h
                   WHERE jsonb_typeof(h->1) = 'string')",
     )
@@ -74,6 +76,7 @@ struct Row {
     secret: String,
     previous_secret: Option<String>,
     client_key: Option<String>,
+    signing_key: Option<String>,
     custom_headers: sqlx::types::Json<Vec<(String, StoredValue)>>,
 }
 
@@ -87,9 +90,10 @@ pub async fn reseal(pool: &PgPool, keyring: &Keyring) -> AppResult<Resealed> {
     let mut after = 0i64;
     loop {
         let rows: Vec<Row> = sqlx::query_as(
-            "SELECT id, secret, previous_secret, client_key, custom_headers FROM endpoints
+            "SELECT id, secret, previous_secret, client_key, signing_key, custom_headers
+               FROM endpoints
               WHERE id > $1 AND (secret NOT LIKE $2 OR previous_secret NOT LIKE $2
-                 OR client_key NOT LIKE $2
+                 OR client_key NOT LIKE $2 OR signing_key NOT LIKE $2
                  OR EXISTS (SELECT 1 FROM jsonb_array_elements(custom_headers) h
                              WHERE coalesce(h->1->>'sealed', '') NOT LIKE $2))
               ORDER BY id LIMIT 200",
@@ -128,6 +132,11 @@ pub async fn reseal(pool: &PgPool, keyring: &Keyring) -> AppResult<Resealed> {
                 .as_deref()
                 .map(|s| again(sealed::CLIENT_KEY, s, false))
                 .transpose()?;
+            let signing_key = row
+                .signing_key
+                .as_deref()
+                .map(|s| again(sealed::SIGNING_KEY, s, false))
+                .transpose()?;
             let mut headers = Vec::with_capacity(row.custom_headers.0.len());
             for (name, value) in &row.custom_headers.0 {
                 // A plain header value is sealed whatever it looks like.
@@ -139,9 +148,10 @@ pub async fn reseal(pool: &PgPool, keyring: &Keyring) -> AppResult<Resealed> {
             }
             let changed = sqlx::query(
                 "UPDATE endpoints SET secret = $2, previous_secret = $3, client_key = $4,
-                        custom_headers = $5
+                        custom_headers = $5, signing_key = $10
                   WHERE id = $1 AND secret = $6 AND previous_secret IS NOT DISTINCT FROM $7
-                    AND client_key IS NOT DISTINCT FROM $8 AND custom_headers = $9",
+                    AND client_key IS NOT DISTINCT FROM $8 AND custom_headers = $9
+                    AND signing_key IS NOT DISTINCT FROM $11",
             )
             .bind(row.id)
             .bind(&secret)
@@ -152,6 +162,8 @@ pub async fn reseal(pool: &PgPool, keyring: &Keyring) -> AppResult<Resealed> {
             .bind(&row.previous_secret)
             .bind(&row.client_key)
             .bind(&row.custom_headers)
+            .bind(&signing_key)
+            .bind(&row.signing_key)
             .execute(pool)
             .await?
             .rows_affected();

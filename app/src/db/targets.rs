@@ -22,6 +22,11 @@ pub struct Target {
     /// reads the certificate, and are not handed off (the cache keeps no certificates).
     pub client_cert: bool,
     pub secret: String,
+    /// How it signs (see [`crate::core::ed25519::active`]): its scheme, its sealed
+    /// ed25519 key, and when it last switched.
+    pub signature_scheme: String,
+    pub signing_key: Option<String>,
+    pub scheme_switched_at: Option<DateTime<Utc>>,
     previous_secret: Option<String>,
     previous_secret_expires_at: Option<DateTime<Utc>>,
     pub custom_headers: sqlx::types::Json<Vec<(String, crate::core::sealed::StoredValue)>>,
@@ -57,6 +62,9 @@ pub async fn find<'c>(
         throttled: Option<bool>,
         client_cert: Option<bool>,
         secret: Option<String>,
+        signature_scheme: Option<String>,
+        signing_key: Option<String>,
+        scheme_switched_at: Option<DateTime<Utc>>,
         previous_secret: Option<String>,
         previous_secret_expires_at: Option<DateTime<Utc>>,
         custom_headers: Option<sqlx::types::Json<Vec<(String, crate::core::sealed::StoredValue)>>>,
@@ -64,7 +72,7 @@ pub async fn find<'c>(
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT p.endpoints_version AS version, t.event_type, e.id, e.url,
                 e.rate_limit IS NOT NULL AS throttled, e.client_cert IS NOT NULL AS client_cert,
-                e.secret, e.previous_secret,
+                e.secret, e.previous_secret, e.signature_scheme, e.signing_key, e.scheme_switched_at,
                 e.previous_secret_expires_at, e.custom_headers
          FROM set_config('posthorn.defer_notify', 'on', true), projects p
          LEFT JOIN (unnest($2::text[]) AS t(event_type)
@@ -87,6 +95,9 @@ pub async fn find<'c>(
                 url: r.url?,
                 throttled: r.throttled?,
                 client_cert: r.client_cert?,
+                signature_scheme: r.signature_scheme?,
+                signing_key: r.signing_key,
+                scheme_switched_at: r.scheme_switched_at,
                 secret: r.secret?,
                 previous_secret: r.previous_secret,
                 previous_secret_expires_at: r.previous_secret_expires_at,
@@ -185,6 +196,9 @@ mod tests {
             throttled: false,
             client_cert: false,
             secret: "s".into(),
+            signature_scheme: "hmac-sha256".into(),
+            signing_key: None,
+            scheme_switched_at: None,
             previous_secret: Some("old".into()),
             previous_secret_expires_at: Some(Utc::now() + chrono::Duration::seconds(60)),
             custom_headers: sqlx::types::Json(Vec::new()),

@@ -7,10 +7,14 @@ use crate::{
     auth::Access,
     core::{client_cert::ClientCert, limits::Limit},
     core::{permissions::Action, text::check_description},
-    db::{audit, endpoints, limits, projects},
+    db::{audit, endpoints, limits, projects, signature_schemes},
     error::{AppError, AppResult},
     model::EndpointView,
 };
+
+/// What an ed25519 endpoint answers when asked for its secret.
+pub const NO_SECRET: &str =
+    "this endpoint signs with ed25519: it has no secret; receivers verify with its public key";
 
 /// A new endpoint, already parsed (URL checked, event types valid, headers allowed).
 pub struct NewEndpoint {
@@ -21,6 +25,8 @@ pub struct NewEndpoint {
     /// Attempts per second (None: unlimited).
     pub rate_limit: Option<i32>,
     pub client_cert: Option<ClientCert>,
+    /// `hmac-sha256` (None: the default) or `ed25519`, checked.
+    pub signature_scheme: Option<&'static str>,
 }
 
 /// What to change; `None` leaves a field as it is. `headers` replaces all of them.
@@ -35,6 +41,8 @@ pub struct EndpointChange {
     pub rate_limit: Option<Option<i32>>,
     /// `Some(None)` removes the certificate; `None` leaves it as it is.
     pub client_cert: Option<Option<ClientCert>>,
+    /// A scheme to switch to (checked); both sign for 24 hours after a switch.
+    pub signature_scheme: Option<&'static str>,
 }
 
 /// Returns the endpoint and its secret (shown once to its creator).
@@ -63,6 +71,11 @@ pub async fn create(
         endpoints::set_custom_headers(&mut *tx, access, ep.id, &headers).await?;
         ep.header_names = headers.into_iter().map(|(n, _)| n).collect();
     }
+    if let Some(scheme) = new.signature_scheme {
+        signature_schemes::set(&mut tx, access, ep.id, scheme, true).await?;
+        (ep.signature_scheme, ep.public_key) =
+            signature_schemes::of(&mut *tx, access, ep.id).await?;
+    }
     if let Some(cert) = &new.client_cert {
         endpoints::set_client_cert(&mut *tx, access, ep.id, Some(cert)).await?;
         ep.client_cert_subject = Some(cert.subject.clone());
@@ -85,7 +98,7 @@ pub async fn change(
     access: &Access,
     id: i64,
     change: EndpointChange,
-) -> AppResult<EndpointView> {
+) -> AppResult<(EndpointView, Option<String>)> {
     access.require(Action::EditEndpoint)?;
     if let Some(d) = &change.description {
         check_description(d).map_err(AppError::Invalid)?;
@@ -101,6 +114,7 @@ pub async fn change(
         "headers": change.headers.as_ref().map(|h| h.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()),
         "rate_limit": change.rate_limit,
         "client_certificate": change.client_cert.as_ref().map(|c| c.as_ref().map(|c| &c.subject)),
+        "signature_scheme": change.signature_scheme,
     });
     let mut tx = pool.begin().await?;
     if let Some(types) = &change.event_types {
@@ -129,9 +143,14 @@ pub async fn change(
         ep.client_cert_subject = cert.as_ref().map(|c| c.subject.clone());
         ep.client_cert_not_after = cert.as_ref().map(|c| c.not_after);
     }
+    let mut secret = None;
+    if let Some(scheme) = change.signature_scheme {
+        secret = signature_schemes::set(&mut tx, access, id, scheme, false).await?;
+        (ep.signature_scheme, ep.public_key) = signature_schemes::of(&mut *tx, access, id).await?;
+    }
     audit::record(&mut *tx, access, action, &format!("endpoint #{id}"), detail).await?;
     tx.commit().await?;
-    Ok(ep)
+    Ok((ep, secret))
 }
 
 pub async fn delete(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
@@ -154,6 +173,9 @@ pub async fn delete(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
 pub async fn rotate_secret(pool: &PgPool, access: &Access, id: i64) -> AppResult<String> {
     access.require(Action::RotateSecret)?;
     let mut tx = pool.begin().await?;
+    if signature_schemes::of(&mut *tx, access, id).await?.0 == crate::core::ed25519::ED25519 {
+        return Err(AppError::Conflict(NO_SECRET.into()));
+    }
     let secret = endpoints::rotate_secret(&mut *tx, access, id).await?;
     audit::record(
         &mut *tx,

@@ -15,7 +15,9 @@ use axum::{
 };
 use std::collections::BTreeMap;
 
-use app::core::{custom_headers::parse_custom_headers, throttle::check_rate_limit};
+use app::core::{
+    custom_headers::parse_custom_headers, ed25519::HMAC_SHA256, throttle::check_rate_limit,
+};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
@@ -156,6 +158,10 @@ pub struct CreateWebhook {
     pub rate_limit: Option<i64>,
     /// Presented to the receiver when it asks for one (mutual TLS); write-only.
     pub client_certificate: Option<ClientCertificateIn>,
+    /// How deliveries are signed: `hmac-sha256` (the default, with `secret`) or `ed25519`
+    /// (`v1a` signatures, verified with `public_key`; no secret).
+    #[schema(value_type = Option<String>, pattern = r"^(hmac-sha256|ed25519)$")]
+    pub signature_scheme: Option<String>,
 }
 
 /// A client certificate and its key, PEM (each at most 16 KiB; the certificate first,
@@ -180,6 +186,12 @@ fn client_cert(
     c: Option<&ClientCertificateIn>,
 ) -> Result<Option<app::core::client_cert::ClientCert>, ApiError> {
     c.map(|c| app::core::client_cert::check(&c.cert, &c.key, chrono::Utc::now()))
+        .transpose()
+        .map_err(ApiError::invalid)
+}
+
+fn scheme(text: Option<&str>) -> Result<Option<&'static str>, ApiError> {
+    text.map(app::core::ed25519::parse_scheme)
         .transpose()
         .map_err(ApiError::invalid)
 }
@@ -213,6 +225,10 @@ pub struct UpdateWebhook {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<ClientCertificateIn>)]
     pub client_certificate: Option<Option<ClientCertificateIn>>,
+    /// Switch schemes: both sign for 24 hours after. To `hmac-sha256`: the answer carries
+    /// the new `secret`, once.
+    #[schema(value_type = Option<String>, pattern = r"^(hmac-sha256|ed25519)$")]
+    pub signature_scheme: Option<String>,
 }
 
 /// JSON's integers include `5.0`, as JSON Schema's `integer` does; `5.5` is refused.
@@ -252,7 +268,14 @@ pub struct Webhook {
     /// The client certificate presented to the receiver (null: none).
     #[schema(required = true)]
     pub client_certificate: Option<ClientCertificateOut>,
-    /// `whsec_…`; only in the answers to create and rotate-secret.
+    /// `hmac-sha256` or `ed25519`.
+    #[schema(pattern = r"^(hmac-sha256|ed25519)$")]
+    pub signature_scheme: String,
+    /// `whpk_<base64 of the 32-byte ed25519 public key>`, once the endpoint has one.
+    #[schema(required = true, pattern = r"^whpk_[A-Za-z0-9+/]+={0,2}$")]
+    pub public_key: Option<String>,
+    /// `whsec_…`; only in the answers to create and rotate-secret (HMAC endpoints) and to a
+    /// PATCH that switches to `hmac-sha256`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = String, required = false, pattern = r"^whsec_[A-Za-z0-9+/]+={0,2}$")]
     pub secret: Option<String>,
@@ -269,6 +292,8 @@ impl Webhook {
             created_at: e.created_at,
             headers: e.header_names,
             rate_limit: e.rate_limit,
+            signature_scheme: e.signature_scheme,
+            public_key: e.public_key,
             client_certificate: e
                 .client_cert_subject
                 .zip(e.client_cert_not_after)
@@ -293,6 +318,7 @@ pub async fn create(
         .transpose()
         .map_err(ApiError::invalid)?;
     let client_cert = client_cert(body.client_certificate.as_ref())?;
+    let signature_scheme = scheme(body.signature_scheme.as_deref())?;
     let access = caller.access(Action::CreateEndpoint)?;
     let (ep, secret) = ops::endpoints::create(
         &pool,
@@ -304,13 +330,13 @@ pub async fn create(
             headers,
             rate_limit,
             client_cert,
+            signature_scheme,
         },
     )
     .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(Webhook::from_view(ep, Some(secret))),
-    ))
+    // An ed25519 endpoint has no secret to show.
+    let secret = (ep.signature_scheme == HMAC_SHA256).then_some(secret);
+    Ok((StatusCode::CREATED, Json(Webhook::from_view(ep, secret))))
 }
 
 fn custom_headers(
@@ -383,8 +409,9 @@ pub async fn update(
         .client_certificate
         .map(|c| client_cert(c.as_ref()))
         .transpose()?;
+    let signature_scheme = scheme(body.signature_scheme.as_deref())?;
     let access = caller.access(Action::EditEndpoint)?;
-    let ep = ops::endpoints::change(
+    let (ep, secret) = ops::endpoints::change(
         &pool,
         &access,
         id,
@@ -396,10 +423,11 @@ pub async fn update(
             headers,
             rate_limit,
             client_cert,
+            signature_scheme,
         },
     )
     .await?;
-    Ok(Json(Webhook::from_view(ep, None)))
+    Ok(Json(Webhook::from_view(ep, secret)))
 }
 
 #[utoipa::path(delete, path = "/webhooks/{id}", params(("id" = i64, Path, description = "Endpoint id")), responses((status = 204), (status = 404, body = ApiErrorBody)))]
@@ -413,7 +441,7 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(post, path = "/webhooks/{id}/rotate-secret", params(("id" = i64, Path, description = "Endpoint id")), responses((status = 200, body = Webhook), (status = 404, body = ApiErrorBody)))]
+#[utoipa::path(post, path = "/webhooks/{id}/rotate-secret", params(("id" = i64, Path, description = "Endpoint id")), responses((status = 200, body = Webhook), (status = 404, body = ApiErrorBody), (status = 409, body = ApiErrorBody, description = "An ed25519 endpoint has no secret")))]
 pub async fn rotate(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,

@@ -72,7 +72,7 @@ impl Launch {
             let prepared = match prepared {
                 Some(Ok(Ok(request))) => Some(request),
                 Some(Ok(Err(sealed))) => {
-                    let outcome = sender.internal_failure(&row, &sealed.to_string(), jitter);
+                    let outcome = sender.internal_failure(&row, &sealed, jitter);
                     metrics.observe(&outcome);
                     hand_back.report(outcome);
                     return;

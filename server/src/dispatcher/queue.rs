@@ -273,6 +273,7 @@ pub async fn claim_due<'c>(
                    e.url AS endpoint_url, e.secret,
                    CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
                    e.custom_headers, e.client_cert, e.client_key,
+                   e.signature_scheme, e.signing_key, e.scheme_switched_at,
                    t.first_slot + (s.k - 1) * interval '1 second' / t.rate_limit AS start_at,
                    (ev.erased_at IS NOT NULL OR d.error_kind IS NOT DISTINCT FROM 'erased') AS erased"
     ))

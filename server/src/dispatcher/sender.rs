@@ -7,10 +7,11 @@ use app::{
     core::{
         capture_source::{bin_id_of_path, dispatch_pass, DISPATCH_PASS_HEADER},
         classify::{classify_error, classify_status, TransportError, Verdict},
+        ed25519,
         ids::new_request_id,
         payload::build_body,
         retry::Next,
-        sealed::{self, SealError},
+        sealed,
         signing::sign_all,
         status::{DeliveryStatus, ErrorKind, Trigger},
     },
@@ -104,7 +105,7 @@ impl Sender {
     pub async fn attempt(&self, row: &Claimed, jitter: f64) -> Outcome {
         match self.prepare(row, Utc::now().timestamp()) {
             Ok(request) => self.send_prepared(row, request, jitter).await,
-            Err(e) => self.internal_failure(row, &e.to_string(), jitter),
+            Err(e) => self.internal_failure(row, &e, jitter),
         }
     }
 
@@ -112,27 +113,46 @@ impl Sender {
     /// throttled attempt is prepared before it waits for its start slot, stamped with the
     /// slot's second, so nothing but the send itself follows the slot's check.
     /// Fails only when the endpoint's sealed secrets do not open (a missing key).
-    pub fn prepare(&self, row: &Claimed, timestamp: i64) -> Result<Prepared, SealError> {
+    pub fn prepare(&self, row: &Claimed, timestamp: i64) -> Result<Prepared, String> {
         let body = build_body(
             &row.event_id,
             &row.event_type,
             row.event_created_at,
             &row.data,
         );
-        let secret = sealed::open(sealed::ENDPOINT_SECRET, &row.secret)?;
-        let previous = row
-            .previous_secret
-            .as_deref()
-            .map(|s| sealed::open(sealed::ENDPOINT_SECRET, s))
-            .transpose()?;
-        let mut secrets = vec![secret.as_str()];
-        if let Some(prev) = previous.as_deref() {
-            secrets.push(prev);
+        let active = ed25519::active(
+            &row.signature_scheme,
+            row.scheme_switched_at,
+            row.signing_key.is_some(),
+            Utc::now(),
+        );
+        // HMAC signatures (`X-Botix-Signature`, `v1,`) only while the endpoint signs with
+        // its secret: an ed25519 endpoint's receivers hold no secret that could forge.
+        let mut standard = Vec::with_capacity(2);
+        let mut botix = None;
+        if active.hmac {
+            let open = |s: &str| sealed::open(sealed::ENDPOINT_SECRET, s);
+            let secret = open(&row.secret).map_err(|e| e.to_string())?;
+            let previous = row.previous_secret.as_deref().map(open).transpose();
+            let previous = previous.map_err(|e| e.to_string())?;
+            let mut secrets = vec![secret.as_str()];
+            if let Some(prev) = previous.as_deref() {
+                secrets.push(prev);
+            }
+            let sigs = sign_all(&secrets, &row.event_id, timestamp, &body);
+            botix = Some(sigs.botix);
+            standard.push(sigs.standard);
         }
-        let sigs = sign_all(&secrets, &row.event_id, timestamp, &body);
-        let mut headers: Vec<(String, String)> = vec![
-            ("Content-Type".into(), "application/json".into()),
-            ("X-Botix-Signature".into(), sigs.botix),
+        if let Some(key) = row.signing_key.as_deref().filter(|_| active.ed25519) {
+            let key = sealed::open(sealed::SIGNING_KEY, key).map_err(|e| e.to_string())?;
+            standard.push(ed25519::sign(&key, &row.event_id, timestamp, &body)?);
+        }
+        let mut headers: Vec<(String, String)> =
+            vec![("Content-Type".into(), "application/json".into())];
+        if let Some(botix) = botix {
+            headers.push(("X-Botix-Signature".into(), botix));
+        }
+        headers.extend([
             ("X-Botix-Timestamp".into(), timestamp.to_string()),
             ("X-Event-Id".into(), row.event_id.clone()),
             ("X-Event-Type".into(), row.event_type.clone()),
@@ -140,13 +160,14 @@ impl Sender {
             ("X-Request-Id".into(), row.request_id.clone()),
             ("webhook-id".into(), row.event_id.clone()),
             ("webhook-timestamp".into(), timestamp.to_string()),
-            ("webhook-signature".into(), sigs.standard),
-        ];
+            ("webhook-signature".into(), standard.join(" ")),
+        ]);
         // Custom headers (credentials, typically) go to the endpoint only, never to a
         // bin, and are recorded redacted.
         let mut recorded = headers.clone();
         if row.trigger != Trigger::Redirect {
-            for (k, v) in sealed::open_headers(&row.custom_headers.0)? {
+            let custom = sealed::open_headers(&row.custom_headers.0).map_err(|e| e.to_string())?;
+            for (k, v) in custom {
                 if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(&k)) {
                     recorded.push((k.clone(), app::core::custom_headers::REDACTED.to_string()));
                     headers.push((k, v));
