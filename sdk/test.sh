@@ -32,8 +32,8 @@ ensure_tools() {
     log "creating $venv"
     python3 -m venv "$venv" || { apt_install python3-venv; rm -rf "$venv"; python3 -m venv "$venv"; }
   fi
-  "$venv/bin/python" -c "import pytest, standardwebhooks, flask" 2>/dev/null \
-    || "$venv/bin/pip" install -q "pytest>=7" "standardwebhooks==1.0.0" "flask>=2.2"
+  "$venv/bin/python" -c "import pytest, standardwebhooks, flask, cryptography" 2>/dev/null \
+    || "$venv/bin/pip" install -q "pytest>=7" "standardwebhooks==1.0.0" "flask>=2.2" "cryptography>=2.6"
   # The package itself, as users install it (reinstalled each run: it is small).
   "$venv/bin/pip" install -q --no-deps --force-reinstall "$SDK/python" >/dev/null
   command -v node >/dev/null || apt_install nodejs npm

@@ -10,6 +10,8 @@ namespace Posthorn;
  * Posthorn signs every attempt twice: Standard Webhooks (`webhook-id`, `webhook-timestamp`,
  * `webhook-signature: v1,<base64>`) and its own `X-Botix-Signature: sha256=<hex>` with
  * `X-Botix-Timestamp`. Either is enough; the Standard Webhooks one is checked when present.
+ * An endpoint with the ed25519 scheme signs `v1a,<base64>` (Standard Webhooks only), checked
+ * with its `whpk_` public key through ext-sodium.
  */
 final class Webhook
 {
@@ -19,6 +21,9 @@ final class Webhook
     private const MAX_HEADER_LENGTH = 4096;
     private const STANDARD = ['webhook-id', 'webhook-timestamp', 'webhook-signature'];
     private const BOTIX = ['x-botix-signature', 'x-botix-timestamp'];
+    private const PUBLIC_KEY_PREFIX = 'whpk_';
+    private const ED25519_KEY_LENGTH = 32;
+    private const ED25519_SIGNATURE_LENGTH = 64;
 
     /**
      * Checks a delivery and returns its parsed JSON body (as arrays).
@@ -26,7 +31,8 @@ final class Webhook
      * @param string $payload the raw request body, e.g. file_get_contents('php://input')
      * @param iterable<string|int, mixed> $headers e.g. getallheaders(), a PSR-7 getHeaders(),
      *        or a list of [name, value] pairs; names are matched case-insensitively
-     * @param string $secret the endpoint's `whsec_…` secret
+     * @param string $secret the endpoint's `whsec_…` secret, or the `whpk_…` public key of an
+     *        endpoint with the ed25519 scheme (then only `v1a` signatures count; needs ext-sodium)
      * @param int|null $now Unix seconds (the clock when null)
      * @throws WebhookVerificationError (a subclass saying which check failed)
      */
@@ -37,32 +43,44 @@ final class Webhook
         int $tolerance = self::DEFAULT_TOLERANCE,
         ?int $now = null,
     ): mixed {
+        // A bad public key is a setup mistake: thrown whatever the headers are.
+        $publicKey = str_starts_with($secret, self::PUBLIC_KEY_PREFIX) ? self::ed25519Key($secret) : null;
         $h = self::lowerHeaders($headers);
         $now ??= time();
+        // X-Botix signatures are HMACs only: a public key cannot check them.
+        $schemes = $publicKey !== null ? [self::STANDARD] : [self::STANDARD, self::BOTIX];
         if (self::allPresent($h, self::STANDARD)) {
             [$id, $stamp, $header] = array_map(fn ($n) => self::header($h, $n), self::STANDARD);
             self::checkTimestamp($stamp, $now, $tolerance);
-            $expected = hash_hmac('sha256', "{$id}.{$stamp}." . $payload, self::standardKey($secret), true);
-            $candidates = self::standardSignatures($header);
-        } elseif (self::allPresent($h, self::BOTIX)) {
+            $content = "{$id}.{$stamp}." . $payload;
+            if ($publicKey !== null) {
+                $matched = false;
+                // Nothing secret is involved, so stopping at the first match leaks nothing.
+                foreach (self::standardSignatures($header, 'v1a', self::ED25519_SIGNATURE_LENGTH) as $sig) {
+                    if (sodium_crypto_sign_verify_detached($sig, $content, $publicKey)) {
+                        $matched = true;
+                        break;
+                    }
+                }
+            } else {
+                $expected = hash_hmac('sha256', $content, self::standardKey($secret), true);
+                $matched = self::anyEqual(self::standardSignatures($header), $expected);
+            }
+        } elseif ($publicKey === null && self::allPresent($h, self::BOTIX)) {
             [$header, $stamp] = array_map(fn ($n) => self::header($h, $n), self::BOTIX);
             self::checkTimestamp($stamp, $now, $tolerance);
             $expected = hash_hmac('sha256', "{$stamp}." . $payload, $secret, true);
-            $candidates = self::botixSignatures($header);
+            $matched = self::anyEqual(self::botixSignatures($header), $expected);
         } else {
             // Name what is missing from the scheme the sender started on, else from both.
-            $started = array_filter([self::STANDARD, self::BOTIX], fn ($s) => self::anyPresent($h, $s));
-            $names = array_merge(...($started ?: [self::STANDARD, self::BOTIX]));
+            $started = array_filter($schemes, fn ($s) => self::anyPresent($h, $s));
+            $names = array_merge(...($started ?: $schemes));
             $missing = array_values(array_filter($names, fn ($n) => !isset($h[$n])));
             throw new MissingHeadersError('missing header ' . implode(', ', $missing));
         }
-        // Every candidate is compared, so the time taken does not tell which one was close.
-        $matched = false;
-        foreach ($candidates as $candidate) {
-            $matched = hash_equals($expected, $candidate) || $matched;
-        }
         if (!$matched) {
-            throw new InvalidSignatureError('no signature matches the body and the secret');
+            $kind = $publicKey !== null ? 'public key' : 'secret';
+            throw new InvalidSignatureError("no signature matches the body and the {$kind}");
         }
         try {
             return json_decode($payload, true, 512, JSON_THROW_ON_ERROR);
@@ -148,14 +166,40 @@ final class Webhook
         return $key;
     }
 
-    /** `v1,<base64>` entries separated by spaces; other versions are skipped. */
-    private static function standardSignatures(string $header): array
+    /** The raw 32 bytes of a `whpk_` key. */
+    private static function ed25519Key(string $key): string
+    {
+        $raw = base64_decode(substr($key, strlen(self::PUBLIC_KEY_PREFIX)), true);
+        if ($raw === false || strlen($raw) !== self::ED25519_KEY_LENGTH) {
+            throw new \InvalidArgumentException('the key is not a whpk_ public key (base64 of 32 bytes after the prefix)');
+        }
+        if (!function_exists('sodium_crypto_sign_verify_detached')) {
+            throw new \RuntimeException('verifying v1a (ed25519) signatures with a whpk_ key needs the sodium extension (ext-sodium)');
+        }
+        return $raw;
+    }
+
+    private static function anyEqual(array $candidates, string $expected): bool
+    {
+        // Every candidate is compared, so the time taken does not tell which one was close.
+        $matched = false;
+        foreach ($candidates as $candidate) {
+            $matched = hash_equals($expected, $candidate) || $matched;
+        }
+        return $matched;
+    }
+
+    /**
+     * `<version>,<base64>` entries separated by spaces; other versions, and signatures of
+     * another `$length` when one is given, are skipped.
+     */
+    private static function standardSignatures(string $header, string $version = 'v1', ?int $length = null): array
     {
         $out = [];
         foreach (array_slice(preg_split('/\s+/', $header), 0, self::MAX_SIGNATURES) as $entry) {
-            [$version, $sig] = array_pad(explode(',', $entry, 2), 2, '');
-            $bytes = $version === 'v1' ? base64_decode($sig, true) : false;
-            if ($bytes !== false && $bytes !== '') {
+            [$found, $sig] = array_pad(explode(',', $entry, 2), 2, '');
+            $bytes = $found === $version ? base64_decode($sig, true) : false;
+            if ($bytes !== false && $bytes !== '' && ($length === null || strlen($bytes) === $length)) {
                 $out[] = $bytes;
             }
         }

@@ -24,10 +24,12 @@ final class Webhooks
      *        receiver when it asks for one (mutual TLS): the certificate first, then up to 4
      *        of its chain, and its key. Write-only; one the server refuses (expired, key not
      *        its own, …) is an ApiError 422 `invalid`.
+     * @param string|null $signatureScheme `hmac-sha256` (the default) or `ed25519`: v1a
+     *        signatures, checked with the answer's `public_key` (no secret)
      */
-    public function create(string $url, array $events, ?string $description = null, ?array $headers = null, ?int $rateLimit = null, ?array $clientCertificate = null): WebhookModel
+    public function create(string $url, array $events, ?string $description = null, ?array $headers = null, ?int $rateLimit = null, ?array $clientCertificate = null, ?string $signatureScheme = null): WebhookModel
     {
-        $body = array_filter(['url' => $url, 'events' => $events, 'description' => $description, 'headers' => $headers, 'rate_limit' => $rateLimit, 'client_certificate' => $clientCertificate], static fn ($v) => $v !== null);
+        $body = array_filter(['url' => $url, 'events' => $events, 'description' => $description, 'headers' => $headers, 'rate_limit' => $rateLimit, 'client_certificate' => $clientCertificate, 'signature_scheme' => $signatureScheme], static fn ($v) => $v !== null);
         return WebhookModel::fromArray($this->t->request('POST', '/webhooks', body: $body, retrySafe: false));
     }
 
@@ -45,11 +47,13 @@ final class Webhooks
 
     /**
      * Changes the given fields only (`url`, `events`, `description`, `enabled`, `headers`,
-     * `rate_limit`, `client_certificate`); `rate_limit` null lifts the limit and
-     * `client_certificate` null removes the certificate, while an absent key leaves either
-     * as it is. Retried like a GET: it sets values, so a repeat leaves the same endpoint.
+     * `rate_limit`, `client_certificate`, `signature_scheme`); `rate_limit` null lifts the
+     * limit and `client_certificate` null removes the certificate, while an absent key
+     * leaves either as it is. A new `signature_scheme` signs alongside the old for 24 hours;
+     * a switch to `hmac-sha256` answers the new `secret`. Retried like a GET: it sets values,
+     * so a repeat leaves the same endpoint.
      *
-     * @param array{url?: string, events?: list<string>, description?: string, enabled?: bool, headers?: array<string, string>, rate_limit?: int|null, client_certificate?: array{cert: string, key: string}|null} $changes
+     * @param array{url?: string, events?: list<string>, description?: string, enabled?: bool, headers?: array<string, string>, rate_limit?: int|null, client_certificate?: array{cert: string, key: string}|null, signature_scheme?: string} $changes
      */
     public function update(int $id, array $changes): WebhookModel
     {

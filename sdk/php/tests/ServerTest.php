@@ -127,6 +127,41 @@ final class ServerTest extends TestCase
         }
     }
 
+    public function testAnEd25519EndpointsDeliveriesVerifyWithItsPublicKey(): void
+    {
+        $client = $this->client();
+        $port = Env::freePort();
+        $hook = $client->webhooks->create("http://127.0.0.1:{$port}/webhooks", ['order.paid'], signatureScheme: 'ed25519');
+        $this->assertSame(['ed25519', null], [$hook->signature_scheme, $hook->secret]);
+        $this->assertStringStartsWith('whpk_', $hook->public_key);
+        // The README's receiver, given the public key where the secret would go.
+        [$proc, $dir, $log] = $this->startReceiver($hook->public_key, $port);
+        try {
+            $sent = $client->events->send('order.paid', ['order' => 44, 'note' => 'ünïcode']);
+            Env::waitFor('the receiver to handle the event', fn () => self::handled($log, $sent->id));
+            $done = Env::waitFor('the attempt to succeed', function () use ($client, $sent) {
+                foreach ($client->deliveries->list(eventId: $sent->id)->data as $d) {
+                    if ($d->status === 'succeeded') {
+                        return $d;
+                    }
+                }
+                return null;
+            });
+            $detail = $client->deliveries->get($done->id);
+            $names = array_column(array_map(fn ($p) => [strtolower($p[0]), $p[1]], $detail->request_headers), 1, 0);
+            $this->assertArrayNotHasKey('x-botix-signature', $names);
+            foreach (explode(' ', $names['webhook-signature']) as $entry) {
+                $this->assertStringStartsWith('v1a,', $entry);
+            }
+            $this->assertSame($sent->id, Webhook::verify($detail->payload, $detail->request_headers, $hook->public_key)['event_id']);
+        } finally {
+            proc_terminate($proc);
+            proc_close($proc);
+            exec('rm -rf ' . escapeshellarg($dir));
+            $client->webhooks->delete($hook->id);
+        }
+    }
+
     public function testWebhooksCrudAndApiErrors(): void
     {
         $client = $this->client();

@@ -144,6 +144,30 @@ def test_a_delivery_reaches_the_readme_receiver_and_verifies(base_url, business_
     assert (gone.value.status, gone.value.code) == (404, "not_found")
 
 
+def test_an_ed25519_endpoints_deliveries_verify_with_its_public_key(base_url, business_key, tmp_path):
+    client = Client(business_key, base_url)
+    port = free_port()
+    hook = client.webhooks.create(f"http://127.0.0.1:{port}/webhooks", ["order.paid"],
+                                  signature_scheme="ed25519")
+    assert (hook.signature_scheme, hook.secret) == ("ed25519", None)
+    assert hook.public_key and hook.public_key.startswith("whpk_")
+    # The README's receiver, given the public key where the secret would go.
+    receiver = Receiver(tmp_path, hook.public_key, port)
+    try:
+        sent = client.events.send("order.paid", {"order": 44, "note": "ünïcode"})
+        wait_for("the receiver to handle the event", lambda: receiver.handled(sent.id))
+        d = wait_for("the attempt to succeed", lambda: [
+            x for x in client.deliveries.list(event_id=sent.id).data if x.status == "succeeded"])[0]
+        detail = client.deliveries.get(d.id)
+        names = {k.lower(): v for k, v in detail.request_headers}
+        assert "x-botix-signature" not in names
+        assert all(e.startswith("v1a,") for e in names["webhook-signature"].split())
+        assert verify(detail.payload, detail.request_headers, hook.public_key)["event_id"] == sent.id
+    finally:
+        receiver.stop()
+        client.webhooks.delete(hook.id)
+
+
 def test_webhooks_crud(base_url, business_key):
     client = Client(business_key, base_url)
     hook = client.webhooks.create("https://example.com/crud", ["*"], headers={"X-Token": "t"})

@@ -9,6 +9,7 @@ import {
   type EventAccepted,
   type Page,
   type Replay,
+  type SignatureScheme,
   type Webhook,
 } from "./models.js";
 import { DEFAULT_POLICY, type RetryPolicy } from "./retry.js";
@@ -83,6 +84,8 @@ export interface CreateWebhook {
   rate_limit?: number | null;
   /** Presented to the receiver when it asks for one (mutual TLS). */
   client_certificate?: ClientCertificateIn;
+  /** `hmac-sha256` (the default) or `ed25519`: v1a signatures, checked with the answer's `public_key` (no secret). */
+  signature_scheme?: SignatureScheme;
 }
 
 export interface UpdateWebhook {
@@ -95,6 +98,8 @@ export interface UpdateWebhook {
   rate_limit?: number | null;
   /** A new client certificate; null removes it, absent leaves it. */
   client_certificate?: ClientCertificateIn | null;
+  /** Switches schemes (both sign for 24 hours); to `hmac-sha256`, the answer carries the new `secret`. */
+  signature_scheme?: SignatureScheme;
 }
 
 /**

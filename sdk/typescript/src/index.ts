@@ -43,6 +43,7 @@ export { backoff, parseRetryAfter, retryWait, DEFAULT_POLICY, type RetryPolicy }
 export type { Attempt } from "./transport.js";
 export type {
   Webhook,
+  SignatureScheme,
   ClientCertificate,
   EventAccepted,
   Event,

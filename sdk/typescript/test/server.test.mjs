@@ -92,6 +92,29 @@ test("a delivery reaches the README receiver and verifies", async (t) => {
   assert.equal(forged.status, 400);
 });
 
+test("an ed25519 endpoint's deliveries verify with its public key", async (t) => {
+  const base = env(t, "POSTHORN_TEST_URL");
+  if (!base) return;
+  const client = new Client(env(t, "POSTHORN_TEST_KEY_BUSINESS"), { baseUrl: base });
+  const port = await freePort();
+  const hook = await client.webhooks.create({ url: `http://127.0.0.1:${port}/webhooks`, events: ["order.paid"], signature_scheme: "ed25519" });
+  t.after(() => client.webhooks.delete(hook.id));
+  assert.deepEqual([hook.signature_scheme, hook.secret], ["ed25519", undefined]);
+  assert.match(hook.public_key, /^whpk_/);
+  // The README's receiver, given the public key where the secret would go.
+  const receiver = await startReceiver(t, hook.public_key, port);
+  const sent = await client.events.send("order.paid", { order: 44, note: "ünïcode" });
+  await waitFor("the receiver to handle the event", () => receiver.handled(sent.id).length);
+  const done = await waitFor("the attempt to succeed", async () =>
+    (await client.deliveries.list({ event_id: sent.id })).data.find((d) => d.status === "succeeded"),
+  );
+  const detail = await client.deliveries.get(done.id);
+  const names = new Map(detail.request_headers.map(([k, v]) => [k.toLowerCase(), v]));
+  assert.ok(!names.has("x-botix-signature"));
+  assert.ok(names.get("webhook-signature").split(" ").every((e) => e.startsWith("v1a,")));
+  assert.equal(verify(detail.payload, detail.request_headers, hook.public_key).event_id, sent.id);
+});
+
 test("webhooks CRUD and API errors", async (t) => {
   const base = env(t, "POSTHORN_TEST_URL");
   if (!base) return;

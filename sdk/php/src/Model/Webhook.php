@@ -4,7 +4,10 @@ declare(strict_types=1);
 
 namespace Posthorn\Model;
 
-/** An endpoint. `secret` is only set in the answers to create and rotateSecret. */
+/**
+ * An endpoint. `secret` is only set in the answers to create and rotateSecret of an HMAC
+ * endpoint, and to an update that switches to `hmac-sha256`.
+ */
 class Webhook extends Model
 {
     public int $id;
@@ -20,5 +23,9 @@ class Webhook extends Model
     public ?int $rate_limit = null;
     /** presented to the receiver when it asks for one (mutual TLS); null: none */
     public ?ClientCertificate $client_certificate = null;
+    /** `hmac-sha256` (signed with the secret) or `ed25519` (v1a, checked with `public_key`) */
+    public string $signature_scheme = 'hmac-sha256';
+    /** `whpk_…`, once the endpoint has an ed25519 key; null: none */
+    public ?string $public_key = null;
     public ?string $secret = null;
 }

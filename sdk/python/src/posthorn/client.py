@@ -125,11 +125,14 @@ class Webhooks:
         headers: Optional[Mapping[str, str]] = None,
         rate_limit: Optional[int] = None,
         client_certificate: Optional[ClientCertificateIn] = None,
+        signature_scheme: Optional[str] = None,
     ) -> Webhook:
         """Creates an endpoint; the answer carries its `secret`. Not retried on 5xx
         (a repeat could create a second endpoint). `rate_limit`: attempts per second at
         most (None: unlimited). `client_certificate`: `{"cert", "key"}` in PEM; one the
-        server refuses (expired, key not its own, …) raises ApiError 422 `invalid`."""
+        server refuses (expired, key not its own, …) raises ApiError 422 `invalid`.
+        `signature_scheme`: `hmac-sha256` (the default) or `ed25519`, whose deliveries
+        carry v1a signatures checked with the answer's `public_key` (no secret)."""
         body: Dict[str, Any] = {"url": url, "events": list(events)}
         if description is not None:
             body["description"] = description
@@ -139,6 +142,8 @@ class Webhooks:
             body["headers"] = dict(headers)
         if client_certificate is not None:
             body["client_certificate"] = dict(client_certificate)
+        if signature_scheme is not None:
+            body["signature_scheme"] = signature_scheme
         _, data = self._t.request("POST", "/webhooks", body=body, retry_safe=False)
         return decode(Webhook, data)
 
@@ -163,11 +168,13 @@ class Webhooks:
         unlimited: bool = False,
         client_certificate: Optional[ClientCertificateIn] = None,
         remove_client_certificate: bool = False,
+        signature_scheme: Optional[str] = None,
     ) -> Webhook:
         """Changes the given fields only (`unlimited=True` lifts the rate limit;
         `client_certificate` replaces the certificate, `remove_client_certificate=True`
-        drops it). Retried like a GET: it sets values, so a repeat leaves the same
-        endpoint."""
+        drops it; `signature_scheme` switches schemes, both signing for 24 hours, and a
+        switch to `hmac-sha256` answers the new `secret`). Retried like a GET: it sets
+        values, so a repeat leaves the same endpoint."""
         if client_certificate is not None and remove_client_certificate:
             raise ValueError("give client_certificate or remove_client_certificate, not both")
         body: Dict[str, Any] = {
@@ -180,6 +187,7 @@ class Webhooks:
                 "headers": None if headers is None else dict(headers),
                 "rate_limit": rate_limit,
                 "client_certificate": None if client_certificate is None else dict(client_certificate),
+                "signature_scheme": signature_scheme,
             }.items()
             if v is not None
         }

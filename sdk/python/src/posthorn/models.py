@@ -39,7 +39,8 @@ class ClientCertificate:
 
 @dataclasses.dataclass(frozen=True)
 class Webhook:
-    """An endpoint. `secret` is only set in the answers to create and rotate_secret."""
+    """An endpoint. `secret` is only set in the answers to create and rotate_secret of an
+    HMAC endpoint, and to an update that switches to `hmac-sha256`."""
 
     id: int
     url: str
@@ -51,6 +52,9 @@ class Webhook:
     rate_limit: Optional[int] = None  # attempts per second at most; None: unlimited
     # Presented to the receiver when it asks for one (mutual TLS); None: none.
     client_certificate: Optional[ClientCertificate] = None
+    # `hmac-sha256` (signed with the secret) or `ed25519` (v1a, checked with `public_key`).
+    signature_scheme: str = "hmac-sha256"
+    public_key: Optional[str] = None  # `whpk_…`, once the endpoint has an ed25519 key
     secret: Optional[str] = None
 
 

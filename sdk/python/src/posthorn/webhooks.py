@@ -3,6 +3,9 @@
 Posthorn signs every attempt twice: Standard Webhooks (`webhook-id`, `webhook-timestamp`,
 `webhook-signature: v1,<base64>`) and its own `X-Botix-Signature: sha256=<hex>` with
 `X-Botix-Timestamp`. Either is enough; the Standard Webhooks one is checked when present.
+An endpoint with the ed25519 scheme signs `v1a,<base64>` (Standard Webhooks only), checked
+with its `whpk_` public key; that needs the optional `cryptography` package
+(`pip install 'posthorn[ed25519]'`), imported only then.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import hashlib
 import hmac
 import json
 import time
-from typing import Any, Iterable, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Tuple, Union
 
 __all__ = [
     "verify",
@@ -25,6 +28,9 @@ __all__ = [
 ]
 
 DEFAULT_TOLERANCE = 300
+_PUBLIC_KEY_PREFIX = "whpk_"
+_ED25519_KEY_LENGTH = 32
+_ED25519_SIGNATURE_LENGTH = 64
 # Bounds on what a sender controls: a rotation sends two signatures; more is abuse.
 _MAX_SIGNATURES = 16
 _MAX_HEADER_LENGTH = 4096
@@ -65,35 +71,44 @@ def verify(
 
     `payload` is the raw request body exactly as received (never re-serialised JSON);
     `headers` any mapping or list of pairs (Flask's, Django's, Starlette's headers work),
-    names matched case-insensitively; `secret` the endpoint's `whsec_…` secret.
+    names matched case-insensitively; `secret` the endpoint's `whsec_…` secret, or the
+    `whpk_…` public key of an endpoint with the ed25519 scheme (then only `v1a` signatures
+    count, and the `cryptography` package is needed: `pip install 'posthorn[ed25519]'`).
     Raises a subclass of `WebhookVerificationError` when the delivery is not genuine.
     """
     body = payload.encode("utf-8") if isinstance(payload, str) else bytes(payload)
+    # A bad or unusable public key is a setup mistake: raised whatever the headers are.
+    is_public_key = isinstance(secret, str) and secret.startswith(_PUBLIC_KEY_PREFIX)
+    check_v1a = _ed25519_verifier(secret) if is_public_key else None
     h = _lower_headers(headers)
     now = time.time() if now is None else now
     standard = ("webhook-id", "webhook-timestamp", "webhook-signature")
     botix = ("x-botix-signature", "x-botix-timestamp")
+    # X-Botix signatures are HMACs only: a public key cannot check them.
+    schemes = (standard,) if check_v1a else (standard, botix)
     if all(h.get(name) for name in standard):
         msg_id, stamp, header = (_header(h, name) for name in standard)
         _check_timestamp(stamp, now, tolerance)
-        expected = _hmac(_standard_key(secret), f"{msg_id}.{stamp}.".encode() + body)
-        candidates = _standard_signatures(header)
-    elif all(h.get(name) for name in botix):
+        content = f"{msg_id}.{stamp}.".encode() + body
+        if check_v1a:
+            # Nothing secret is involved, so stopping at the first match leaks nothing.
+            signatures = _standard_signatures(header, "v1a", _ED25519_SIGNATURE_LENGTH)
+            matched = any(check_v1a(sig, content) for sig in signatures)
+        else:
+            matched = _any_equal(_standard_signatures(header), _hmac(_standard_key(secret), content))
+    elif not check_v1a and all(h.get(name) for name in botix):
         header, stamp = (_header(h, name) for name in botix)
         _check_timestamp(stamp, now, tolerance)
         expected = _hmac(secret.encode("utf-8"), f"{stamp}.".encode() + body)
-        candidates = _botix_signatures(header)
+        matched = _any_equal(_botix_signatures(header), expected)
     else:
         # Name what is missing from the scheme the sender started on, else from both.
-        started = [s for s in (standard, botix) if any(h.get(n) for n in s)] or [standard, botix]
+        started = [s for s in schemes if any(h.get(n) for n in s)] or list(schemes)
         missing = [n for s in started for n in s if not h.get(n)]
         raise MissingHeadersError("missing header " + ", ".join(missing))
-    # Every candidate is compared, so the time taken does not tell which one was close.
-    matched = False
-    for candidate in candidates:
-        matched |= hmac.compare_digest(candidate, expected)
     if not matched:
-        raise InvalidSignatureError("no signature matches the body and the secret")
+        kind = "public key" if check_v1a else "secret"
+        raise InvalidSignatureError(f"no signature matches the body and the {kind}")
     try:
         return json.loads(body)
     except ValueError as e:
@@ -157,21 +172,63 @@ def _standard_key(secret: str) -> bytes:
         raise ValueError("the secret is not a whsec_ secret (base64 after the prefix)") from None
 
 
+def _ed25519_verifier(key: str) -> Callable[[bytes, bytes], bool]:
+    """Parses a `whpk_` key; the result tells whether a signature is the key's over a message."""
+    try:
+        raw = base64.b64decode(key[len(_PUBLIC_KEY_PREFIX) :], validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != _ED25519_KEY_LENGTH:
+        raise ValueError(
+            "the key is not a whpk_ public key (base64 of 32 bytes after the prefix)"
+        )
+    try:
+        # Imported here: HMAC verification must work without the optional package.
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    except ImportError:
+        raise ImportError(
+            "verifying v1a (ed25519) signatures with a whpk_ key needs the cryptography "
+            "package: pip install 'posthorn[ed25519]' (or pip install cryptography)"
+        ) from None
+    public = Ed25519PublicKey.from_public_bytes(raw)
+
+    def check(signature: bytes, message: bytes) -> bool:
+        try:
+            public.verify(signature, message)
+        except InvalidSignature:
+            return False
+        return True
+
+    return check
+
+
 def _hmac(key: bytes, message: bytes) -> bytes:
     return hmac.new(key, message, hashlib.sha256).digest()
 
 
-def _standard_signatures(header: str) -> list:
-    """`v1,<base64>` entries separated by spaces; other versions are skipped."""
+def _any_equal(candidates: list, expected: bytes) -> bool:
+    # Every candidate is compared, so the time taken does not tell which one was close.
+    matched = False
+    for candidate in candidates:
+        matched |= hmac.compare_digest(candidate, expected)
+    return matched
+
+
+def _standard_signatures(header: str, version: str = "v1", length: Optional[int] = None) -> list:
+    """`<version>,<base64>` entries separated by spaces; other versions, and signatures of
+    another `length` when one is given, are skipped."""
     out = []
     for entry in header.split()[:_MAX_SIGNATURES]:
-        version, _, sig = entry.partition(",")
-        if version != "v1":
+        found, _, sig = entry.partition(",")
+        if found != version:
             continue
         try:
-            out.append(base64.b64decode(sig, validate=True))
+            decoded = base64.b64decode(sig, validate=True)
         except (binascii.Error, ValueError):
             continue
+        if length is None or len(decoded) == length:
+            out.append(decoded)
     return out
 
 

@@ -1,5 +1,5 @@
 /** `Client`: every operation of `/public/v1`, one property per resource. */
-import { type Delivery, type DeliveryDetail, type DeliveryStatus, type Erasure, type Event, type EventAccepted, type Page, type Replay, type Webhook } from "./models.js";
+import { type Delivery, type DeliveryDetail, type DeliveryStatus, type Erasure, type Event, type EventAccepted, type Page, type Replay, type SignatureScheme, type Webhook } from "./models.js";
 import { type RetryPolicy } from "./retry.js";
 import { Transport, type Attempt } from "./transport.js";
 export declare const VERSION = "0.1.0";
@@ -38,6 +38,8 @@ export interface CreateWebhook {
     rate_limit?: number | null;
     /** Presented to the receiver when it asks for one (mutual TLS). */
     client_certificate?: ClientCertificateIn;
+    /** `hmac-sha256` (the default) or `ed25519`: v1a signatures, checked with the answer's `public_key` (no secret). */
+    signature_scheme?: SignatureScheme;
 }
 export interface UpdateWebhook {
     url?: string;
@@ -49,6 +51,8 @@ export interface UpdateWebhook {
     rate_limit?: number | null;
     /** A new client certificate; null removes it, absent leaves it. */
     client_certificate?: ClientCertificateIn | null;
+    /** Switches schemes (both sign for 24 hours); to `hmac-sha256`, the answer carries the new `secret`. */
+    signature_scheme?: SignatureScheme;
 }
 /**
  * A client certificate and its key, PEM, each at most 16 KiB. Write-only: answers show

@@ -4,7 +4,10 @@
  * `/operator/v1/openapi.json` by the test suite. Fields the server adds later pass
  * through untouched, so an older client keeps working.
  */
-/** An endpoint. `secret` is only set in the answers to create and rotateSecret. */
+/**
+ * An endpoint. `secret` is only set in the answers to create and rotateSecret of an HMAC
+ * endpoint, and to an update that switches to `hmac-sha256`.
+ */
 export interface Webhook {
     id: number;
     url: string;
@@ -17,8 +20,14 @@ export interface Webhook {
     rate_limit: number | null;
     /** Presented to the receiver when it asks for one (mutual TLS); null: none. */
     client_certificate: ClientCertificate | null;
+    /** `hmac-sha256` (signed with the secret) or `ed25519` (v1a, checked with `public_key`). */
+    signature_scheme: SignatureScheme;
+    /** `whpk_…`, once the endpoint has an ed25519 key; null: none. */
+    public_key: string | null;
     secret?: string;
 }
+/** How an endpoint's deliveries are signed. */
+export type SignatureScheme = "hmac-sha256" | "ed25519";
 /** What is shown of an endpoint's client certificate (its PEM and key never are). */
 export interface ClientCertificate {
     /** E.g. `CN=posthorn-client, O=Shop`. */

@@ -24,8 +24,9 @@ export type HeadersLike = {
  * Checks a delivery and returns its parsed JSON body.
  *
  * `payload` is the raw request body exactly as received (a Buffer, Uint8Array or string,
- * never re-serialised JSON); `secret` is the endpoint's `whsec_…` secret. Throws a subclass
- * of `WebhookVerificationError` when the delivery is not genuine.
+ * never re-serialised JSON); `secret` is the endpoint's `whsec_…` secret, or the `whpk_…`
+ * public key of an endpoint with the ed25519 scheme (then only `v1a` signatures count).
+ * Throws a subclass of `WebhookVerificationError` when the delivery is not genuine.
  */
 export declare function verify<T = any>(payload: Uint8Array | ArrayBuffer | string, headers: HeadersLike, secret: string, tolerance?: number, now?: number): T;
 /** The headers Posthorn would send for `payload`: for tests of your receiver. */
