@@ -149,8 +149,14 @@ up() {
     PRIMARY_PORT="$PRIMARY_PORT" HTTP_PORT="$HTTP_PORT" PG_SERVERS="$pg_servers" HTTP_SERVERS="$http_servers"
   haproxy -c -q -f "$DIR/haproxy.cfg" || die "haproxy.cfg does not check"
   spawn haproxy haproxy -db -f "$DIR/haproxy.cfg"
-  wait_for "the leader through HAProxy" 30 psql "postgres://postgres:$superuser@127.0.0.1:$PRIMARY_PORT/postgres" -tAc 'SELECT 1'
-  psql "postgres://postgres:$superuser@127.0.0.1:$PRIMARY_PORT/postgres" -qc 'CREATE DATABASE posthorn' >/dev/null
+  # HAProxy starts with every server up until its checks say otherwise (two failed
+  # checks, 2 s): wait until six connections in a row reach the leader, so nothing below
+  # lands on a node that is not it.
+  local admin="postgres://postgres:$superuser@127.0.0.1:$PRIMARY_PORT/postgres"
+  wait_for "the leader alone through HAProxy" 60 sh -c \
+    "for n in 1 2 3 4 5 6; do psql '$admin' -tAc 'SELECT NOT pg_is_in_recovery()' | grep -qx t || exit 1; done"
+  wait_for "the posthorn database" 30 sh -c \
+    "psql '$admin' -tAc \"SELECT 1 FROM pg_database WHERE datname = 'posthorn'\" | grep -qx 1 || psql '$admin' -qc 'CREATE DATABASE posthorn'"
   for i in 1 2; do
     wait_for "${NODES[$i]} streaming" 90 sh -c \
       "curl -sf http://127.0.0.1:$(rest_port $i)/replica >/dev/null"
