@@ -176,6 +176,9 @@ pub struct EndpointView {
     pub signature_scheme: String,
     #[serde(skip)]
     pub public_key: Option<String>,
+    /// Its filter (a CEL expression), shown and edited in the card's server-built block.
+    #[serde(skip)]
+    pub filter: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

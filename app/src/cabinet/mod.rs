@@ -165,6 +165,7 @@ pub async fn create_endpoint(
             rate_limit: None,
             client_cert: None,
             signature_scheme: None,
+            filter: None,
         },
     )
     .await?;

@@ -18,6 +18,8 @@ pub mod ed25519;
 pub mod endpoint_url;
 pub mod event_type;
 pub mod explain;
+#[cfg(feature = "ssr")]
+pub mod filter;
 pub mod id_search;
 #[cfg(feature = "ssr")]
 pub mod ids;

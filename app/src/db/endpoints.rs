@@ -15,7 +15,7 @@ use crate::{
 const COLUMNS: &str =
     "id, project_id, url, description, event_types, enabled, disabled_reason, created_at,
     ARRAY(SELECT h->>0 FROM jsonb_array_elements(custom_headers) h) AS header_names, rate_limit,
-    client_cert_subject, client_cert_not_after, signature_scheme, public_key";
+    client_cert_subject, client_cert_not_after, signature_scheme, public_key, filter";
 
 pub struct NewEndpoint<'a> {
     pub url: &'a str,
@@ -55,6 +55,27 @@ pub async fn set_custom_headers(
         .bind(id)
         .bind(access.project_id)
         .bind(sqlx::types::Json(sealed::seal_headers(headers)))
+        .execute(db)
+        .await?
+        .rows_affected(),
+    )
+}
+
+/// Sets the endpoint's filter (checked by the caller) or, with None, removes it.
+pub async fn set_filter(
+    db: impl sqlx::PgExecutor<'_>,
+    access: &Access,
+    id: i64,
+    filter: Option<&str>,
+) -> AppResult<()> {
+    super::found(
+        sqlx::query(
+            "UPDATE endpoints SET filter = $3, updated_at = now()
+              WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+        )
+        .bind(id)
+        .bind(access.project_id)
+        .bind(filter)
         .execute(db)
         .await?
         .rows_affected(),

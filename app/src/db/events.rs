@@ -144,12 +144,18 @@ pub async fn ingest_all(
     let mut handed: Vec<(Reserved, Vec<Claimed>)> = Vec::new();
     let mut waiting = false;
     for event in events {
-        let targets = targets_of(event.event_type.as_str());
+        let (targets, filtered_out) = super::targets::pass(
+            targets_of(event.event_type.as_str()),
+            event.event_type.as_str(),
+            event.data_json,
+            event.subjects.unwrap_or_default(),
+        );
+        let targets = targets.as_slice();
         let deliveries = targets.len() as i32;
         let event_id = new_event_id();
         let inserted: Option<DateTime<Utc>> = sqlx::query_scalar(
-            "INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key, subjects)
-             VALUES ($1, $2, $3, $4::json, $5, $6, $7, $8)
+            "INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key, subjects, filtered_out)
+             VALUES ($1, $2, $3, $4::json, $5, $6, $7, $8, $9::jsonb)
              ON CONFLICT (project_id, client_id) WHERE client_id IS NOT NULL DO NOTHING
              RETURNING created_at",
         )
@@ -161,6 +167,7 @@ pub async fn ingest_all(
         .bind(deliveries)
         .bind(event.ordering_key)
         .bind(event.subjects)
+        .bind(filtered_out)
         .fetch_optional(&mut *tx)
         .await?;
         let Some(created_at) = inserted else {
@@ -237,7 +244,13 @@ async fn ingest_one(
             found
         }
     };
-    let targets: Vec<&Target> = found.iter().collect();
+    let all: Vec<&Target> = found.iter().collect();
+    let (targets, filtered_out) = super::targets::pass(
+        &all,
+        event.event_type.as_str(),
+        event.data_json,
+        event.subjects.unwrap_or_default(),
+    );
     let deliveries = targets.len() as i32;
     let event_id = new_event_id();
     let attempts = first_attempts(project_id, &event_id, event, &targets);
@@ -254,6 +267,7 @@ async fn ingest_one(
         subjects: event
             .subjects
             .map(|s| serde_json::to_string(s).unwrap_or_default()),
+        filtered_out,
         attempts: attempts.clone(),
         taken,
         lease,
@@ -472,11 +486,13 @@ pub struct StoredEvent {
     pub subjects: Option<Vec<String>>,
     pub erased_at: Option<DateTime<Utc>>,
     pub erasure_id: Option<i64>,
+    /// Subscribed endpoints its filters skipped, and why (None: none were).
+    pub filtered_out: Option<sqlx::types::Json<Vec<super::targets::Skipped>>>,
 }
 
 const EVENT_COLUMNS: &str =
     "id AS seq, event_id, event_type, data, deliveries, ordering_key, created_at,
-     subjects, erased_at, erasure_id";
+     subjects, erased_at, erasure_id, filtered_out";
 
 pub async fn get(pool: &PgPool, project_id: i64, event_id: &str) -> AppResult<StoredEvent> {
     sqlx::query_as::<_, StoredEvent>(&format!(

@@ -41,6 +41,8 @@ pub(crate) struct Lone {
     pub client_id: Option<String>,
     /// The data subjects as a JSON array of strings.
     pub subjects: Option<String>,
+    /// The endpoints its filters skipped and why, as JSON (see [`super::events::Skipped`]).
+    pub filtered_out: Option<String>,
     pub attempts: Vec<NewAttempt>,
     /// Which attempts go to this process's dispatcher already leased.
     pub taken: Vec<bool>,
@@ -77,7 +79,10 @@ pub const ATTEMPT_WEIGHT: usize = 1024;
 
 /// A lone event's weight in a group: its payload and its attempts.
 fn weight(l: &Lone) -> usize {
-    l.data.len() + l.subjects.as_ref().map_or(0, String::len) + l.attempts.len() * ATTEMPT_WEIGHT
+    l.data.len()
+        + l.subjects.as_ref().map_or(0, String::len)
+        + l.filtered_out.as_ref().map_or(0, String::len)
+        + l.attempts.len() * ATTEMPT_WEIGHT
 }
 
 /// The statement behind every lone event: the events and all their attempts, one commit.
@@ -85,12 +90,13 @@ fn weight(l: &Lone) -> usize {
 /// attempts only for the events inserted.
 const STORE: &str = concat!(
     "WITH ev AS (
-        INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key, subjects)
+        INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key, subjects, filtered_out)
         SELECT e.event_id, e.project_id, e.event_type, e.data::json, e.client_id, e.deliveries, NULL,
                CASE WHEN e.subjects IS NOT NULL
-                    THEN ARRAY(SELECT json_array_elements_text(e.subjects::json)) END
-        FROM unnest($18::text[], $19::bigint[], $20::text[], $21::text[], $22::text[], $23::int[], $24::text[])
-             WITH ORDINALITY AS e(event_id, project_id, event_type, data, client_id, deliveries, subjects, n)
+                    THEN ARRAY(SELECT json_array_elements_text(e.subjects::json)) END,
+               e.filtered_out::jsonb
+        FROM unnest($18::text[], $19::bigint[], $20::text[], $21::text[], $22::text[], $23::int[], $24::text[], $25::text[])
+             WITH ORDINALITY AS e(event_id, project_id, event_type, data, client_id, deliveries, subjects, filtered_out, n)
         ORDER BY e.n
         ON CONFLICT (project_id, client_id) WHERE client_id IS NOT NULL DO NOTHING
         RETURNING event_id, created_at
@@ -156,6 +162,12 @@ pub(crate) async fn store(kept: &Kept, lones: &[Lone]) -> Result<Vec<Stored>, sq
                 lones
                     .iter()
                     .map(|l| l.subjects.as_deref())
+                    .collect::<Vec<Option<&str>>>(),
+            )
+            .bind(
+                lones
+                    .iter()
+                    .map(|l| l.filtered_out.as_deref())
                     .collect::<Vec<Option<&str>>>(),
             )
             .fetch_all(&mut *conn)

@@ -188,13 +188,26 @@ pub async fn tick(pool: &PgPool) -> AppResult<u64> {
             continue;
         }
         let (events, endpoints): (Vec<String>, Vec<i64>) = picked.into_iter().unzip();
-        // Pairs whose event or endpoint is gone, or whose event was erased, are left out here.
+        // Pairs whose event or endpoint is gone, or whose event was erased, are left out
+        // here, and so are those the endpoint's filter keeps out as it is now.
         // In the order the events were accepted: keyed ones join their lanes in that order.
-        let queueable: Vec<(String, String, i64, String, i32, Option<String>)> = sqlx::query_as(
+        #[derive(sqlx::FromRow)]
+        struct Pair {
+            event_id: String,
+            event_type: String,
+            endpoint_id: i64,
+            url: String,
+            attempt: i32,
+            ordering_key: Option<String>,
+            filter: Option<String>,
+            data: String,
+            subjects: Option<Vec<String>>,
+        }
+        let queueable: Vec<Pair> = sqlx::query_as(
             "SELECT p.event_id, ev.event_type, p.endpoint_id, e.url,
                     (SELECT coalesce(max(attempt), 0) + 1 FROM deliveries x
-                     WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id),
-                    ev.ordering_key
+                     WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id) AS attempt,
+                    ev.ordering_key, e.filter, ev.data::text AS data, ev.subjects
              FROM unnest($1::text[], $2::bigint[]) AS p(event_id, endpoint_id)
              JOIN events ev ON ev.event_id = p.event_id AND ev.erased_at IS NULL
              JOIN endpoints e ON e.id = p.endpoint_id AND e.deleted_at IS NULL
@@ -207,27 +220,34 @@ pub async fn tick(pool: &PgPool) -> AppResult<u64> {
         let by = format!("{by} (bulk replay #{id})");
         let mut attempts: Vec<NewAttempt> = queueable
             .into_iter()
-            .map(
-                |(event_id, event_type, endpoint_id, target_url, attempt, key)| NewAttempt {
-                    project_id,
-                    event_id,
-                    event_type,
-                    endpoint_id,
-                    target_url,
-                    attempt,
-                    trigger: Trigger::ManualRetry,
-                    triggered_by: Some(by.clone()),
-                    scheduled_at: None,
-                    chain_started_at: None,
-                    request_id: new_request_id(),
-                    // A replay joins the end of its key's lane.
-                    lane: match key {
-                        Some(_) => Lane::Join { waits_for: None },
-                        None => Lane::Off,
-                    },
-                    ordering_key: key,
+            .filter(|p| {
+                super::targets::passes_now(
+                    p.filter.as_deref(),
+                    &p.event_type,
+                    &p.data,
+                    p.subjects.as_deref().unwrap_or_default(),
+                )
+                .is_none()
+            })
+            .map(|p| NewAttempt {
+                project_id,
+                event_id: p.event_id,
+                event_type: p.event_type,
+                endpoint_id: p.endpoint_id,
+                target_url: p.url,
+                attempt: p.attempt,
+                trigger: Trigger::ManualRetry,
+                triggered_by: Some(by.clone()),
+                scheduled_at: None,
+                chain_started_at: None,
+                request_id: new_request_id(),
+                // A replay joins the end of its key's lane.
+                lane: match p.ordering_key {
+                    Some(_) => Lane::Join { waits_for: None },
+                    None => Lane::Off,
                 },
-            )
+                ordering_key: p.ordering_key,
+            })
             .collect();
         super::lanes::join(&mut tx, &mut attempts).await?;
         let pair_of: std::collections::HashMap<&str, &NewAttempt> = attempts
@@ -242,7 +262,8 @@ pub async fn tick(pool: &PgPool) -> AppResult<u64> {
                 Some((delivery_id, a.event_id.clone(), a.endpoint_id))
             })
             .collect();
-        // Pairs that could not be queued (event or endpoint gone) are marked done with 0.
+        // Pairs that could not be queued (event or endpoint gone, filtered out) are marked
+        // done with 0.
         sqlx::query(
             "UPDATE replay_items ri SET delivery_id = coalesce(m.id, 0)
              FROM unnest($2::text[], $3::bigint[]) AS p(event_id, endpoint_id)

@@ -30,6 +30,8 @@ pub struct Target {
     previous_secret: Option<String>,
     previous_secret_expires_at: Option<DateTime<Utc>>,
     pub custom_headers: sqlx::types::Json<Vec<(String, crate::core::sealed::StoredValue)>>,
+    /// Its filter, compiled (None: every event of its types).
+    pub filter: Option<Arc<crate::core::filter::Filter>>,
 }
 
 impl Target {
@@ -40,6 +42,63 @@ impl Target {
             .clone()
             .filter(|_| self.previous_secret_expires_at.is_some_and(|t| t > now))
     }
+}
+
+/// An endpoint an event's filters skipped, and why (kept with the event as JSON).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Skipped {
+    pub endpoint_id: i64,
+    pub reason: String,
+}
+
+/// The targets whose filters let the event through, and those skipped as JSON text
+/// (None when none were). The payload is converted for the filters once, and only when
+/// some target has one.
+pub fn pass<'t>(
+    targets: &[&'t Target],
+    event_type: &str,
+    data_json: &str,
+    subjects: &[String],
+) -> (Vec<&'t Target>, Option<String>) {
+    use crate::core::filter;
+    if targets.iter().all(|t| t.filter.is_none()) {
+        return (targets.to_vec(), None);
+    }
+    let input = filter::Input::parse(event_type, data_json, subjects);
+    let filters: Vec<Option<&filter::Filter>> =
+        targets.iter().map(|t| t.filter.as_deref()).collect();
+    let mut kept = Vec::with_capacity(targets.len());
+    let mut skipped = Vec::new();
+    for (t, verdict) in targets.iter().zip(filter::verdicts(&input, &filters)) {
+        match verdict.reason() {
+            None => kept.push(*t),
+            Some(reason) => skipped.push(Skipped {
+                endpoint_id: t.id,
+                reason,
+            }),
+        }
+    }
+    let skipped = (!skipped.is_empty())
+        .then(|| serde_json::to_string(&skipped).ok())
+        .flatten();
+    (kept, skipped)
+}
+
+/// Why an endpoint's filter as it is now keeps the event from it (None: it passes, or
+/// there is no filter): what Retry and bulk replay ask before they send again.
+pub fn passes_now(
+    filter: Option<&str>,
+    event_type: &str,
+    data_json: &str,
+    subjects: &[String],
+) -> Option<String> {
+    use crate::core::filter;
+    let f = match filter.map(filter::compiled)? {
+        Ok(f) => f,
+        Err(_) => filter::never(),
+    };
+    f.eval(&filter::Input::parse(event_type, data_json, subjects))
+        .reason()
 }
 
 /// The endpoints of the project subscribed to each of `types`, and the project's
@@ -68,12 +127,13 @@ pub async fn find<'c>(
         previous_secret: Option<String>,
         previous_secret_expires_at: Option<DateTime<Utc>>,
         custom_headers: Option<sqlx::types::Json<Vec<(String, crate::core::sealed::StoredValue)>>>,
+        filter: Option<String>,
     }
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT p.endpoints_version AS version, t.event_type, e.id, e.url,
                 e.rate_limit IS NOT NULL AS throttled, e.client_cert IS NOT NULL AS client_cert,
                 e.secret, e.previous_secret, e.signature_scheme, e.signing_key, e.scheme_switched_at,
-                e.previous_secret_expires_at, e.custom_headers
+                e.previous_secret_expires_at, e.custom_headers, e.filter
          FROM set_config('posthorn.defer_notify', 'on', true), projects p
          LEFT JOIN (unnest($2::text[]) AS t(event_type)
                     JOIN endpoints e ON e.event_types @> ARRAY['*'] OR e.event_types @> ARRAY[t.event_type])
@@ -102,6 +162,13 @@ pub async fn find<'c>(
                 previous_secret: r.previous_secret,
                 previous_secret_expires_at: r.previous_secret_expires_at,
                 custom_headers: r.custom_headers?,
+                // Checked when saved; one that no longer compiles (a stricter check
+                // since) matches nothing rather than everything.
+                filter: match r.filter.as_deref().map(crate::core::filter::compiled) {
+                    None => None,
+                    Some(Ok(f)) => Some(f),
+                    Some(Err(_)) => Some(crate::core::filter::never()),
+                },
             })
         })
         .collect();
@@ -202,6 +269,7 @@ mod tests {
             previous_secret: Some("old".into()),
             previous_secret_expires_at: Some(Utc::now() + chrono::Duration::seconds(60)),
             custom_headers: sqlx::types::Json(Vec::new()),
+            filter: None,
         }
     }
 

@@ -55,6 +55,7 @@ pub async fn retry(pool: &PgPool, access: &Access, id: i64) -> AppResult<Deliver
     let mut tx = pool.begin().await?;
     let row = deliveries::get_row(&mut *tx, access, id).await?;
     refuse_erased(&mut tx, &row.event_id).await?;
+    refuse_filtered(&mut tx, &row).await?;
     let new_id = deliveries::retry(&mut tx, &row, &access.email).await?;
     let new = deliveries::get_row(&mut *tx, access, new_id).await?;
     audit::record(
@@ -106,6 +107,36 @@ pub async fn redirect(
     let new = deliveries::get_row(&mut *tx, access, new_id).await?;
     tx.commit().await?;
     Ok((new, bin_id))
+}
+
+/// Retry sends to the endpoint as it is now: an event its filter now keeps out is not
+/// sent again (Redirect, to an inspector bin, still is).
+async fn refuse_filtered(tx: &mut sqlx::PgConnection, row: &DeliveryRow) -> AppResult<()> {
+    let found: Option<(Option<String>, String, String, Option<Vec<String>>)> = sqlx::query_as(
+        "SELECT e.filter, ev.event_type, ev.data::text, ev.subjects
+           FROM endpoints e, events ev
+          WHERE e.id = $1 AND e.project_id = $3 AND ev.event_id = $2 AND ev.project_id = $3",
+    )
+    .bind(row.endpoint_id)
+    .bind(&row.event_id)
+    .bind(row.project_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((filter, event_type, data, subjects)) = found else {
+        return Ok(());
+    };
+    match crate::db::targets::passes_now(
+        filter.as_deref(),
+        &event_type,
+        &data,
+        subjects.as_deref().unwrap_or_default(),
+    ) {
+        None => Ok(()),
+        Some(why) => Err(AppError::Conflict(format!(
+            "Not sent again: the endpoint's filter now keeps this event out ({why}). \
+             Change the filter, or Redirect it to an inspector bin."
+        ))),
+    }
 }
 
 /// An erased event has nothing left to send again.

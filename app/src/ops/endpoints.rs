@@ -27,6 +27,8 @@ pub struct NewEndpoint {
     pub client_cert: Option<ClientCert>,
     /// `hmac-sha256` (None: the default) or `ed25519`, checked.
     pub signature_scheme: Option<&'static str>,
+    /// A CEL expression over the event (checked here).
+    pub filter: Option<String>,
 }
 
 /// What to change; `None` leaves a field as it is. `headers` replaces all of them.
@@ -43,6 +45,15 @@ pub struct EndpointChange {
     pub client_cert: Option<Option<ClientCert>>,
     /// A scheme to switch to (checked); both sign for 24 hours after a switch.
     pub signature_scheme: Option<&'static str>,
+    /// `Some(None)` removes the filter; `None` leaves it as it is.
+    pub filter: Option<Option<String>>,
+}
+
+/// A filter as saved: checked (422 with the parser's message and position otherwise).
+fn checked_filter(filter: &str) -> AppResult<&str> {
+    crate::core::filter::compiled(filter)
+        .map(|_| filter)
+        .map_err(AppError::Invalid)
 }
 
 /// Returns the endpoint and its secret (shown once to its creator).
@@ -53,6 +64,9 @@ pub async fn create(
 ) -> AppResult<(EndpointView, String)> {
     access.require(Action::CreateEndpoint)?;
     check_description(&new.description).map_err(AppError::Invalid)?;
+    if let Some(f) = &new.filter {
+        checked_filter(f)?;
+    }
     let mut tx = pool.begin().await?;
     let limits = limits::admit(&mut tx, access.project_id, Limit::Endpoints, 1).await?;
     limits::admit_event_types(&limits, &new.event_types)?;
@@ -75,6 +89,10 @@ pub async fn create(
         signature_schemes::set(&mut tx, access, ep.id, scheme, true).await?;
         (ep.signature_scheme, ep.public_key) =
             signature_schemes::of(&mut *tx, access, ep.id).await?;
+    }
+    if let Some(f) = &new.filter {
+        endpoints::set_filter(&mut *tx, access, ep.id, Some(f)).await?;
+        ep.filter = Some(f.clone());
     }
     if let Some(cert) = &new.client_cert {
         endpoints::set_client_cert(&mut *tx, access, ep.id, Some(cert)).await?;
@@ -103,6 +121,9 @@ pub async fn change(
     if let Some(d) = &change.description {
         check_description(d).map_err(AppError::Invalid)?;
     }
+    if let Some(Some(f)) = &change.filter {
+        checked_filter(f)?;
+    }
     let action = match change.enabled {
         Some(true) => "endpoint.enable",
         Some(false) => "endpoint.disable",
@@ -115,6 +136,7 @@ pub async fn change(
         "rate_limit": change.rate_limit,
         "client_certificate": change.client_cert.as_ref().map(|c| c.as_ref().map(|c| &c.subject)),
         "signature_scheme": change.signature_scheme,
+        "filter": change.filter,
     });
     let mut tx = pool.begin().await?;
     if let Some(types) = &change.event_types {
@@ -142,6 +164,10 @@ pub async fn change(
         endpoints::set_client_cert(&mut *tx, access, id, cert.as_ref()).await?;
         ep.client_cert_subject = cert.as_ref().map(|c| c.subject.clone());
         ep.client_cert_not_after = cert.as_ref().map(|c| c.not_after);
+    }
+    if let Some(f) = &change.filter {
+        endpoints::set_filter(&mut *tx, access, id, f.as_deref()).await?;
+        ep.filter = f.clone();
     }
     let mut secret = None;
     if let Some(scheme) = change.signature_scheme {

@@ -223,6 +223,18 @@ pub struct Event {
     pub erased_at: Option<chrono::DateTime<chrono::Utc>>,
     #[schema(required = true)]
     pub erasure_id: Option<i64>,
+    /// The endpoints subscribed to its type whose filters it did not pass, and why (a
+    /// filter false, or failing on this event, e.g. for a missing key): they had no
+    /// attempt. `[]` when none.
+    pub filtered_out: Vec<FilteredOut>,
+}
+
+/// An endpoint an event's filter kept it from.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct FilteredOut {
+    pub endpoint_id: i64,
+    #[schema(example = "the filter was false")]
+    pub reason: String,
 }
 
 impl From<StoredEvent> for Event {
@@ -237,6 +249,16 @@ impl From<StoredEvent> for Event {
             subjects: e.subjects.unwrap_or_default(),
             erased_at: e.erased_at,
             erasure_id: e.erasure_id,
+            filtered_out: e
+                .filtered_out
+                .map(|f| f.0)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|s| FilteredOut {
+                    endpoint_id: s.endpoint_id,
+                    reason: s.reason,
+                })
+                .collect(),
         }
     }
 }

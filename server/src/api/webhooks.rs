@@ -162,6 +162,12 @@ pub struct CreateWebhook {
     /// (`v1a` signatures, verified with `public_key`; no secret).
     #[schema(value_type = Option<String>, pattern = r"^(hmac-sha256|ed25519)$")]
     pub signature_scheme: Option<String>,
+    /// A CEL expression over `event`, `data` and `subjects` (e.g.
+    /// `data.amount > 1000 && data.region == "eu"`): an event it does not match makes no
+    /// attempt for this endpoint. At most 1024 bytes; checked when saved (422 with the
+    /// position of what is wrong).
+    #[schema(max_length = 1024)]
+    pub filter: Option<String>,
 }
 
 /// A client certificate and its key, PEM (each at most 16 KiB; the certificate first,
@@ -229,6 +235,10 @@ pub struct UpdateWebhook {
     /// the new `secret`, once.
     #[schema(value_type = Option<String>, pattern = r"^(hmac-sha256|ed25519)$")]
     pub signature_scheme: Option<String>,
+    /// A new filter (CEL, at most 1024 bytes); null removes it, absent leaves it as it is.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, max_length = 1024)]
+    pub filter: Option<Option<String>>,
 }
 
 /// JSON's integers include `5.0`, as JSON Schema's `integer` does; `5.5` is refused.
@@ -274,6 +284,9 @@ pub struct Webhook {
     /// `whpk_<base64 of the 32-byte ed25519 public key>`, once the endpoint has one.
     #[schema(required = true, pattern = r"^whpk_[A-Za-z0-9+/]+={0,2}$")]
     pub public_key: Option<String>,
+    /// The CEL filter events must match to be sent here (null: every event of `events`).
+    #[schema(required = true)]
+    pub filter: Option<String>,
     /// `whsec_…`; only in the answers to create and rotate-secret (HMAC endpoints) and to a
     /// PATCH that switches to `hmac-sha256`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -294,6 +307,7 @@ impl Webhook {
             rate_limit: e.rate_limit,
             signature_scheme: e.signature_scheme,
             public_key: e.public_key,
+            filter: e.filter,
             client_certificate: e
                 .client_cert_subject
                 .zip(e.client_cert_not_after)
@@ -331,6 +345,7 @@ pub async fn create(
             rate_limit,
             client_cert,
             signature_scheme,
+            filter: body.filter,
         },
     )
     .await?;
@@ -424,6 +439,7 @@ pub async fn update(
             rate_limit,
             client_cert,
             signature_scheme,
+            filter: body.filter,
         },
     )
     .await?;
