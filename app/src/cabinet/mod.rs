@@ -4,11 +4,13 @@
 
 mod alerts;
 mod catalogue;
+mod filters;
 mod keys;
 mod team;
 
 pub use alerts::*;
 pub use catalogue::*;
+pub use filters::*;
 pub use keys::*;
 pub use team::*;
 
@@ -30,7 +32,8 @@ pub struct EndpointStats {
     pub failures: Vec<(String, i64)>,
     /// This endpoint receives the project's `endpoint.disabled` notices.
     pub is_ops: bool,
-    /// Its client certificate and the forms for it, as HTML (see `core::cert_card`).
+    /// Its client certificate and filter and the forms for them, as HTML (see
+    /// `core::cert_card`, `core::filter_card`).
     pub cert_html: String,
 }
 
@@ -76,6 +79,9 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
         SetClientCertificate::url()
     };
     let now = chrono::Utc::now();
+    let days = projects::window_days(&ctx.pool, access.project_id, ctx.cfg.retention_days).await?;
+    let mut filter_cards =
+        filters::FilterCards::read(&ctx.pool, &access, &list, &query, days).await?;
     let endpoint_activity::Activity {
         hourly: rows,
         p95,
@@ -95,7 +101,7 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
                         .map(|r| r.3 as f64 / r.2 as f64)
                 })
                 .collect();
-            let cert_html = crate::core::cert_card::html(
+            let mut cert_html = crate::core::cert_card::html(
                 &crate::core::cert_card::CertCard {
                     id: endpoint.id,
                     subject: endpoint.client_cert_subject.as_deref(),
@@ -110,6 +116,7 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
                 },
                 now,
             );
+            cert_html.push_str(&filter_cards.html(&endpoint, now));
             EndpointStats {
                 cert_html,
                 attempts_24h: mine.iter().map(|r| r.2).sum(),

@@ -20,6 +20,8 @@ pub mod event_type;
 pub mod explain;
 #[cfg(feature = "ssr")]
 pub mod filter;
+#[cfg(feature = "ssr")]
+pub mod filter_card;
 pub mod id_search;
 #[cfg(feature = "ssr")]
 pub mod ids;

@@ -26,26 +26,48 @@ pub fn landing(next: Option<&str>) -> &str {
 /// site, else the endpoints page) without an earlier form's error, and with this one's
 /// (`cert_endpoint`, `cert_error`) when there is one.
 pub fn with_cert_error(referer: &str, error: Option<(i64, String)>) -> String {
+    let notes: Vec<(&str, String)> = match error {
+        Some((id, message)) => vec![
+            ("cert_endpoint", id.to_string()),
+            ("cert_error", message.chars().take(300).collect()),
+        ],
+        None => Vec::new(),
+    };
+    back_with(referer, &notes)
+}
+
+/// What the card forms leave in the page's address for the page to show.
+const CARD_NOTES: [&str; 6] = [
+    "cert_error",
+    "cert_endpoint",
+    "filter_error",
+    "filter_endpoint",
+    "try_endpoint",
+    "try_filter",
+];
+
+/// The page a plain form was sent from (as [`with_cert_error`]), with `notes` in place
+/// of whatever an earlier card form left there.
+pub fn back_with(referer: &str, notes: &[(&str, String)]) -> String {
     let base = url::Url::parse("http://posthorn.invalid").expect("a base URL");
     let page = base
         .join(referer)
         .ok()
         .filter(|u| safe_next(u.path()).is_some());
     let Some(mut page) = page else {
-        return with_cert_error("/developers/webhooks", error);
+        return back_with("/developers/webhooks", notes);
     };
     let kept: Vec<(String, String)> = page
         .query_pairs()
-        .filter(|(k, _)| k != "cert_error" && k != "cert_endpoint")
+        .filter(|(k, _)| !CARD_NOTES.contains(&k.as_ref()))
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
         .collect();
     page.set_query(None);
     {
         let mut q = page.query_pairs_mut();
         q.extend_pairs(kept);
-        if let Some((id, message)) = error {
-            q.append_pair("cert_endpoint", &id.to_string());
-            q.append_pair("cert_error", &message.chars().take(300).collect::<String>());
+        for (k, v) in notes {
+            q.append_pair(k, v);
         }
     }
     let query = page.query().filter(|q| !q.is_empty());

@@ -13,6 +13,7 @@ pub mod endpoint_health;
 pub mod endpoints;
 pub mod erasures;
 pub mod events;
+pub mod filtered;
 pub mod group_commit;
 pub mod handoff;
 pub mod horizon;

@@ -112,8 +112,15 @@ pub async fn redirect(
 /// Retry sends to the endpoint as it is now: an event its filter now keeps out is not
 /// sent again (Redirect, to an inspector bin, still is).
 async fn refuse_filtered(tx: &mut sqlx::PgConnection, row: &DeliveryRow) -> AppResult<()> {
-    let found: Option<(Option<String>, String, String, Option<Vec<String>>)> = sqlx::query_as(
-        "SELECT e.filter, ev.event_type, ev.data::text, ev.subjects
+    #[derive(sqlx::FromRow)]
+    struct Now {
+        filter: Option<String>,
+        event_type: String,
+        data: String,
+        subjects: Option<Vec<String>>,
+    }
+    let found: Option<Now> = sqlx::query_as(
+        "SELECT e.filter, ev.event_type, ev.data::text AS data, ev.subjects
            FROM endpoints e, events ev
           WHERE e.id = $1 AND e.project_id = $3 AND ev.event_id = $2 AND ev.project_id = $3",
     )
@@ -122,14 +129,14 @@ async fn refuse_filtered(tx: &mut sqlx::PgConnection, row: &DeliveryRow) -> AppR
     .bind(row.project_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((filter, event_type, data, subjects)) = found else {
+    let Some(now) = found else {
         return Ok(());
     };
     match crate::db::targets::passes_now(
-        filter.as_deref(),
-        &event_type,
-        &data,
-        subjects.as_deref().unwrap_or_default(),
+        now.filter.as_deref(),
+        &now.event_type,
+        &now.data,
+        now.subjects.as_deref().unwrap_or_default(),
     ) {
         None => Ok(()),
         Some(why) => Err(AppError::Conflict(format!(

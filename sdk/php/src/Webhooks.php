@@ -26,10 +26,14 @@ final class Webhooks
      *        its own, …) is an ApiError 422 `invalid`.
      * @param string|null $signatureScheme `hmac-sha256` (the default) or `ed25519`: v1a
      *        signatures, checked with the answer's `public_key` (no secret)
+     * @param string|null $filter a CEL expression over `event`, `data` and `subjects` (at
+     *        most 1024 bytes, e.g. `data.amount > 1000`): an event it does not match makes
+     *        no attempt for this endpoint. One that does not parse or check is an ApiError
+     *        422 `invalid` saying where (`… at 1:14`).
      */
-    public function create(string $url, array $events, ?string $description = null, ?array $headers = null, ?int $rateLimit = null, ?array $clientCertificate = null, ?string $signatureScheme = null): WebhookModel
+    public function create(string $url, array $events, ?string $description = null, ?array $headers = null, ?int $rateLimit = null, ?array $clientCertificate = null, ?string $signatureScheme = null, ?string $filter = null): WebhookModel
     {
-        $body = array_filter(['url' => $url, 'events' => $events, 'description' => $description, 'headers' => $headers, 'rate_limit' => $rateLimit, 'client_certificate' => $clientCertificate, 'signature_scheme' => $signatureScheme], static fn ($v) => $v !== null);
+        $body = array_filter(['url' => $url, 'events' => $events, 'description' => $description, 'headers' => $headers, 'rate_limit' => $rateLimit, 'client_certificate' => $clientCertificate, 'signature_scheme' => $signatureScheme, 'filter' => $filter], static fn ($v) => $v !== null);
         return WebhookModel::fromArray($this->t->request('POST', '/webhooks', body: $body, retrySafe: false));
     }
 
@@ -47,13 +51,13 @@ final class Webhooks
 
     /**
      * Changes the given fields only (`url`, `events`, `description`, `enabled`, `headers`,
-     * `rate_limit`, `client_certificate`, `signature_scheme`); `rate_limit` null lifts the
-     * limit and `client_certificate` null removes the certificate, while an absent key
-     * leaves either as it is. A new `signature_scheme` signs alongside the old for 24 hours;
-     * a switch to `hmac-sha256` answers the new `secret`. Retried like a GET: it sets values,
-     * so a repeat leaves the same endpoint.
+     * `rate_limit`, `client_certificate`, `signature_scheme`, `filter`); `rate_limit` null
+     * lifts the limit, `client_certificate` null removes the certificate and `filter` null
+     * removes the filter, while an absent key leaves each as it is. A new `signature_scheme`
+     * signs alongside the old for 24 hours; a switch to `hmac-sha256` answers the new
+     * `secret`. Retried like a GET: it sets values, so a repeat leaves the same endpoint.
      *
-     * @param array{url?: string, events?: list<string>, description?: string, enabled?: bool, headers?: array<string, string>, rate_limit?: int|null, client_certificate?: array{cert: string, key: string}|null, signature_scheme?: string} $changes
+     * @param array{url?: string, events?: list<string>, description?: string, enabled?: bool, headers?: array<string, string>, rate_limit?: int|null, client_certificate?: array{cert: string, key: string}|null, signature_scheme?: string, filter?: string|null} $changes
      */
     public function update(int $id, array $changes): WebhookModel
     {

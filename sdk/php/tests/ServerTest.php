@@ -9,6 +9,7 @@ use Posthorn\ApiError;
 use Posthorn\Client;
 use Posthorn\Model\ClientCertificate;
 use Posthorn\Model\DeliveryDetail;
+use Posthorn\Model\FilteredOut;
 use Posthorn\Webhook;
 
 /** Against a real `posthorn serve` on a fresh database (started by sdk/test.sh). */
@@ -20,6 +21,7 @@ final class ServerTest extends TestCase
         'ClientCertificateOut' => 'ClientCertificate',
         'EventAccepted' => 'EventAccepted',
         'Event' => 'Event',
+        'FilteredOut' => 'FilteredOut',
         'Delivery' => 'Delivery',
         'DeliveryDetail' => 'DeliveryDetail',
         'Replay' => 'Replay',
@@ -245,6 +247,63 @@ final class ServerTest extends TestCase
                 [422, 'invalid', 'client_certificate: the key does not belong to the first certificate'],
                 [$e->status, $e->errorCode, $e->apiMessage],
             );
+        }
+    }
+
+    public function testAFilterDecidesWhichEventsAnEndpointGets(): void
+    {
+        $client = $this->client();
+        $kind = 'payment.filtered_php';
+        // Refused when saved, the message saying where.
+        try {
+            $client->webhooks->create('https://example.com/filtered-php', [$kind], filter: 'data.amount >');
+            $this->fail('expected 422');
+        } catch (ApiError $e) {
+            $this->assertSame([422, 'invalid'], [$e->status, $e->errorCode]);
+            $this->assertStringStartsWith('filter: ', $e->apiMessage);
+            $this->assertStringContainsString('at 1:14', $e->apiMessage);
+        }
+        $hook = $client->webhooks->create('https://example.com/filtered-php', [$kind], filter: 'data.amount > 1000');
+        try {
+            $this->assertSame('data.amount > 1000', $hook->filter);
+            $this->assertSame('data.amount > 1000', $client->webhooks->get($hook->id)->filter);
+            try {
+                $client->webhooks->update($hook->id, ['filter' => 'data.amount >']);
+                $this->fail('expected 422');
+            } catch (ApiError $e) {
+                $this->assertSame([422, 'invalid'], [$e->status, $e->errorCode]);
+            }
+
+            // Too small: no attempt, and the event says which endpoint it skipped and why.
+            $small = $client->events->send($kind, ['amount' => 5]);
+            $this->assertSame(0, $small->deliveries);
+            $got = $client->events->get($small->id);
+            $this->assertSame(0, $got->deliveries);
+            $this->assertCount(1, $got->filtered_out);
+            $this->assertInstanceOf(FilteredOut::class, $got->filtered_out[0]);
+            $this->assertSame([$hook->id, 'the filter was false'], [$got->filtered_out[0]->endpoint_id, $got->filtered_out[0]->reason]);
+            $listed = Env::waitFor('the event in the list', function () use ($client, $kind, $small) {
+                foreach ($client->events->list(type: $kind)->data as $e) {
+                    if ($e->id === $small->id) {
+                        return $e;
+                    }
+                }
+                return null;
+            });
+            $this->assertEquals($got->filtered_out, $listed->filtered_out);
+            $big = $client->events->send($kind, ['amount' => 5000]);
+            $this->assertSame(1, $big->deliveries);
+            $gotBig = $client->events->get($big->id);
+            $this->assertSame([1, []], [$gotBig->deliveries, $gotBig->filtered_out]);
+
+            // Absent leaves it as it is; null removes it.
+            $this->assertSame('data.amount > 1000', $client->webhooks->update($hook->id, ['description' => 'kept'])->filter);
+            $this->assertSame('data.amount > 10', $client->webhooks->update($hook->id, ['filter' => 'data.amount > 10'])->filter);
+            $this->assertNull($client->webhooks->update($hook->id, ['filter' => null])->filter);
+            $this->assertNull($client->webhooks->get($hook->id)->filter);
+            $this->assertSame(1, $client->events->send($kind, ['amount' => 5])->deliveries);
+        } finally {
+            $client->webhooks->delete($hook->id);
         }
     }
 

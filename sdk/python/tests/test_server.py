@@ -26,6 +26,7 @@ from posthorn import (
     Erasure,
     Event,
     EventAccepted,
+    FilteredOut,
     Replay,
     Webhook,
 )
@@ -229,6 +230,49 @@ def test_a_client_certificate_is_set_shown_and_removed(base_url, business_key, p
     assert refused.value.message == "client_certificate: the key does not belong to the first certificate"
 
 
+def test_a_filter_decides_which_events_an_endpoint_gets(base_url, business_key):
+    client = Client(business_key, base_url)
+    kind = "payment.filtered_py"
+    # Refused when saved, the message saying where.
+    with pytest.raises(ApiError) as bad:
+        client.webhooks.create("https://example.com/filtered", [kind], filter="data.amount >")
+    assert (bad.value.status, bad.value.code) == (422, "invalid")
+    assert bad.value.message.startswith("filter: ") and "at 1:14" in bad.value.message
+    hook = client.webhooks.create("https://example.com/filtered", [kind], filter="data.amount > 1000")
+    try:
+        assert hook.filter == "data.amount > 1000"
+        assert client.webhooks.get(hook.id).filter == "data.amount > 1000"
+        with pytest.raises(ApiError) as bad:
+            client.webhooks.update(hook.id, filter="data.amount >")
+        assert (bad.value.status, bad.value.code) == (422, "invalid")
+
+        # Too small: no attempt, and the event says which endpoint it skipped and why.
+        small = client.events.send(kind, {"amount": 5})
+        assert small.deliveries == 0
+        got = client.events.get(small.id)
+        assert got.deliveries == 0
+        assert got.filtered_out == [FilteredOut(endpoint_id=hook.id, reason="the filter was false")]
+        assert isinstance(got.filtered_out[0], FilteredOut)
+        listed = wait_for("the event in the list", lambda: [
+            e for e in client.events.list(type=kind).data if e.id == small.id])
+        assert listed[0].filtered_out == got.filtered_out
+        big = client.events.send(kind, {"amount": 5000})
+        assert big.deliveries == 1
+        got = client.events.get(big.id)
+        assert (got.deliveries, got.filtered_out) == (1, [])
+
+        # Absent leaves it as it is; null removes it.
+        assert client.webhooks.update(hook.id, description="kept").filter == "data.amount > 1000"
+        assert client.webhooks.update(hook.id, filter="data.amount > 10").filter == "data.amount > 10"
+        assert client.webhooks.update(hook.id, remove_filter=True).filter is None
+        assert client.webhooks.get(hook.id).filter is None
+        assert client.events.send(kind, {"amount": 5}).deliveries == 1
+        with pytest.raises(ValueError):  # refused before sending: set and remove at once
+            client.webhooks.update(hook.id, filter="true", remove_filter=True)
+    finally:
+        client.webhooks.delete(hook.id)
+
+
 def test_an_ordering_key_is_sent_and_read_back(base_url, business_key):
     client = Client(business_key, base_url)
     hook = client.webhooks.create("https://example.com/ordered", ["order.keyed"])
@@ -307,6 +351,7 @@ MODELS = {
     "ClientCertificateOut": ClientCertificate,
     "EventAccepted": EventAccepted,
     "Event": Event,
+    "FilteredOut": FilteredOut,
     "Delivery": Delivery,
     "DeliveryDetail": DeliveryDetail,
     "Replay": Replay,

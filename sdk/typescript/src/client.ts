@@ -86,6 +86,12 @@ export interface CreateWebhook {
   client_certificate?: ClientCertificateIn;
   /** `hmac-sha256` (the default) or `ed25519`: v1a signatures, checked with the answer's `public_key` (no secret). */
   signature_scheme?: SignatureScheme;
+  /**
+   * A CEL expression over `event`, `data` and `subjects` (at most 1024 bytes, e.g.
+   * `data.amount > 1000`): an event it does not match makes no attempt for this endpoint.
+   * One that does not parse or check is an `ApiError` 422 `invalid` saying where (`… at 1:14`).
+   */
+  filter?: string | null;
 }
 
 export interface UpdateWebhook {
@@ -100,6 +106,8 @@ export interface UpdateWebhook {
   client_certificate?: ClientCertificateIn | null;
   /** Switches schemes (both sign for 24 hours); to `hmac-sha256`, the answer carries the new `secret`. */
   signature_scheme?: SignatureScheme;
+  /** A new CEL filter; null removes it (every event of `events` is sent), absent leaves it. */
+  filter?: string | null;
 }
 
 /**

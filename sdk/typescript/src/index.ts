@@ -47,6 +47,7 @@ export type {
   ClientCertificate,
   EventAccepted,
   Event,
+  FilteredOut,
   Delivery,
   DeliveryDetail,
   DeliveryStatus,

@@ -25,6 +25,8 @@ export interface Webhook {
   signature_scheme: SignatureScheme;
   /** `whpk_…`, once the endpoint has an ed25519 key; null: none. */
   public_key: string | null;
+  /** The CEL filter events must match to be sent here; null: every event of `events`. */
+  filter: string | null;
   secret?: string;
 }
 
@@ -56,6 +58,18 @@ export interface Event {
   /** When its data was erased, and by which erasure; null while it is kept. */
   erased_at: Date | null;
   erasure_id: number | null;
+  /**
+   * The endpoints subscribed to its type whose filters it did not pass, and why: they had
+   * no attempt (`deliveries` counts only the others). `[]` when none.
+   */
+  filtered_out: FilteredOut[];
+}
+
+/** An endpoint subscribed to an event's type that its filter kept the event from. */
+export interface FilteredOut {
+  endpoint_id: number;
+  /** E.g. `the filter was false`, or why the filter failed on this event. */
+  reason: string;
 }
 
 export type DeliveryStatus = "pending" | "in_flight" | "succeeded" | "failed" | "dead_letter";

@@ -182,6 +182,46 @@ test("a client certificate is set, shown and removed", async (t) => {
   );
 });
 
+test("a filter decides which events an endpoint gets", async (t) => {
+  const base = env(t, "POSTHORN_TEST_URL");
+  if (!base) return;
+  const client = new Client(env(t, "POSTHORN_TEST_KEY_BUSINESS"), { baseUrl: base });
+  const kind = "payment.filtered_ts";
+  const invalid = (e) => e instanceof ApiError && e.status === 422 && e.code === "invalid";
+  // Refused when saved, the message saying where.
+  await assert.rejects(
+    client.webhooks.create({ url: "https://example.com/filtered-ts", events: [kind], filter: "data.amount >" }),
+    (e) => invalid(e) && e.apiMessage.startsWith("filter: ") && e.apiMessage.includes("at 1:14"),
+  );
+  const hook = await client.webhooks.create({ url: "https://example.com/filtered-ts", events: [kind], filter: "data.amount > 1000" });
+  t.after(() => client.webhooks.delete(hook.id));
+  assert.equal(hook.filter, "data.amount > 1000");
+  assert.equal((await client.webhooks.get(hook.id)).filter, "data.amount > 1000");
+  await assert.rejects(client.webhooks.update(hook.id, { filter: "data.amount >" }), invalid);
+
+  // Too small: no attempt, and the event says which endpoint it skipped and why.
+  const small = await client.events.send(kind, { amount: 5 });
+  assert.equal(small.deliveries, 0);
+  const got = await client.events.get(small.id);
+  assert.equal(got.deliveries, 0);
+  assert.deepEqual(got.filtered_out, [{ endpoint_id: hook.id, reason: "the filter was false" }]);
+  const listed = await waitFor("the event in the list", async () =>
+    (await client.events.list({ type: kind })).data.find((e) => e.id === small.id),
+  );
+  assert.deepEqual(listed.filtered_out, got.filtered_out);
+  const big = await client.events.send(kind, { amount: 5000 });
+  assert.equal(big.deliveries, 1);
+  const gotBig = await client.events.get(big.id);
+  assert.deepEqual([gotBig.deliveries, gotBig.filtered_out], [1, []]);
+
+  // Absent leaves it as it is; null removes it.
+  assert.equal((await client.webhooks.update(hook.id, { description: "kept" })).filter, "data.amount > 1000");
+  assert.equal((await client.webhooks.update(hook.id, { filter: "data.amount > 10" })).filter, "data.amount > 10");
+  assert.equal((await client.webhooks.update(hook.id, { filter: null })).filter, null);
+  assert.equal((await client.webhooks.get(hook.id)).filter, null);
+  assert.equal((await client.events.send(kind, { amount: 5 })).deliveries, 1);
+});
+
 test("an ordering key is sent and read back", async (t) => {
   const base = env(t, "POSTHORN_TEST_URL");
   if (!base) return;
@@ -332,6 +372,7 @@ const MODELS = {
   ClientCertificateOut: "ClientCertificate",
   EventAccepted: "EventAccepted",
   Event: "Event",
+  FilteredOut: "FilteredOut",
   Delivery: "Delivery",
   DeliveryDetail: "DeliveryDetail",
   Replay: "Replay",

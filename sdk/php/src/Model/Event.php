@@ -18,4 +18,16 @@ class Event extends Model
     /** when its data was erased, and by which erasure; null while it is kept */
     public ?\DateTimeImmutable $erased_at = null;
     public ?int $erasure_id = null;
+    /**
+     * @var list<FilteredOut> the endpoints subscribed to its type whose filters it did not
+     *      pass, and why: they had no attempt (`deliveries` counts only the others); [] when none
+     */
+    public array $filtered_out = [];
+
+    public static function fromArray(array $data): static
+    {
+        $event = parent::fromArray($data);
+        $event->filtered_out = array_map(static fn (array $f) => FilteredOut::fromArray($f), $data['filtered_out'] ?? []);
+        return $event;
+    }
 }

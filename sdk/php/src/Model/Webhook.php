@@ -27,5 +27,7 @@ class Webhook extends Model
     public string $signature_scheme = 'hmac-sha256';
     /** `whpk_…`, once the endpoint has an ed25519 key; null: none */
     public ?string $public_key = null;
+    /** the CEL filter events must match to be sent here; null: every event of `events` */
+    public ?string $filter = null;
     public ?string $secret = null;
 }

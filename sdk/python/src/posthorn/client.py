@@ -126,13 +126,18 @@ class Webhooks:
         rate_limit: Optional[int] = None,
         client_certificate: Optional[ClientCertificateIn] = None,
         signature_scheme: Optional[str] = None,
+        filter: Optional[str] = None,
     ) -> Webhook:
         """Creates an endpoint; the answer carries its `secret`. Not retried on 5xx
         (a repeat could create a second endpoint). `rate_limit`: attempts per second at
         most (None: unlimited). `client_certificate`: `{"cert", "key"}` in PEM; one the
         server refuses (expired, key not its own, …) raises ApiError 422 `invalid`.
         `signature_scheme`: `hmac-sha256` (the default) or `ed25519`, whose deliveries
-        carry v1a signatures checked with the answer's `public_key` (no secret)."""
+        carry v1a signatures checked with the answer's `public_key` (no secret).
+        `filter`: a CEL expression over `event`, `data` and `subjects` (at most 1024
+        bytes, e.g. `data.amount > 1000`); an event it does not match makes no attempt
+        for this endpoint. One that does not parse or check raises ApiError 422
+        `invalid`, its message saying where (`… at 1:14`)."""
         body: Dict[str, Any] = {"url": url, "events": list(events)}
         if description is not None:
             body["description"] = description
@@ -144,6 +149,8 @@ class Webhooks:
             body["client_certificate"] = dict(client_certificate)
         if signature_scheme is not None:
             body["signature_scheme"] = signature_scheme
+        if filter is not None:
+            body["filter"] = filter
         _, data = self._t.request("POST", "/webhooks", body=body, retry_safe=False)
         return decode(Webhook, data)
 
@@ -169,14 +176,19 @@ class Webhooks:
         client_certificate: Optional[ClientCertificateIn] = None,
         remove_client_certificate: bool = False,
         signature_scheme: Optional[str] = None,
+        filter: Optional[str] = None,
+        remove_filter: bool = False,
     ) -> Webhook:
         """Changes the given fields only (`unlimited=True` lifts the rate limit;
         `client_certificate` replaces the certificate, `remove_client_certificate=True`
         drops it; `signature_scheme` switches schemes, both signing for 24 hours, and a
-        switch to `hmac-sha256` answers the new `secret`). Retried like a GET: it sets
-        values, so a repeat leaves the same endpoint."""
+        switch to `hmac-sha256` answers the new `secret`; `filter` replaces the CEL
+        filter, `remove_filter=True` drops it so every event of `events` is sent).
+        Retried like a GET: it sets values, so a repeat leaves the same endpoint."""
         if client_certificate is not None and remove_client_certificate:
             raise ValueError("give client_certificate or remove_client_certificate, not both")
+        if filter is not None and remove_filter:
+            raise ValueError("give filter or remove_filter, not both")
         body: Dict[str, Any] = {
             k: v
             for k, v in {
@@ -188,6 +200,7 @@ class Webhooks:
                 "rate_limit": rate_limit,
                 "client_certificate": None if client_certificate is None else dict(client_certificate),
                 "signature_scheme": signature_scheme,
+                "filter": filter,
             }.items()
             if v is not None
         }
@@ -196,6 +209,8 @@ class Webhooks:
         # The server reads null as "remove", absent as "leave as it is".
         if remove_client_certificate:
             body["client_certificate"] = None
+        if remove_filter:
+            body["filter"] = None
         _, data = self._t.request(
             "PATCH", _path("webhooks", webhook_id), body=body, retry_safe=True
         )

@@ -18,6 +18,7 @@ __all__ = [
     "ClientCertificate",
     "EventAccepted",
     "Event",
+    "FilteredOut",
     "Delivery",
     "DeliveryDetail",
     "Replay",
@@ -55,6 +56,8 @@ class Webhook:
     # `hmac-sha256` (signed with the secret) or `ed25519` (v1a, checked with `public_key`).
     signature_scheme: str = "hmac-sha256"
     public_key: Optional[str] = None  # `whpk_…`, once the endpoint has an ed25519 key
+    # The CEL filter events must match to be sent here; None: every event of `events`.
+    filter: Optional[str] = None
     secret: Optional[str] = None
 
 
@@ -62,6 +65,14 @@ class Webhook:
 class EventAccepted:
     id: str
     deliveries: int
+
+
+@dataclasses.dataclass(frozen=True)
+class FilteredOut:
+    """An endpoint subscribed to an event's type that its filter kept the event from."""
+
+    endpoint_id: int
+    reason: str  # e.g. `the filter was false`, or why the filter failed on this event
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +87,9 @@ class Event:
     # When its data was erased, and by which erasure; None while it is kept.
     erased_at: Optional[_dt.datetime] = None
     erasure_id: Optional[int] = None
+    # The endpoints subscribed to its type whose filters it did not pass, and why: they
+    # had no attempt (`deliveries` counts only the others). [] when none.
+    filtered_out: List[FilteredOut] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
