@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod operator;
 pub mod portal;
 pub mod replayer;
+pub mod schema_download;
 pub mod seed;
 pub mod state;
 pub mod web;

@@ -50,6 +50,10 @@ pub fn router(state: AppState) -> Router {
         })
         .route("/logout", get(logout_form).post(logout))
         .route("/portal/{token}", get(crate::portal::redeem))
+        .route(
+            "/developers/events/schema/{type}",
+            get(crate::schema_download::download),
+        )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(middleware::from_fn_with_state(
             state.pool.clone(),

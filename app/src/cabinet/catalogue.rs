@@ -22,6 +22,9 @@ pub struct EventTypeInfo {
     pub last_seen: Option<DateTime<Utc>>,
     pub example: Option<String>,
     pub documented: Option<String>,
+    /// Its JSON Schema, shown and offered for download, as HTML built on the server
+    /// (empty: none).
+    pub schema_html: String,
 }
 
 /// The platform's documented event types.
@@ -61,6 +64,7 @@ pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
             count_14d: n,
             last_seen: last,
             example: ex,
+            schema_html: String::new(),
         })
         .collect();
     use crate::core::alerts;
@@ -74,7 +78,22 @@ pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
                 last_seen: None,
                 example: None,
                 documented: Some(doc.into()),
+                schema_html: String::new(),
             });
+        }
+    }
+    for s in crate::db::schemas::list(&ctx.pool, access.project_id).await? {
+        let html = schema_html(access.project_id, &s);
+        match out.iter_mut().find(|e| e.event_type == s.event_type) {
+            Some(e) => e.schema_html = html,
+            None => out.push(EventTypeInfo {
+                event_type: s.event_type.clone(),
+                count_14d: 0,
+                last_seen: None,
+                example: None,
+                documented: None,
+                schema_html: html,
+            }),
         }
     }
     // Notices nobody has received yet still show what they carry.
@@ -85,4 +104,23 @@ pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
         }
     }
     Ok(out)
+}
+
+/// A type's schema in the catalogue: its version, the schema itself (folded), and a
+/// download link (served by the server, for signed-in users of the project).
+#[cfg(feature = "ssr")]
+fn schema_html(project_id: i64, s: &crate::db::schemas::StoredSchema) -> String {
+    use crate::core::alerts::escape_html;
+    let pretty = serde_json::from_str::<serde_json::Value>(&s.schema)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_else(|_| s.schema.clone());
+    let t: String = url::form_urlencoded::byte_serialize(s.event_type.as_bytes()).collect();
+    format!(
+        "<details data-testid=\"event-schema\"><summary>schema v{}</summary><pre class=\"code\">{}</pre>\
+         </details> <a href=\"/developers/events/schema/{t}?project={project_id}\" download=\"{}.schema.json\" \
+         data-testid=\"download-schema\">download</a>",
+        s.version,
+        escape_html(&pretty),
+        escape_html(&s.event_type),
+    )
 }

@@ -152,15 +152,15 @@ pub fn never() -> Arc<Filter> {
 /// One event as filters see it, converted once for all of its endpoints.
 pub struct Input {
     event: String,
-    data: serde_json::Value,
+    data: cel::Value,
     subjects: Vec<String>,
 }
 
 impl Input {
-    pub fn new(event: &str, data: serde_json::Value, subjects: &[String]) -> Self {
+    pub fn new(event: &str, data: &serde_json::Value, subjects: &[String]) -> Self {
         Input {
             event: event.to_string(),
-            data,
+            data: to_cel(data),
             subjects: subjects.to_vec(),
         }
     }
@@ -168,16 +168,39 @@ impl Input {
     /// From the payload as stored (valid JSON text).
     pub fn parse(event: &str, data_json: &str, subjects: &[String]) -> Self {
         let data = serde_json::from_str(data_json).unwrap_or(serde_json::Value::Null);
-        Self::new(event, data, subjects)
+        Self::new(event, &data, subjects)
     }
 
     fn context(&self) -> Result<cel::Context<'static, 'static>, String> {
         let mut ctx = cel::Context::default();
         ctx.add_variable("event", self.event.as_str())
-            .and_then(|_| ctx.add_variable("data", &self.data))
             .and_then(|_| ctx.add_variable("subjects", &self.subjects))
             .map_err(|e| e.to_string())?;
+        ctx.add_variable_from_value("data", self.data.clone());
         Ok(ctx)
+    }
+}
+
+/// A JSON value for CEL. A whole number is an `int` when it fits one (a `uint` only past
+/// that), so that arithmetic with int literals works (`data.order % 2 == 0`); CEL compares
+/// ints, uints and doubles with each other as numbers.
+fn to_cel(v: &serde_json::Value) -> cel::Value {
+    use serde_json::Value as J;
+    match v {
+        J::Null => cel::Value::Null,
+        J::Bool(b) => cel::Value::Bool(*b),
+        J::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => cel::Value::Int(i),
+            (None, Some(u)) => cel::Value::UInt(u),
+            _ => cel::Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        J::String(s) => cel::Value::String(Arc::new(s.clone())),
+        J::Array(a) => cel::Value::List(Arc::new(a.iter().map(to_cel).collect())),
+        J::Object(o) => o
+            .iter()
+            .map(|(k, v)| (k.clone(), to_cel(v)))
+            .collect::<HashMap<String, cel::Value>>()
+            .into(),
     }
 }
 

@@ -21,6 +21,8 @@ fn json_numbers_compare_with_int_and_double_literals() {
         "data.neg < 0",
         "data.region == 'eu' && event.startsWith('payment.')",
         "'user_1' in subjects",
+        "data.amount % 2 == 0 && data.amount + 1 == 1501",
+        "data.neg * 2 == -6",
     ] {
         assert_eq!(verdict(f, data), Verdict::Match, "{f}");
     }

@@ -33,6 +33,8 @@ pub mod permissions;
 pub mod ratelimit;
 pub mod retry;
 #[cfg(feature = "ssr")]
+pub mod schema;
+#[cfg(feature = "ssr")]
 pub mod sealed;
 pub mod signing;
 pub mod status;

@@ -41,6 +41,8 @@ pub struct KeyOwner {
     /// The project's endpoints as this lookup saw them (see the `endpoints_version`
     /// migration): endpoints read at this version are as fresh as the key.
     pub endpoints_version: i64,
+    /// How many event-type schemas the project has (none: ingest looks for none).
+    pub event_schemas: i32,
     /// How deeply an event's `data` may nest in this project (SPEC "Limits").
     pub data_depth: u32,
     /// The operator's override of the plan's requests per minute, if set.
@@ -55,7 +57,7 @@ impl KeyOwner {
         key_id: i64,
         project_id: i64,
         plan: &str,
-        endpoints_version: i64,
+        (endpoints_version, event_schemas): (i64, i32),
         limits: &serde_json::Value,
     ) -> KeyOwner {
         use crate::core::operator::{override_of, API_REQUESTS_PER_MINUTE, RETENTION_DAYS};
@@ -64,6 +66,7 @@ impl KeyOwner {
             project_id,
             plan: Plan::parse(plan).unwrap_or(Plan::Trial),
             endpoints_version,
+            event_schemas,
             data_depth: crate::core::limits::Limits::from_overrides(limits)
                 .get(crate::core::limits::Limit::DataDepth),
             per_minute: override_of(limits, API_REQUESTS_PER_MINUTE),
@@ -84,9 +87,10 @@ pub async fn authenticate_counting<'c>(
     key: &str,
     window_start: i64,
 ) -> AppResult<Option<(KeyOwner, u32)>> {
-    let row = sqlx::query_as::<_, (i64, i64, String, i64, i32, Limits)>(
+    let row = sqlx::query_as::<_, (i64, i64, String, i64, i32, Limits, i32)>(
         "WITH k AS (
-            SELECT k.id, k.project_id, p.plan, p.endpoints_version, p.limits, k.last_used_at FROM api_keys k
+            SELECT k.id, k.project_id, p.plan, p.endpoints_version, p.limits, k.last_used_at,
+                   p.event_schemas FROM api_keys k
             JOIN projects p ON p.id = k.project_id AND p.deleted_at IS NULL
             WHERE k.key_hash = $1 AND k.revoked_at IS NULL
          ), touched AS (
@@ -98,7 +102,8 @@ pub async fn authenticate_counting<'c>(
             ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_counters.count + 1
             RETURNING count
          )
-         SELECT k.id, k.project_id, k.plan, k.endpoints_version, counted.count, k.limits FROM k, counted",
+         SELECT k.id, k.project_id, k.plan, k.endpoints_version, counted.count, k.limits,
+                k.event_schemas FROM k, counted",
     )
     .bind(hash_key(key))
     .bind(window_start)
@@ -106,8 +111,9 @@ pub async fn authenticate_counting<'c>(
     .fetch_optional(pool)
     .await?;
     Ok(row.map(
-        |(key_id, project_id, plan, endpoints_version, count, limits)| {
-            let owner = KeyOwner::new(key_id, project_id, &plan, endpoints_version, &limits);
+        |(key_id, project_id, plan, endpoints_version, count, limits, schemas)| {
+            let versions = (endpoints_version, schemas);
+            let owner = KeyOwner::new(key_id, project_id, &plan, versions, &limits);
             (owner, count.max(0) as u32)
         },
     ))
@@ -141,12 +147,12 @@ pub async fn authenticate_counting_all<'c>(
             }
         })
         .collect();
-    let rows = sqlx::query_as::<_, (Vec<u8>, i64, i64, i64, String, i64, i32, Limits)>(
+    let rows = sqlx::query_as::<_, (Vec<u8>, i64, i64, i64, String, i64, i32, Limits, i32)>(
         "WITH asked AS (
             SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::int[]) AS a(key_hash, window_start, n)
          ), k AS (
             SELECT k.id, k.project_id, p.plan, p.endpoints_version, p.limits, k.last_used_at, a.key_hash,
-                   a.window_start, a.n
+                   a.window_start, a.n, p.event_schemas
             FROM asked a
             JOIN api_keys k ON k.key_hash = a.key_hash AND k.revoked_at IS NULL
             JOIN projects p ON p.id = k.project_id AND p.deleted_at IS NULL
@@ -161,7 +167,7 @@ pub async fn authenticate_counting_all<'c>(
             RETURNING bucket, window_start, count
          )
          SELECT k.key_hash, k.window_start, k.id, k.project_id, k.plan, k.endpoints_version, c.count,
-                k.limits
+                k.limits, k.event_schemas
          FROM k JOIN counted c ON c.bucket = $4 || k.id AND c.window_start = k.window_start",
     )
     .bind(distinct.iter().map(|d| d.0.clone()).collect::<Vec<Vec<u8>>>())
@@ -174,9 +180,10 @@ pub async fn authenticate_counting_all<'c>(
         .iter()
         .map(|(i, nth)| {
             let (hash, window, n) = &distinct[*i];
-            let (_, _, key_id, project_id, plan, endpoints_version, count, limits) =
+            let (_, _, key_id, project_id, plan, endpoints_version, count, limits, schemas) =
                 rows.iter().find(|r| r.0 == *hash && r.1 == *window)?;
-            let owner = KeyOwner::new(*key_id, *project_id, plan, *endpoints_version, limits);
+            let versions = (*endpoints_version, *schemas);
+            let owner = KeyOwner::new(*key_id, *project_id, plan, versions, limits);
             // The count after all of them, less the ones presented after this one.
             Some((owner, (count - n + 1 + nth).max(0) as u32))
         })

@@ -29,6 +29,7 @@ pub mod portal;
 pub mod projects;
 pub mod rate_counters;
 pub mod replays;
+pub mod schemas;
 pub mod sealing;
 pub mod server_keys;
 pub mod signature_schemes;

@@ -184,6 +184,8 @@ pub async fn find<'c>(
 #[derive(Default)]
 pub struct TargetCache {
     inner: Mutex<Lists>,
+    /// The compiled schemas of the projects' event types, kept for the same version.
+    pub schemas: crate::core::schema::SchemaCache,
 }
 
 #[derive(Default)]

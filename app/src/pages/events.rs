@@ -1,4 +1,5 @@
-//! `/developers/events`: the event types seen and documented, with an example payload.
+//! `/developers/events`: the event types seen and documented, with an example payload
+//! and their JSON Schemas.
 
 use leptos::prelude::*;
 
@@ -22,7 +23,7 @@ pub fn EventsPage() -> impl IntoView {
                     let content = match types.await {
                         Ok(list) => view! {
                             <table class="grid">
-                                <thead><tr><th>"Type"</th><th>"Description"</th><th class="num">"Last 14 days"</th><th>"Last seen"</th><th>"Example payload"</th></tr></thead>
+                                <thead><tr><th>"Type"</th><th>"Description"</th><th class="num">"Last 14 days"</th><th>"Last seen"</th><th>"Example payload"</th><th>"Schema"</th></tr></thead>
                                 <tbody>
                                     {list.into_iter().map(|t| view! {
                                         <tr data-testid="event-type-row">
@@ -31,6 +32,7 @@ pub fn EventsPage() -> impl IntoView {
                                             <td class="num" data-label="Last 14 days">{t.count_14d}</td>
                                             <td data-label="Last seen">{t.last_seen.map(|at| view! { <Time at/> })}</td>
                                             <td>{t.example.as_deref().map(|e| view! { <details><summary>"show"</summary><pre class="code">{pretty(e)}</pre></details> })}</td>
+                                            <td inner_html=t.schema_html></td>
                                         </tr>
                                     }).collect_view()}
                                 </tbody>

@@ -272,6 +272,7 @@ impl From<StoredEvent> for Event {
 pub async fn create_batch(
     State(pool): State<PgPool>,
     State(handoff): State<Handoff>,
+    State(targets): State<std::sync::Arc<app::db::targets::TargetCache>>,
     Extension(caller): Extension<Caller>,
     Extension(rate): Extension<super::RateWindow>,
     ApiJson(body): ApiJson<CreateEventBatch>,
@@ -287,6 +288,18 @@ pub async fn create_batch(
     for (i, e) in body.events.iter().enumerate() {
         items.push(check_item(e, &format!("events[{i}]."), caller.data_depth)?);
     }
+    let typed: Vec<(String, &str, &str)> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            (
+                format!("events[{i}]."),
+                item.event_type.as_str(),
+                &*item.data,
+            )
+        })
+        .collect();
+    super::schemas::conform(&pool, &targets, &caller, &typed).await?;
     // The request itself was counted; the other events are counted now, and given back
     // if they do not fit in the minute.
     let extra = (n - 1) as i32;
@@ -388,6 +401,8 @@ pub async fn create(
         }
     };
     let item = check_item(&body, "", caller.data_depth)?;
+    let typed = [(String::new(), item.event_type.as_str(), &*item.data)];
+    super::schemas::conform(&pool, &targets, &caller, &typed).await?;
     let client_id = item.key.or(header_key.filter(|k| !k.is_empty()));
     let event = events::NewEvent {
         event_type: &item.event_type,

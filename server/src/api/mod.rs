@@ -8,6 +8,7 @@ pub mod events;
 pub mod openapi;
 pub mod paging;
 pub mod replays;
+pub mod schemas;
 pub mod webhooks;
 
 pub use error::ApiError;
@@ -25,7 +26,7 @@ use axum::{
     http::{header, HeaderValue, StatusCode},
     middleware::{self, Next},
     response::{IntoResponse, Response},
-    routing::{delete, get, post},
+    routing::{delete, get, post, put},
     Router,
 };
 use serde::de::DeserializeOwned;
@@ -48,6 +49,10 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/webhooks/{id}/recover", post(replays::recover))
         .route("/replays/{id}", get(replays::get))
         .route("/replays/{id}/cancel", post(replays::cancel))
+        .route(
+            "/event-types/{type}/schema",
+            put(schemas::put).get(schemas::get).delete(schemas::delete),
+        )
         .route("/events", post(events::create).get(events::list))
         .route("/events/batch", post(events::create_batch))
         .route("/events/{id}", get(events::get))
@@ -86,6 +91,8 @@ pub struct Caller {
     pub key_id: i64,
     /// The project's endpoints version the key's lookup saw.
     pub endpoints_version: i64,
+    /// How many event-type schemas the project had then.
+    pub event_schemas: i32,
     /// The deepest `data` the project accepts (its `data_depth` limit).
     pub data_depth: u32,
     /// The operator's `retention_days` for the project, if set.
@@ -268,6 +275,7 @@ async fn authenticate_and_limit(
                     project_id: o.project_id,
                     key_id: o.key_id,
                     endpoints_version: o.endpoints_version,
+                    event_schemas: o.event_schemas,
                     data_depth: o.data_depth,
                     retention_days: o.retention_days,
                 });

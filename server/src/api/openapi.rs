@@ -91,6 +91,7 @@ const ERRORS: CommonErrors = CommonErrors {
         super::events::erase, super::erasures::create, super::erasures::get,
         super::deliveries::list, super::deliveries::get, super::deliveries::retry,
         super::replays::recover, super::replays::get, super::replays::cancel,
+        super::schemas::put, super::schemas::get, super::schemas::delete,
     ),
     components(schemas(super::error::ApiErrorBody, super::error::ApiErrorDetail)),
     modifiers(&KEY, &ERRORS),

@@ -23,7 +23,7 @@ mod throughput;
 
 pub use latency::{latency, Backlog};
 pub use processes::receiver;
-pub use throughput::{fanout, ingest};
+pub use throughput::{fanout, ingest, Subscribers};
 
 /// The `posthorn` binary measured: beside this one, or `POSTHORN_BIN` (an earlier build,
 /// for before/after figures; it migrates its own database).

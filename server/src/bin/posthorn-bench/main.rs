@@ -10,6 +10,7 @@
 //! posthorn-bench api-latency --rate 200 --seconds 30 [--backlog held|deep|replays|keyed-batches|batches --rows 300000]
 //! posthorn-bench api-fanout --endpoints 100 --rate 72 --seconds 60
 //! posthorn-bench api-ingest --concurrency 32 --seconds 20 [--batch 100]
+//!   [--endpoints 100 --filter 'data.amount > 1000 && data.currency == "EUR"']
 //!
 //! The dashboard (`dashboard`) and the inspector (`inspector`):
 //! posthorn-bench queries --rows 10000000 --projects 1000
@@ -29,6 +30,7 @@ use server::metrics::Metrics;
 mod api;
 mod dashboard;
 mod erasure;
+mod filters;
 mod in_process;
 mod inspector;
 
@@ -79,8 +81,24 @@ enum Mode {
         /// Events per request: above 1, `POST /public/v1/events/batch`.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
         batch: u64,
+        /// Endpoints every event goes to (before filters).
+        #[arg(long, default_value_t = 1)]
+        endpoints: usize,
+        /// A CEL filter every endpoint gets (the events carry `data.amount` 4200 and
+        /// `data.currency` "EUR").
+        #[arg(long)]
+        filter: Option<String>,
         #[arg(long = "env", value_parser = parse_env)]
         env: Vec<(String, String)>,
+    },
+    /// In process: one event's filter verdicts for many endpoints.
+    FilterEval {
+        #[arg(long, default_value_t = 100)]
+        endpoints: usize,
+        #[arg(long, default_value_t = 20_000)]
+        events: usize,
+        #[arg(long, default_value = "data.amount > 1000 && data.currency == \"EUR\"")]
+        filter: String,
     },
     /// The API benchmarks' receiver (started by them as a process of its own).
     #[command(hide = true)]
@@ -213,8 +231,18 @@ async fn run(args: Args) {
             concurrency,
             seconds,
             batch,
+            endpoints,
+            filter,
             env,
-        } => api::ingest(concurrency, seconds, batch, env).await,
+        } => {
+            let to = api::Subscribers { endpoints, filter };
+            api::ingest(concurrency, seconds, batch, to, env).await
+        }
+        Mode::FilterEval {
+            endpoints,
+            events,
+            filter,
+        } => filters::eval(endpoints, events, &filter),
         Mode::Queries {
             rows,
             projects,

@@ -70,11 +70,16 @@ impl Rig {
 
     /// An endpoint through the API; returns its id.
     pub async fn endpoint(&self, key: &str, url: &str) -> i64 {
+        self.endpoint_filtered(key, url, None).await
+    }
+
+    /// An endpoint for every event type, with `filter` if given.
+    pub async fn endpoint_filtered(&self, key: &str, url: &str, filter: Option<&str>) -> i64 {
         let r: serde_json::Value = self
             .client
             .post(format!("{}/public/v1/webhooks", self.server.base))
             .bearer_auth(key)
-            .json(&serde_json::json!({ "url": url, "events": ["*"] }))
+            .json(&serde_json::json!({ "url": url, "events": ["*"], "filter": filter }))
             .send()
             .await
             .unwrap()

@@ -71,14 +71,30 @@ pub async fn fanout(endpoints: usize, rate: u64, seconds: u64, env: Vec<(String,
     before.report(&after, all.len() as u64, "delivery");
 }
 
+/// What `ingest` sends to.
+pub struct Subscribers {
+    pub endpoints: usize,
+    /// Every endpoint's filter (a CEL expression), if any.
+    pub filter: Option<String>,
+}
+
 /// Events accepted per second by `POST /public/v1/events` with `concurrency` clients
-/// sending back to back (closed loop), one endpoint subscribed; with `batch` > 1, that
-/// many events per `POST /public/v1/events/batch`. Then waits for every delivery, so the
-/// CPU figure covers an event's ingest and its delivery.
-pub async fn ingest(concurrency: usize, seconds: u64, batch: u64, env: Vec<(String, String)>) {
+/// sending back to back (closed loop) to `to.endpoints` endpoints (each with `to.filter`);
+/// with `batch` > 1, that many events per `POST /public/v1/events/batch`. Then waits for
+/// every delivery, so the CPU figure covers an event's ingest and its deliveries.
+pub async fn ingest(
+    concurrency: usize,
+    seconds: u64,
+    batch: u64,
+    to: Subscribers,
+    env: Vec<(String, String)>,
+) {
     let rig = Rig::start(&env).await;
     let url = rig.receiver_url("/hook");
-    rig.endpoint(&rig.key, &url).await;
+    for _ in 0..to.endpoints.max(1) {
+        rig.endpoint_filtered(&rig.key, &url, to.filter.as_deref())
+            .await;
+    }
     let before = rig.cpu();
     let counting = statements_reset(&rig.pool).await;
     let started = Instant::now();
@@ -108,10 +124,17 @@ pub async fn ingest(concurrency: usize, seconds: u64, batch: u64, env: Vec<(Stri
             .fetch_one(&rig.pool)
             .await
             .unwrap_or(0);
-    rig.wait_received(accepted, Duration::from_secs(300)).await;
+    // What the filters let through.
+    let expected: i64 =
+        sqlx::query_scalar("SELECT coalesce(sum(deliveries), 0)::bigint FROM events")
+            .fetch_one(&rig.pool)
+            .await
+            .unwrap_or(0);
+    rig.wait_received(expected as u64, Duration::from_secs(300))
+        .await;
     rig.wait_for(
         "SELECT count(*) FROM deliveries WHERE status = 'succeeded'",
-        |n| n >= accepted as i64,
+        |n| n >= expected,
         Duration::from_secs(30),
     )
     .await;
@@ -124,7 +147,9 @@ pub async fn ingest(concurrency: usize, seconds: u64, batch: u64, env: Vec<(Stri
     drop(server);
     let (received, _) = receiver.finish_times();
     println!(
-        "{concurrency} clients, {batch} event(s) per request, for {seconds} s: {accepted} events accepted ({:.0}/s); {delivered_then} delivered by then; all {received} delivered after {all_delivered:.1} s ({:.0}/s end to end)",
+        "{concurrency} clients, {batch} event(s) per request, {} endpoint(s), filter {:?}, for {seconds} s: {accepted} events accepted ({:.0}/s); {delivered_then} delivered by then; all {received} delivered after {all_delivered:.1} s ({:.0}/s end to end)",
+        to.endpoints,
+        to.filter,
         accepted as f64 / sending,
         received as f64 / all_delivered,
     );

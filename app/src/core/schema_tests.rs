@@ -1,0 +1,111 @@
+use serde_json::json;
+
+use super::*;
+
+const ORDER: &str = r##"{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "required": ["amount", "email"],
+  "properties": {
+    "amount": {"type": "integer", "minimum": 1},
+    "email": {"type": "string", "format": "email"},
+    "id": {"type": "string", "format": "uuid"},
+    "at": {"type": "string", "format": "date-time"},
+    "site": {"type": "string", "format": "uri"},
+    "sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]+$"},
+    "items": {"type": "array", "items": {"$ref": "#/$defs/item"}}
+  },
+  "$defs": {"item": {"type": "object", "required": ["qty"], "properties": {"qty": {"type": "integer"}}}}
+}"##;
+
+#[test]
+fn valid_data_passes_and_invalid_names_path_and_rule() {
+    let s = compile(ORDER).unwrap();
+    assert_eq!(
+        s.check(&json!({"amount": 5, "email": "a@example.com"})),
+        None
+    );
+    let e = s
+        .check(&json!({"amount": 0, "email": "a@example.com"}))
+        .unwrap();
+    assert!(
+        e.starts_with("data.amount: ") && e.contains("rule `minimum`"),
+        "{e}"
+    );
+    let e = s.check(&json!({"amount": 1})).unwrap();
+    assert!(e.starts_with("data: ") && e.contains("`required`"), "{e}");
+    let e = s
+        .check(&json!({"amount": 1, "email": "a@example.com", "items": [{"qty": 1}, {"qty": "x"}]}))
+        .unwrap();
+    assert!(e.starts_with("data.items[1].qty: "), "{e}");
+}
+
+#[test]
+fn formats_are_asserted() {
+    let s = compile(ORDER).unwrap();
+    let base = json!({"amount": 1, "email": "a@example.com"});
+    for (field, bad, good) in [
+        ("email", "not an email", "b@example.org"),
+        ("id", "123", "0b5d1e4e-8f0e-4c5a-9a57-3f0f3c1d2e4b"),
+        ("at", "yesterday", "2026-12-05T10:00:00Z"),
+        ("site", "no scheme", "https://example.com/x"),
+    ] {
+        let mut d = base.clone();
+        d[field] = json!(bad);
+        let e = s
+            .check(&d)
+            .unwrap_or_else(|| panic!("{field} {bad} passed"));
+        assert!(e.contains("`format`"), "{e}");
+        d[field] = json!(good);
+        assert_eq!(s.check(&d), None, "{field} {good}");
+    }
+}
+
+#[test]
+fn remote_refs_backtracking_patterns_and_bad_schemas_are_refused() {
+    for (schema, says) in [
+        (
+            r#"{"$ref": "https://example.com/s.json"}"#,
+            "only references within",
+        ),
+        (
+            r#"{"$id": "https://example.com/a", "$ref": "b.json"}"#,
+            "only references within",
+        ),
+        (r#"{"type": "string", "pattern": "^(a+)+\\1$"}"#, "schema"),
+        (r#"{"type": "nope"}"#, "schema"),
+        (r#"[1]"#, "must be a JSON object"),
+        (
+            r#"{"$schema": "http://json-schema.org/draft-07/schema#"}"#,
+            "2020-12",
+        ),
+        ("{", "not JSON"),
+    ] {
+        let e = compile(schema)
+            .err()
+            .unwrap_or_else(|| panic!("{schema} compiled"));
+        assert!(e.contains(says), "{schema}: {e}");
+    }
+    let big = format!(r#"{{"description": "{}"}}"#, "x".repeat(MAX_BYTES));
+    assert!(compile(&big).unwrap_err().contains("bytes"));
+}
+
+#[test]
+fn a_pathological_pattern_runs_in_linear_time() {
+    // Catastrophic for a backtracking engine; the regex crate does not backtrack.
+    let s = compile(r#"{"type": "string", "pattern": "^(a|a)*b$"}"#).unwrap();
+    let started = std::time::Instant::now();
+    assert!(s.check(&json!("a".repeat(50_000))).is_some());
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+}
+
+#[test]
+fn the_cache_answers_per_version() {
+    let c = SchemaCache::default();
+    c.put(1, 7, "a.b", stored(ORDER));
+    assert!(c.get(1, 7, "a.b").unwrap().is_some());
+    assert!(c.get(1, 8, "a.b").is_none());
+    assert!(c.get(2, 7, "a.b").is_none());
+    c.put(1, 8, "a.b", None);
+    assert!(c.get(1, 8, "a.b").unwrap().is_none());
+}
