@@ -23,6 +23,7 @@ final class Client
     public readonly Deliveries $deliveries;
     public readonly Replays $replays;
     public readonly Erasures $erasures;
+    public readonly EventTypes $eventTypes;
     public readonly Transport $transport;
 
     /**
@@ -51,6 +52,7 @@ final class Client
         $this->deliveries = new Deliveries($this->transport);
         $this->replays = new Replays($this->transport);
         $this->erasures = new Erasures($this->transport);
+        $this->eventTypes = new EventTypes($this->transport);
     }
 
     /** @internal */

@@ -39,8 +39,9 @@ final class Transport
      * @param array<string, string> $headers
      * @param bool $retrySafe whether a 5xx or a connection error may be retried (429s always are)
      * @param float|null $timeout seconds for this call's attempts instead of the client's
+     * @param bool $associative JSON objects of the answer as arrays (false: as \stdClass)
      */
-    public function request(string $method, string $path, array $query = [], mixed $body = null, array $headers = [], bool $retrySafe = true, ?float $timeout = null): mixed
+    public function request(string $method, string $path, array $query = [], mixed $body = null, array $headers = [], bool $retrySafe = true, ?float $timeout = null, bool $associative = true): mixed
     {
         $query = array_filter($query, static fn ($v) => $v !== null);
         $url = $this->baseUrl . $path . ($query ? '?' . http_build_query($query, '', '&', PHP_QUERY_RFC3986) : '');
@@ -73,7 +74,7 @@ final class Transport
             $this->noteQuota($respHeaders);
             $this->log($method, $path, $retry, $sentAt, $status, $respHeaders);
             if ($status >= 200 && $status < 300) {
-                return trim($text) === '' ? null : json_decode($text, true, 512, JSON_THROW_ON_ERROR);
+                return trim($text) === '' ? null : json_decode($text, $associative, 512, JSON_THROW_ON_ERROR);
             }
             [$code, $message] = self::errorOf($status, $text);
             if ($status === 429) {

@@ -9,6 +9,7 @@ use Posthorn\ApiError;
 use Posthorn\Client;
 use Posthorn\Model\ClientCertificate;
 use Posthorn\Model\DeliveryDetail;
+use Posthorn\Model\EventTypeSchema;
 use Posthorn\Model\FilteredOut;
 use Posthorn\Webhook;
 
@@ -26,6 +27,7 @@ final class ServerTest extends TestCase
         'DeliveryDetail' => 'DeliveryDetail',
         'Replay' => 'Replay',
         'Erasure' => 'Erasure',
+        'EventTypeSchema' => 'EventTypeSchema',
     ];
 
     /** @var array{cert: string, key: string, other: string}|null */
@@ -304,6 +306,70 @@ final class ServerTest extends TestCase
             $this->assertSame(1, $client->events->send($kind, ['amount' => 5])->deliveries);
         } finally {
             $client->webhooks->delete($hook->id);
+        }
+    }
+
+    public function testAnEventTypesSchemaRefusesDataThatFailsIt(): void
+    {
+        $client = $this->client();
+        $kind = 'order.paid';
+        $schema = ['type' => 'object', 'required' => ['amount'], 'properties' => ['amount' => ['type' => 'integer', 'minimum' => 1]]];
+        try {
+            $first = $client->eventTypes->setSchema($kind, $schema);
+            $this->assertInstanceOf(EventTypeSchema::class, $first);
+            $this->assertSame([$kind, 1, $schema], [$first->event, $first->version, $first->schema]);
+            $this->assertInstanceOf(\DateTimeImmutable::class, $first->updated_at);
+            $this->assertSame($schema, $client->eventTypes->getSchema($kind));
+
+            // Data that fails it is refused, the message naming the path and the rule.
+            try {
+                $client->events->send($kind, ['amount' => 0]);
+                $this->fail('expected 422');
+            } catch (ApiError $e) {
+                $this->assertSame([422, 'invalid'], [$e->status, $e->errorCode]);
+                $this->assertStringStartsWith('data.amount:', $e->apiMessage);
+                $this->assertStringContainsString('minimum', $e->apiMessage);
+            }
+            $this->assertStringStartsWith('evt_', $client->events->send($kind, ['amount' => 5])->id);
+
+            $again = $client->eventTypes->setSchema($kind, $schema);
+            $this->assertSame([2, $schema], [$again->version, $again->schema]);
+            $this->assertGreaterThanOrEqual($first->updated_at, $again->updated_at);
+            try {  // nothing is fetched: only `#…` references
+                $client->eventTypes->setSchema($kind, ['$ref' => 'https://example.com/x.json']);
+                $this->fail('expected 422');
+            } catch (ApiError $e) {
+                $this->assertSame([422, 'invalid'], [$e->status, $e->errorCode]);
+                $this->assertStringStartsWith('schema', $e->apiMessage);
+            }
+            $this->assertSame($schema, $client->eventTypes->getSchema($kind));
+
+            $client->eventTypes->deleteSchema($kind);
+            try {
+                $client->eventTypes->getSchema($kind);
+                $this->fail('expected 404');
+            } catch (ApiError $e) {
+                $this->assertSame([404, 'not_found'], [$e->status, $e->errorCode]);
+            }
+            $this->assertStringStartsWith('evt_', $client->events->send($kind, ['amount' => 0])->id);
+        } finally {
+            // Other tests send `order.paid` events of their own shape.
+            try {
+                $client->eventTypes->deleteSchema($kind);
+            } catch (ApiError $e) {
+                $this->assertSame(404, $e->status);
+            }
+        }
+
+        // `{}` stays an object when the schema is given as JSON text and read as objects.
+        $json = '{"type":"object","properties":{},"additionalProperties":{"type":"integer"}}';
+        $kept = $client->eventTypes->setSchema('order.schema_php', $json);
+        try {
+            $this->assertSame(1, $kept->version);
+            $this->assertEquals(json_decode($json), $client->eventTypes->getSchema('order.schema_php', associative: false));
+            $this->assertSame(2, $client->eventTypes->setSchema('order.schema_php', $client->eventTypes->getSchema('order.schema_php', associative: false))->version);
+        } finally {
+            $client->eventTypes->deleteSchema('order.schema_php');
         }
     }
 

@@ -26,6 +26,7 @@ from posthorn import (
     Erasure,
     Event,
     EventAccepted,
+    EventTypeSchema,
     FilteredOut,
     Replay,
     Webhook,
@@ -273,6 +274,47 @@ def test_a_filter_decides_which_events_an_endpoint_gets(base_url, business_key):
         client.webhooks.delete(hook.id)
 
 
+def test_an_event_types_schema_refuses_data_that_fails_it(base_url, business_key):
+    client = Client(business_key, base_url)
+    kind = "order.paid"
+    schema = {"type": "object", "required": ["amount"],
+              "properties": {"amount": {"type": "integer", "minimum": 1}}}
+    try:
+        first = client.event_types.set_schema(kind, schema)
+        assert isinstance(first, EventTypeSchema)
+        assert (first.event, first.version, first.schema) == (kind, 1, schema)
+        assert first.updated_at.tzinfo is not None
+        assert client.event_types.get_schema(kind) == schema
+
+        # Data that fails it is refused, the message naming the path and the rule.
+        with pytest.raises(ApiError) as refused:
+            client.events.send(kind, {"amount": 0})
+        assert (refused.value.status, refused.value.code) == (422, "invalid")
+        assert refused.value.message.startswith("data.amount:") and "minimum" in refused.value.message
+        assert client.events.send(kind, {"amount": 5}).id.startswith("evt_")
+
+        again = client.event_types.set_schema(kind, schema)
+        assert (again.version, again.schema) == (2, schema)
+        assert again.updated_at >= first.updated_at
+        with pytest.raises(ApiError) as bad:  # nothing is fetched: only `#…` references
+            client.event_types.set_schema(kind, {"$ref": "https://example.com/x.json"})
+        assert (bad.value.status, bad.value.code) == (422, "invalid")
+        assert bad.value.message.startswith("schema")
+        assert client.event_types.get_schema(kind) == schema  # the refused one changed nothing
+
+        client.event_types.delete_schema(kind)
+        with pytest.raises(ApiError) as gone:
+            client.event_types.get_schema(kind)
+        assert (gone.value.status, gone.value.code) == (404, "not_found")
+        assert client.events.send(kind, {"amount": 0}).id.startswith("evt_")
+    finally:
+        # Other tests send `order.paid` events of their own shape.
+        try:
+            client.event_types.delete_schema(kind)
+        except ApiError as e:
+            assert e.status == 404
+
+
 def test_an_ordering_key_is_sent_and_read_back(base_url, business_key):
     client = Client(business_key, base_url)
     hook = client.webhooks.create("https://example.com/ordered", ["order.keyed"])
@@ -356,6 +398,7 @@ MODELS = {
     "DeliveryDetail": DeliveryDetail,
     "Replay": Replay,
     "Erasure": Erasure,
+    "EventTypeSchema": EventTypeSchema,
 }
 
 

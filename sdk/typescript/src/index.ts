@@ -14,7 +14,7 @@ export {
   DEFAULT_TOLERANCE,
   type HeadersLike,
 } from "./webhooks.js";
-export { Client, CursorIterator, Webhooks, Events, Deliveries, Replays, Erasures, VERSION } from "./client.js";
+export { Client, CursorIterator, Webhooks, Events, Deliveries, Replays, Erasures, EventTypes, VERSION } from "./client.js";
 export type {
   ClientOptions,
   CreateWebhook,
@@ -56,6 +56,7 @@ export type {
   ReplayStatus,
   Erasure,
   ErasureStatus,
+  EventTypeSchema,
   Page,
   Project,
   Plan,

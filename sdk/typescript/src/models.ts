@@ -147,6 +147,20 @@ export interface Erasure {
   inspector_copies: number;
 }
 
+/**
+ * An event type's JSON Schema (draft 2020-12) as set: while it is set, `events.send` and
+ * `events.sendBatch` refuse events of the type whose `data` fails it.
+ */
+export interface EventTypeSchema {
+  /** The event type, e.g. `order.paid`. */
+  event: string;
+  /** 1 when first set, one more at every change. */
+  version: number;
+  updated_at: Date;
+  /** The schema as sent. */
+  schema: Record<string, unknown>;
+}
+
 /** One page of a list: resume from `next_cursor`; fetch again now only if `has_more`. */
 export interface Page<T> {
   data: T[];
@@ -234,7 +248,7 @@ export interface PortalLink {
   expires_at: Date;
 }
 
-const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at", "erased_at", "not_after"];
+const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at", "erased_at", "not_after", "updated_at"];
 // Nested models, decoded in turn; named one by one so that an event's `data` stays as sent.
 const NESTED_FIELDS = ["client_certificate"];
 

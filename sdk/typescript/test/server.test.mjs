@@ -222,6 +222,43 @@ test("a filter decides which events an endpoint gets", async (t) => {
   assert.equal((await client.events.send(kind, { amount: 5 })).deliveries, 1);
 });
 
+test("an event type's schema refuses data that fails it", async (t) => {
+  const base = env(t, "POSTHORN_TEST_URL");
+  if (!base) return;
+  const client = new Client(env(t, "POSTHORN_TEST_KEY_BUSINESS"), { baseUrl: base });
+  const kind = "order.paid";
+  const schema = { type: "object", required: ["amount"], properties: { amount: { type: "integer", minimum: 1 } } };
+  const invalid = (e) => e instanceof ApiError && e.status === 422 && e.code === "invalid";
+  // Other tests send `order.paid` events of their own shape.
+  t.after(() => client.eventTypes.deleteSchema(kind).catch((e) => assert.equal(e.status, 404)));
+
+  const first = await client.eventTypes.setSchema(kind, schema);
+  assert.deepEqual([first.event, first.version, first.schema], [kind, 1, schema]);
+  assert.ok(first.updated_at instanceof Date && !Number.isNaN(first.updated_at.getTime()));
+  assert.deepEqual(await client.eventTypes.getSchema(kind), schema);
+
+  // Data that fails it is refused, the message naming the path and the rule.
+  await assert.rejects(
+    client.events.send(kind, { amount: 0 }),
+    (e) => invalid(e) && e.apiMessage.startsWith("data.amount:") && e.apiMessage.includes("minimum"),
+  );
+  assert.match((await client.events.send(kind, { amount: 5 })).id, /^evt_/);
+
+  const again = await client.eventTypes.setSchema(kind, schema);
+  assert.deepEqual([again.version, again.schema], [2, schema]);
+  assert.ok(again.updated_at >= first.updated_at);
+  // Nothing is fetched: only `#…` references.
+  await assert.rejects(
+    client.eventTypes.setSchema(kind, { $ref: "https://example.com/x.json" }),
+    (e) => invalid(e) && e.apiMessage.startsWith("schema"),
+  );
+  assert.deepEqual(await client.eventTypes.getSchema(kind), schema);
+
+  await client.eventTypes.deleteSchema(kind);
+  await assert.rejects(client.eventTypes.getSchema(kind), (e) => e instanceof ApiError && e.status === 404 && e.code === "not_found");
+  assert.match((await client.events.send(kind, { amount: 0 })).id, /^evt_/);
+});
+
 test("an ordering key is sent and read back", async (t) => {
   const base = env(t, "POSTHORN_TEST_URL");
   if (!base) return;
@@ -377,6 +414,7 @@ const MODELS = {
   DeliveryDetail: "DeliveryDetail",
   Replay: "Replay",
   Erasure: "Erasure",
+  EventTypeSchema: "EventTypeSchema",
 };
 
 function jsonTypes(doc, prop) {

@@ -27,6 +27,7 @@ from .models import (
     Erasure,
     Event,
     EventAccepted,
+    EventTypeSchema,
     Page,
     Replay,
     Webhook,
@@ -86,6 +87,7 @@ class Client:
         self.deliveries = Deliveries(self._transport)
         self.replays = Replays(self._transport)
         self.erasures = Erasures(self._transport)
+        self.event_types = EventTypes(self._transport)
 
 
 def _path(*parts: Any) -> str:
@@ -449,6 +451,40 @@ class Erasures:
     def get(self, erasure_id: int) -> Erasure:
         _, data = self._t.request("GET", _path("erasures", erasure_id), retry_safe=True)
         return decode(Erasure, data)
+
+
+class EventTypes:
+    """`/event-types/{type}/schema`: a JSON Schema per event type, which the `data` of its
+    events must pass."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._t = transport
+
+    def set_schema(self, type: str, schema: Mapping[str, Any]) -> EventTypeSchema:
+        """Sets (or replaces) the JSON Schema (draft 2020-12) that the `data` of every event
+        of `type` sent from now on must pass: `events.send` and `send_batch` raise ApiError
+        422 `invalid` for one that fails it, the message naming the path and the rule
+        (`data.amount: 0 is less than the minimum of 1 (rule …)`; in a batch prefixed
+        `events[1].`). Answers it with its `version` (1, then one more at every
+        change). `$ref` resolves only within the schema (`#…`; a remote one is refused),
+        `format` is asserted. Refused: ApiError 422 `invalid` for a schema the server does
+        not accept (its message says where), 413 `too_large` over 64 KiB, 422
+        `limit_reached` past 200 schemas per project. Retried like a GET: a repeat leaves
+        the same schema (its version one more)."""
+        _, data = self._t.request(
+            "PUT", _path("event-types", type, "schema"), body=dict(schema), retry_safe=True
+        )
+        return decode(EventTypeSchema, data)
+
+    def get_schema(self, type: str) -> Dict[str, Any]:
+        """The schema as set; ApiError 404 `not_found` when the type has none."""
+        _, data = self._t.request("GET", _path("event-types", type, "schema"), retry_safe=True)
+        return data
+
+    def delete_schema(self, type: str) -> None:
+        """Removes the type's schema: its events are no longer checked. ApiError 404
+        `not_found` when it has none."""
+        self._t.request("DELETE", _path("event-types", type, "schema"), retry_safe=True)
 
 
 def _page(t: Transport, path: str, query: Mapping[str, Any], cls: type) -> Page:

@@ -23,6 +23,7 @@ __all__ = [
     "DeliveryDetail",
     "Replay",
     "Erasure",
+    "EventTypeSchema",
     "Page",
     "parse_time",
 ]
@@ -155,6 +156,17 @@ class Erasure:
     attempts: int  # attempts of those events
     dead_lettered: int  # waiting attempts ended as dead letters (error_kind "erased")
     inspector_copies: int  # Redirect copies in inspector bins whose bodies were erased
+
+
+@dataclasses.dataclass(frozen=True)
+class EventTypeSchema:
+    """An event type's JSON Schema (draft 2020-12) as set: while it is set, `events.send`
+    and `send_batch` refuse events of the type whose `data` fails it."""
+
+    event: str  # the event type, e.g. `order.paid`
+    version: int  # 1 when first set, one more at every change
+    updated_at: _dt.datetime
+    schema: Dict[str, Any]  # the schema as sent
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,5 @@
 /** `Client`: every operation of `/public/v1`, one property per resource. */
-import { type Delivery, type DeliveryDetail, type DeliveryStatus, type Erasure, type Event, type EventAccepted, type Page, type Replay, type SignatureScheme, type Webhook } from "./models.js";
+import { type Delivery, type DeliveryDetail, type DeliveryStatus, type Erasure, type Event, type EventAccepted, type EventTypeSchema, type Page, type Replay, type SignatureScheme, type Webhook } from "./models.js";
 import { type RetryPolicy } from "./retry.js";
 import { Transport, type Attempt } from "./transport.js";
 export declare const VERSION = "0.1.0";
@@ -23,6 +23,7 @@ export declare class Client {
     readonly deliveries: Deliveries;
     readonly replays: Replays;
     readonly erasures: Erasures;
+    readonly eventTypes: EventTypes;
     /** @internal exposed for tests that replace `sleep` */
     readonly transport: Transport;
     constructor(apiKey: string, options?: ClientOptions);
@@ -203,6 +204,31 @@ export declare class Erasures {
      */
     create(subject: string): Promise<Erasure>;
     get(id: number): Promise<Erasure>;
+}
+/**
+ * `/event-types/{type}/schema`: a JSON Schema per event type, which the `data` of its
+ * events must pass.
+ */
+export declare class EventTypes {
+    private readonly t;
+    constructor(t: Transport);
+    /**
+     * Sets (or replaces) the JSON Schema (draft 2020-12) that the `data` of every event of
+     * `type` sent from now on must pass: `events.send` and `events.sendBatch` reject one that
+     * fails it with an `ApiError` 422 `invalid`, its `apiMessage` naming the path and the rule
+     * (`data.amount: 0 is less than the minimum of 1 (rule …)`; in a batch prefixed
+     * `events[1].`). Answers it with its `version` (1, then one more at every change).
+     * `$ref` resolves only within the schema (`#…`; a remote one is refused), `format` is
+     * asserted. Refused: `ApiError` 422 `invalid` for a schema the server does not accept
+     * (its message says where), 413 `too_large` over 64 KiB, 422 `limit_reached` past 200
+     * schemas per project. Retried like a GET: a repeat leaves the same schema (its version
+     * one more).
+     */
+    setSchema(type: string, schema: Record<string, unknown>): Promise<EventTypeSchema>;
+    /** The schema as set; an `ApiError` 404 `not_found` when the type has none. */
+    getSchema(type: string): Promise<Record<string, unknown>>;
+    /** Removes the type's schema: its events are no longer checked. An `ApiError` 404 `not_found` when it has none. */
+    deleteSchema(type: string): Promise<void>;
 }
 /**
  * Items of every page in turn (`for await`). `cursor` is where the pages read so far end:

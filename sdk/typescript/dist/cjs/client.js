@@ -1,6 +1,6 @@
 "use strict";
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.CursorIterator = exports.Erasures = exports.Replays = exports.Deliveries = exports.Events = exports.Webhooks = exports.Client = exports.VERSION = void 0;
+exports.CursorIterator = exports.EventTypes = exports.Erasures = exports.Replays = exports.Deliveries = exports.Events = exports.Webhooks = exports.Client = exports.VERSION = void 0;
 /** `Client`: every operation of `/public/v1`, one property per resource. */
 const models_js_1 = require("./models.js");
 const retry_js_1 = require("./retry.js");
@@ -21,6 +21,7 @@ class Client {
     deliveries;
     replays;
     erasures;
+    eventTypes;
     /** @internal exposed for tests that replace `sleep` */
     transport;
     constructor(apiKey, options = {}) {
@@ -47,6 +48,7 @@ class Client {
         this.deliveries = new Deliveries(this.transport);
         this.replays = new Replays(this.transport);
         this.erasures = new Erasures(this.transport);
+        this.eventTypes = new EventTypes(this.transport);
     }
 }
 exports.Client = Client;
@@ -219,6 +221,40 @@ class Erasures {
     }
 }
 exports.Erasures = Erasures;
+/**
+ * `/event-types/{type}/schema`: a JSON Schema per event type, which the `data` of its
+ * events must pass.
+ */
+class EventTypes {
+    t;
+    constructor(t) {
+        this.t = t;
+    }
+    /**
+     * Sets (or replaces) the JSON Schema (draft 2020-12) that the `data` of every event of
+     * `type` sent from now on must pass: `events.send` and `events.sendBatch` reject one that
+     * fails it with an `ApiError` 422 `invalid`, its `apiMessage` naming the path and the rule
+     * (`data.amount: 0 is less than the minimum of 1 (rule …)`; in a batch prefixed
+     * `events[1].`). Answers it with its `version` (1, then one more at every change).
+     * `$ref` resolves only within the schema (`#…`; a remote one is refused), `format` is
+     * asserted. Refused: `ApiError` 422 `invalid` for a schema the server does not accept
+     * (its message says where), 413 `too_large` over 64 KiB, 422 `limit_reached` past 200
+     * schemas per project. Retried like a GET: a repeat leaves the same schema (its version
+     * one more).
+     */
+    async setSchema(type, schema) {
+        return (0, models_js_1.decode)(await this.t.request("PUT", path("event-types", type, "schema"), { body: schema, retrySafe: true }));
+    }
+    /** The schema as set; an `ApiError` 404 `not_found` when the type has none. */
+    async getSchema(type) {
+        return await this.t.request("GET", path("event-types", type, "schema"), { retrySafe: true });
+    }
+    /** Removes the type's schema: its events are no longer checked. An `ApiError` 404 `not_found` when it has none. */
+    async deleteSchema(type) {
+        await this.t.request("DELETE", path("event-types", type, "schema"), { retrySafe: true });
+    }
+}
+exports.EventTypes = EventTypes;
 async function page(t, p, query) {
     const body = await t.request("GET", p, { query, retrySafe: true });
     return {

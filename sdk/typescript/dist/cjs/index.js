@@ -1,6 +1,6 @@
 "use strict";
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.DEFAULT_POLICY = exports.retryWait = exports.parseRetryAfter = exports.backoff = exports.ApiConnectionError = exports.RateLimitError = exports.ApiError = exports.PosthornError = exports.PortalLinks = exports.UsageReports = exports.ApiKeys = exports.Projects = exports.Operator = exports.VERSION = exports.Erasures = exports.Replays = exports.Deliveries = exports.Events = exports.Webhooks = exports.CursorIterator = exports.Client = exports.DEFAULT_TOLERANCE = exports.MissingHeadersError = exports.InvalidTimestampError = exports.InvalidSignatureError = exports.WebhookVerificationError = exports.sign = exports.verify = void 0;
+exports.DEFAULT_POLICY = exports.retryWait = exports.parseRetryAfter = exports.backoff = exports.ApiConnectionError = exports.RateLimitError = exports.ApiError = exports.PosthornError = exports.PortalLinks = exports.UsageReports = exports.ApiKeys = exports.Projects = exports.Operator = exports.VERSION = exports.EventTypes = exports.Erasures = exports.Replays = exports.Deliveries = exports.Events = exports.Webhooks = exports.CursorIterator = exports.Client = exports.DEFAULT_TOLERANCE = exports.MissingHeadersError = exports.InvalidTimestampError = exports.InvalidSignatureError = exports.WebhookVerificationError = exports.sign = exports.verify = void 0;
 /**
  * Posthorn: verify webhooks, call the public API with backoff, page through lists, and
  * run projects for customers through the operator API.
@@ -23,6 +23,7 @@ Object.defineProperty(exports, "Events", { enumerable: true, get: function () { 
 Object.defineProperty(exports, "Deliveries", { enumerable: true, get: function () { return client_js_1.Deliveries; } });
 Object.defineProperty(exports, "Replays", { enumerable: true, get: function () { return client_js_1.Replays; } });
 Object.defineProperty(exports, "Erasures", { enumerable: true, get: function () { return client_js_1.Erasures; } });
+Object.defineProperty(exports, "EventTypes", { enumerable: true, get: function () { return client_js_1.EventTypes; } });
 Object.defineProperty(exports, "VERSION", { enumerable: true, get: function () { return client_js_1.VERSION; } });
 var operator_js_1 = require("./operator.js");
 Object.defineProperty(exports, "Operator", { enumerable: true, get: function () { return operator_js_1.Operator; } });

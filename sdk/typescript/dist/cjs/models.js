@@ -7,7 +7,7 @@
  */
 Object.defineProperty(exports, "__esModule", { value: true });
 exports.decode = decode;
-const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at", "erased_at", "not_after"];
+const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at", "erased_at", "not_after", "updated_at"];
 // Nested models, decoded in turn; named one by one so that an event's `data` stays as sent.
 const NESTED_FIELDS = ["client_certificate"];
 /** A model from its JSON object: the time fields become `Date`s. */

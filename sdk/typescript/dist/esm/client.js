@@ -18,6 +18,7 @@ export class Client {
     deliveries;
     replays;
     erasures;
+    eventTypes;
     /** @internal exposed for tests that replace `sleep` */
     transport;
     constructor(apiKey, options = {}) {
@@ -44,6 +45,7 @@ export class Client {
         this.deliveries = new Deliveries(this.transport);
         this.replays = new Replays(this.transport);
         this.erasures = new Erasures(this.transport);
+        this.eventTypes = new EventTypes(this.transport);
     }
 }
 const path = (...parts) => parts.map((p) => "/" + encodeURIComponent(String(p))).join("");
@@ -208,6 +210,39 @@ export class Erasures {
     }
     async get(id) {
         return decode(await this.t.request("GET", path("erasures", id), { retrySafe: true }));
+    }
+}
+/**
+ * `/event-types/{type}/schema`: a JSON Schema per event type, which the `data` of its
+ * events must pass.
+ */
+export class EventTypes {
+    t;
+    constructor(t) {
+        this.t = t;
+    }
+    /**
+     * Sets (or replaces) the JSON Schema (draft 2020-12) that the `data` of every event of
+     * `type` sent from now on must pass: `events.send` and `events.sendBatch` reject one that
+     * fails it with an `ApiError` 422 `invalid`, its `apiMessage` naming the path and the rule
+     * (`data.amount: 0 is less than the minimum of 1 (rule …)`; in a batch prefixed
+     * `events[1].`). Answers it with its `version` (1, then one more at every change).
+     * `$ref` resolves only within the schema (`#…`; a remote one is refused), `format` is
+     * asserted. Refused: `ApiError` 422 `invalid` for a schema the server does not accept
+     * (its message says where), 413 `too_large` over 64 KiB, 422 `limit_reached` past 200
+     * schemas per project. Retried like a GET: a repeat leaves the same schema (its version
+     * one more).
+     */
+    async setSchema(type, schema) {
+        return decode(await this.t.request("PUT", path("event-types", type, "schema"), { body: schema, retrySafe: true }));
+    }
+    /** The schema as set; an `ApiError` 404 `not_found` when the type has none. */
+    async getSchema(type) {
+        return await this.t.request("GET", path("event-types", type, "schema"), { retrySafe: true });
+    }
+    /** Removes the type's schema: its events are no longer checked. An `ApiError` 404 `not_found` when it has none. */
+    async deleteSchema(type) {
+        await this.t.request("DELETE", path("event-types", type, "schema"), { retrySafe: true });
     }
 }
 async function page(t, p, query) {

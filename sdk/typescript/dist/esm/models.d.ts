@@ -133,6 +133,19 @@ export interface Erasure {
     /** Redirect copies in inspector bins whose bodies were erased. */
     inspector_copies: number;
 }
+/**
+ * An event type's JSON Schema (draft 2020-12) as set: while it is set, `events.send` and
+ * `events.sendBatch` refuse events of the type whose `data` fails it.
+ */
+export interface EventTypeSchema {
+    /** The event type, e.g. `order.paid`. */
+    event: string;
+    /** 1 when first set, one more at every change. */
+    version: number;
+    updated_at: Date;
+    /** The schema as sent. */
+    schema: Record<string, unknown>;
+}
 /** One page of a list: resume from `next_cursor`; fetch again now only if `has_more`. */
 export interface Page<T> {
     data: T[];

@@ -4,7 +4,7 @@
  * `/operator/v1/openapi.json` by the test suite. Fields the server adds later pass
  * through untouched, so an older client keeps working.
  */
-const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at", "erased_at", "not_after"];
+const TIME_FIELDS = ["created_at", "scheduled_at", "started_at", "finished_at", "expires_at", "erased_at", "not_after", "updated_at"];
 // Nested models, decoded in turn; named one by one so that an event's `data` stays as sent.
 const NESTED_FIELDS = ["client_certificate"];
 /** A model from its JSON object: the time fields become `Date`s. */

@@ -11,6 +11,7 @@
 //! posthorn-bench api-fanout --endpoints 100 --rate 72 --seconds 60
 //! posthorn-bench api-ingest --concurrency 32 --seconds 20 [--batch 100]
 //!   [--endpoints 100 --filter 'data.amount > 1000 && data.currency == "EUR"']
+//!   [--schema bench/order-paid.schema.json]
 //!
 //! The dashboard (`dashboard`) and the inspector (`inspector`):
 //! posthorn-bench queries --rows 10000000 --projects 1000
@@ -88,6 +89,9 @@ enum Mode {
         /// `data.currency` "EUR").
         #[arg(long)]
         filter: Option<String>,
+        /// A file with a JSON Schema to set for the events' type (`order.paid`).
+        #[arg(long)]
+        schema: Option<std::path::PathBuf>,
         #[arg(long = "env", value_parser = parse_env)]
         env: Vec<(String, String)>,
     },
@@ -233,9 +237,15 @@ async fn run(args: Args) {
             batch,
             endpoints,
             filter,
+            schema,
             env,
         } => {
-            let to = api::Subscribers { endpoints, filter };
+            let schema = schema.map(|p| std::fs::read_to_string(p).expect("the schema file"));
+            let to = api::Subscribers {
+                endpoints,
+                filter,
+                schema,
+            };
             api::ingest(concurrency, seconds, batch, to, env).await
         }
         Mode::FilterEval {

@@ -76,6 +76,8 @@ pub struct Subscribers {
     pub endpoints: usize,
     /// Every endpoint's filter (a CEL expression), if any.
     pub filter: Option<String>,
+    /// A JSON Schema set for the events' type (`order.paid`), if any.
+    pub schema: Option<String>,
 }
 
 /// Events accepted per second by `POST /public/v1/events` with `concurrency` clients
@@ -94,6 +96,25 @@ pub async fn ingest(
     for _ in 0..to.endpoints.max(1) {
         rig.endpoint_filtered(&rig.key, &url, to.filter.as_deref())
             .await;
+    }
+    if let Some(schema) = &to.schema {
+        let r = rig
+            .client
+            .put(format!(
+                "{}/public/v1/event-types/order.paid/schema",
+                rig.server.base
+            ))
+            .bearer_auth(&rig.key)
+            .header("content-type", "application/json")
+            .body(schema.clone())
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            r.status().is_success(),
+            "schema: {}",
+            r.text().await.unwrap_or_default()
+        );
     }
     let before = rig.cpu();
     let counting = statements_reset(&rig.pool).await;
@@ -147,9 +168,10 @@ pub async fn ingest(
     drop(server);
     let (received, _) = receiver.finish_times();
     println!(
-        "{concurrency} clients, {batch} event(s) per request, {} endpoint(s), filter {:?}, for {seconds} s: {accepted} events accepted ({:.0}/s); {delivered_then} delivered by then; all {received} delivered after {all_delivered:.1} s ({:.0}/s end to end)",
+        "{concurrency} clients, {batch} event(s) per request, {} endpoint(s), filter {:?}, schema {}, for {seconds} s: {accepted} events accepted ({:.0}/s); {delivered_then} delivered by then; all {received} delivered after {all_delivered:.1} s ({:.0}/s end to end)",
         to.endpoints,
         to.filter,
+        if to.schema.is_some() { "set" } else { "none" },
         accepted as f64 / sending,
         received as f64 / all_delivered,
     );
