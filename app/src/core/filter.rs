@@ -2,29 +2,17 @@
 //! and `subjects`, evaluated by the `cel` crate at fan-out. An event it does not match
 //! makes no attempt for the endpoint.
 //!
-//! A filter is checked when it is saved, so that its cost at fan-out is bounded by its
-//! own size times the payload's, whatever a tenant writes: at most [`MAX_BYTES`] and
-//! [`MAX_NODES`]; only `event`, `data`, `subjects` and loop variables; a closed list of
-//! functions; at most [`MAX_LOOPS`] loops (`exists`, `all`, `exists_one`, `map`,
-//! `filter`), none inside another, and a loop's body reads only its own variables (it
-//! cannot read `data` again once per element); at most [`MAX_ADDS`] `+` (each may copy
-//! what it joins); `matches` only with a literal pattern (the `regex` crate: linear time)
-//! and never in a loop (it compiles its pattern per call).
+//! A filter is checked when it is saved ([`super::filter_check`]), so that its cost at
+//! fan-out is bounded by its own size times the payload's, whatever a tenant writes.
 
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
 };
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+pub use super::filter_check::{MAX_ADDS, MAX_DEPTH, MAX_HEAVY, MAX_LOOPS, MAX_NODES};
 
 pub const MAX_BYTES: usize = 1024;
-pub const MAX_NODES: usize = 200;
-pub const MAX_LOOPS: usize = 4;
-pub const MAX_ADDS: usize = 8;
-pub const MAX_PATTERN: usize = 256;
-/// How deep the expression may nest (the evaluator recurses once per level).
-pub const MAX_DEPTH: usize = 32;
 
 /// A checked, compiled filter.
 pub struct Filter {
@@ -68,18 +56,48 @@ impl Verdict {
 /// The parser recurses once per nesting level, deeper than a server thread's stack
 /// allows for the most deeply nested kilobyte: it runs on a thread of its own with a
 /// stack sized for that.
+/// At most [`COMPILING`] such threads run at once, whoever asks: a flood of filters
+/// waits its turn rather than taking the process's memory.
 pub fn compile(source: &str) -> Result<Filter, String> {
+    let _slot = CompileSlot::take();
     std::thread::scope(|s| {
         std::thread::Builder::new()
             .stack_size(PARSER_STACK)
             .spawn_scoped(s, || compile_here(source))
-            .map_err(|e| format!("filter: not compiled ({e})"))?
+            .map_err(|e| format!("filter: not compiled now ({e}); try again"))?
             .join()
             .unwrap_or_else(|_| Err("filter: not compiled".into()))
     })
 }
 
 const PARSER_STACK: usize = 64 << 20;
+pub const COMPILING: usize = 2;
+
+/// One of the [`COMPILING`] slots, given back when dropped (a panic included).
+struct CompileSlot;
+
+static SLOTS: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+impl CompileSlot {
+    fn take() -> CompileSlot {
+        let (taken, freed) = &SLOTS;
+        let mut n = taken.lock().unwrap_or_else(|e| e.into_inner());
+        while *n >= COMPILING {
+            n = freed.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+        *n += 1;
+        CompileSlot
+    }
+}
+
+impl Drop for CompileSlot {
+    fn drop(&mut self) {
+        let (taken, freed) = &SLOTS;
+        *taken.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        freed.notify_one();
+    }
+}
 
 fn compile_here(source: &str) -> Result<Filter, String> {
     if source.trim().is_empty() {
@@ -95,8 +113,7 @@ fn compile_here(source: &str) -> Result<Filter, String> {
         Some(e) => format!("filter: {} at {}:{}", e.msg, e.pos.0, e.pos.1),
         None => "filter: does not parse".to_string(),
     })?;
-    let mut check = Check::default();
-    check.walk(program.expression(), 0).map_err(|(id, why)| {
+    super::filter_check::check(program.expression()).map_err(|(id, why)| {
         match program.source_info().offset_for(id) {
             Some((start, _)) => {
                 let (line, column) = position(source, start as usize);
@@ -144,9 +161,17 @@ pub fn compiled(source: &str) -> Result<Arc<Filter>, String> {
 
 pub const KEPT_FILTERS: usize = 10_000;
 
-/// A filter that matches no event (`false`).
+/// A filter that matches no event (`false`): what a stored filter that no longer
+/// compiles becomes. Built once, on the calling thread (it nests nothing).
 pub fn never() -> Arc<Filter> {
-    compiled("false").expect("false compiles")
+    static NEVER: std::sync::LazyLock<Option<Arc<Filter>>> =
+        std::sync::LazyLock::new(|| compile_here("false").ok().map(Arc::new));
+    NEVER.clone().unwrap_or_else(|| {
+        Arc::new(Filter {
+            source: String::new(),
+            program: cel::Program::compile("false").expect("false parses"),
+        })
+    })
 }
 
 /// One event as filters see it, converted once for all of its endpoints.
@@ -165,7 +190,8 @@ impl Input {
         }
     }
 
-    /// From the payload as stored (valid JSON text).
+    /// From the payload as stored (valid JSON text). Past the JSON reader's 128 levels
+    /// (`data_depth` allows more) the filters see `data` as null.
     pub fn parse(event: &str, data_json: &str, subjects: &[String]) -> Self {
         let data = serde_json::from_str(data_json).unwrap_or(serde_json::Value::Null);
         Self::new(event, &data, subjects)
@@ -247,9 +273,30 @@ impl Filter {
             Ok(other) => {
                 Verdict::Failed(format!("it gave {}, not true or false", type_name(&other)))
             }
-            Err(e) => Verdict::Failed(e.to_string().chars().take(200).collect()),
+            Err(e) => Verdict::Failed(why(&e)),
         }
     }
+}
+
+/// Why evaluation failed, in words that name keys and types but never the event's values
+/// (the reason is kept with the event, and a value could be personal data).
+fn why(e: &cel::ExecutionError) -> String {
+    use cel::ExecutionError as E;
+    let text = match e {
+        E::NoSuchKey(k) => format!("no such key: {k}"),
+        E::UndeclaredReference(r) => format!("undeclared reference to '{r}'"),
+        E::NoSuchOverload(o) => o.to_string(),
+        E::UnexpectedType { got, want } => format!("got {got} where {want} was wanted"),
+        E::ValuesNotComparable(a, b) => {
+            format!("{} cannot be compared to {}", type_name(a), type_name(b))
+        }
+        E::DivisionByZero(_) | E::RemainderByZero(_) => "division by zero".into(),
+        E::Overflow(op, _, _) => format!("overflow in '{op}'"),
+        E::IndexOutOfBounds(_) => "index out of bounds".into(),
+        E::FunctionError { function, .. } => format!("{function}() failed"),
+        _ => "the values of this event do not fit the filter".into(),
+    };
+    text.chars().take(200).collect()
 }
 
 fn type_name(v: &cel::Value) -> &'static str {
@@ -260,169 +307,6 @@ fn type_name(v: &cel::Value) -> &'static str {
         cel::Value::Map(_) => "a map",
         cel::Value::Null => "null",
         _ => "a value",
-    }
-}
-
-const VARIABLES: [&str; 3] = ["event", "data", "subjects"];
-const FUNCTIONS: [&str; 33] = [
-    "_?_:_",
-    "_&&_",
-    "_||_",
-    "!_",
-    "-_",
-    "_-_",
-    "_+_",
-    "_*_",
-    "_/_",
-    "_%_",
-    "_==_",
-    "_!=_",
-    "_>=_",
-    "_<=_",
-    "_>_",
-    "_<_",
-    "_[_]",
-    "@in",
-    "@not_strictly_false",
-    "size",
-    "contains",
-    "startsWith",
-    "endsWith",
-    "matches",
-    "int",
-    "uint",
-    "double",
-    "string",
-    "bool",
-    "type",
-    "dyn",
-    "has",
-    "exists_one",
-];
-
-#[derive(Default)]
-struct Check {
-    nodes: usize,
-    loops: usize,
-    adds: usize,
-    /// Variables of the loops being walked (their element and accumulator).
-    scope: Vec<String>,
-    /// Inside a loop's condition or step: what runs once per element.
-    in_body: bool,
-}
-
-type Refusal = (u64, String);
-
-impl Check {
-    fn walk(&mut self, e: &IdedExpr, depth: usize) -> Result<(), Refusal> {
-        self.nodes += 1;
-        if self.nodes > MAX_NODES {
-            return Err((e.id, format!("more than {MAX_NODES} terms")));
-        }
-        if depth > MAX_DEPTH {
-            return Err((e.id, format!("nested more than {MAX_DEPTH} deep")));
-        }
-        let d = depth + 1;
-        match &e.expr {
-            Expr::Ident(name) => self.ident(e.id, name),
-            Expr::Literal(_) => Ok(()),
-            Expr::Select(s) => self.walk(&s.operand, d),
-            Expr::List(l) => l.elements.iter().try_for_each(|x| self.walk(x, d)),
-            Expr::Map(m) => m.entries.iter().try_for_each(|entry| match &entry.expr {
-                EntryExpr::MapEntry(m) => self.walk(&m.key, d).and_then(|_| self.walk(&m.value, d)),
-                EntryExpr::StructField(_) => Err((entry.id, "a struct field".into())),
-            }),
-            Expr::Call(c) => {
-                if !FUNCTIONS.contains(&c.func_name.as_str()) {
-                    return Err((e.id, format!("unknown function '{}'", c.func_name)));
-                }
-                // A `map` or `filter` appends to its accumulator with a `+` of its own.
-                let appends = matches!(c.args.first().map(|a| &a.expr),
-                    Some(Expr::Ident(n)) if self.scope.last() == Some(n));
-                if c.func_name == "_+_" && !appends {
-                    self.adds += 1;
-                    if self.adds > MAX_ADDS {
-                        return Err((e.id, format!("more than {MAX_ADDS} '+'")));
-                    }
-                }
-                if c.func_name == "matches" {
-                    self.pattern(e.id, c.args.last())?;
-                }
-                if let Some(t) = &c.target {
-                    self.walk(t, d)?;
-                }
-                c.args.iter().try_for_each(|x| self.walk(x, d))
-            }
-            Expr::Comprehension(c) => {
-                self.loops += 1;
-                if self.loops > MAX_LOOPS {
-                    return Err((e.id, format!("more than {MAX_LOOPS} loops")));
-                }
-                if self.in_body {
-                    return Err((e.id, "a loop inside a loop".into()));
-                }
-                self.walk(&c.iter_range, d)?;
-                self.walk(&c.accu_init, d)?;
-                let outer = self.scope.len();
-                self.scope.push(c.iter_var.clone());
-                self.scope.extend(c.iter_var2.clone());
-                self.scope.push(c.accu_var.clone());
-                self.in_body = true;
-                let body = self
-                    .walk(&c.loop_cond, d)
-                    .and_then(|_| self.walk(&c.loop_step, d));
-                self.in_body = false;
-                let result = body.and_then(|_| self.walk(&c.result, d));
-                self.scope.truncate(outer);
-                result
-            }
-            Expr::Struct(_) => Err((e.id, "message types are not available".into())),
-            Expr::Unspecified => Err((e.id, "an empty expression".into())),
-        }
-    }
-
-    fn ident(&self, id: u64, name: &str) -> Result<(), Refusal> {
-        if self.scope.iter().any(|s| s == name) || (name == "event") {
-            return Ok(());
-        }
-        if VARIABLES.contains(&name) {
-            return if self.in_body {
-                Err((
-                    id,
-                    format!("'{name}' read inside a loop (use the loop's own variable)"),
-                ))
-            } else {
-                Ok(())
-            };
-        }
-        Err((
-            id,
-            format!("undeclared reference to '{name}' (a filter reads event, data and subjects)"),
-        ))
-    }
-
-    fn pattern(&self, id: u64, pattern: Option<&IdedExpr>) -> Result<(), Refusal> {
-        if self.in_body {
-            return Err((id, "matches() inside a loop".into()));
-        }
-        let Some(Expr::Literal(cel::common::ast::LiteralValue::String(p))) =
-            pattern.map(|p| &p.expr)
-        else {
-            return Err((id, "matches() takes a literal pattern".into()));
-        };
-        let p = p.inner();
-        if p.len() > MAX_PATTERN {
-            return Err((id, format!("a pattern longer than {MAX_PATTERN} bytes")));
-        }
-        regex::Regex::new(p).map(|_| ()).map_err(|e| {
-            (
-                id,
-                format!(
-                    "bad pattern: {}",
-                    e.to_string().lines().last().unwrap_or("")
-                ),
-            )
-        })
     }
 }
 

@@ -22,6 +22,8 @@ pub mod explain;
 pub mod filter;
 #[cfg(feature = "ssr")]
 pub mod filter_card;
+#[cfg(feature = "ssr")]
+pub mod filter_check;
 pub mod id_search;
 #[cfg(feature = "ssr")]
 pub mod ids;

@@ -11,6 +11,12 @@ use std::{
 
 /// The largest schema, in bytes of JSON.
 pub const MAX_BYTES: usize = 64 * 1024;
+/// The most terms a schema may come to with its references expanded: references shared
+/// by many places (each level referring twice to the next) would otherwise make a small
+/// schema cost exponential time on every event.
+pub const MAX_EXPANDED: u64 = 20_000;
+/// The longest chain of references followed (each one a level of recursion).
+pub const MAX_REF_DEPTH: usize = 32;
 /// Schemas a project may have.
 pub const MAX_PER_PROJECT: i64 = 200;
 
@@ -54,6 +60,7 @@ fn compile_value(value: &serde_json::Value) -> Result<Schema, String> {
     if !value.is_object() && !value.is_boolean() {
         return Err("schema: must be a JSON object (or true/false)".into());
     }
+    expanded(value)?;
     if let Some(s) = value.get("$schema").and_then(|s| s.as_str()) {
         if s != DRAFT {
             return Err(format!(
@@ -80,6 +87,78 @@ fn compile_value(value: &serde_json::Value) -> Result<Schema, String> {
 
 pub const DRAFT: &str = "https://json-schema.org/draft/2020-12/schema";
 
+/// Refuses a schema that, with its local references expanded, comes to more than
+/// [`MAX_EXPANDED`] terms or chains more than [`MAX_REF_DEPTH`] references. A reference
+/// back into a schema being expanded (recursion, bounded by the data) counts once.
+fn expanded(root: &serde_json::Value) -> Result<u64, String> {
+    struct Walk<'a> {
+        root: &'a serde_json::Value,
+        sizes: HashMap<&'a str, u64>,
+        open: Vec<&'a str>,
+    }
+    impl<'a> Walk<'a> {
+        fn size(&mut self, v: &'a serde_json::Value) -> Result<u64, String> {
+            use serde_json::Value as J;
+            let mut n: u64 = 1;
+            match v {
+                J::Object(o) => {
+                    for (k, child) in o {
+                        n = n.saturating_add(self.size(child)?);
+                        if let (true, Some(r)) = (k == "$ref" || k == "$dynamicRef", child.as_str())
+                        {
+                            n = n.saturating_add(self.reference(r)?);
+                        }
+                    }
+                }
+                J::Array(a) => {
+                    for child in a {
+                        n = n.saturating_add(self.size(child)?);
+                    }
+                }
+                _ => {}
+            }
+            if n > MAX_EXPANDED {
+                return Err(format!(
+                    "schema: more than {MAX_EXPANDED} terms with its references expanded"
+                ));
+            }
+            Ok(n)
+        }
+
+        fn reference(&mut self, r: &'a str) -> Result<u64, String> {
+            let Some(pointer) = r.strip_prefix('#') else {
+                return Ok(0); // not local: refused when compiled
+            };
+            if self.open.contains(&pointer) {
+                return Ok(1);
+            }
+            if let Some(n) = self.sizes.get(pointer) {
+                return Ok(*n);
+            }
+            if self.open.len() >= MAX_REF_DEPTH {
+                return Err(format!(
+                    "schema: references chained more than {MAX_REF_DEPTH} deep"
+                ));
+            }
+            let Some(target) = self.root.pointer(pointer) else {
+                return Ok(0); // unresolvable: refused when compiled
+            };
+            self.open.push(pointer);
+            let n = self.size(target);
+            self.open.pop();
+            let n = n?;
+            self.sizes.insert(pointer, n);
+            Ok(n)
+        }
+    }
+    Walk {
+        root,
+        sizes: HashMap::new(),
+        open: Vec::new(),
+    }
+    .size(root)
+}
+
 impl Schema {
     /// None when `data` is valid; else the first failure: where in the event (`data.…`),
     /// which rule, and why.
@@ -104,19 +183,25 @@ impl Schema {
     }
 }
 
-/// Compiled schemas this process keeps, by project and type, each for the version of
-/// the project's configuration it was read at (bumped when a schema changes): a lone
-/// event of a type with a schema costs one read per version, not one per event.
-/// Bounded: past [`KEPT`] entries the cache starts again empty.
+/// Compiled schemas this process keeps, per project and type, each for the version of
+/// the project's configuration it was read at (bumped when a schema changes): an event
+/// of a type with a schema costs one read per version, not one per event. Bounded so no
+/// tenant can push the others out: a project keeps at most [`TYPES_KEPT`] types (its
+/// others are read each time), and past [`PROJECTS_KEPT`] projects the cache starts
+/// again empty.
 #[derive(Default)]
 pub struct SchemaCache {
-    kept: Mutex<HashMap<(i64, String), Kept>>,
+    kept: Mutex<HashMap<i64, ProjectSchemas>>,
 }
 
-/// A type's schema (or none) as read at one version.
-type Kept = (i64, Option<Arc<Schema>>);
+struct ProjectSchemas {
+    version: i64,
+    /// A type's schema, or None: the type has none.
+    by_type: HashMap<String, Option<Arc<Schema>>>,
+}
 
-pub const KEPT: usize = 4_096;
+pub const TYPES_KEPT: usize = 256;
+pub const PROJECTS_KEPT: usize = 4_096;
 
 impl SchemaCache {
     /// `Some(schema or none)` when known for this version.
@@ -127,10 +212,8 @@ impl SchemaCache {
         event_type: &str,
     ) -> Option<Option<Arc<Schema>>> {
         let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        match kept.get(&(project_id, event_type.to_string())) {
-            Some((v, s)) if *v == version => Some(s.clone()),
-            _ => None,
-        }
+        let p = kept.get(&project_id).filter(|p| p.version == version)?;
+        p.by_type.get(event_type).cloned()
     }
 
     pub fn put(
@@ -141,10 +224,20 @@ impl SchemaCache {
         schema: Option<Arc<Schema>>,
     ) {
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() >= KEPT {
+        if kept.len() >= PROJECTS_KEPT && !kept.contains_key(&project_id) {
             kept.clear();
         }
-        kept.insert((project_id, event_type.to_string()), (version, schema));
+        let p = kept.entry(project_id).or_insert_with(|| ProjectSchemas {
+            version,
+            by_type: HashMap::new(),
+        });
+        if p.version != version {
+            p.version = version;
+            p.by_type.clear();
+        }
+        if p.by_type.len() < TYPES_KEPT {
+            p.by_type.insert(event_type.to_string(), schema);
+        }
     }
 }
 

@@ -86,6 +86,37 @@ fn remote_refs_backtracking_patterns_and_bad_schemas_are_refused() {
             .unwrap_or_else(|| panic!("{schema} compiled"));
         assert!(e.contains(says), "{schema}: {e}");
     }
+    // Each level refers twice to the next: 2^20 terms expanded, a few KB written.
+    let mut defs = serde_json::Map::new();
+    for i in 0..20 {
+        let next = format!("#/$defs/a{}", i + 1);
+        defs.insert(
+            format!("a{i}"),
+            json!({"allOf": [{"$ref": next}, {"$ref": next, "minimum": 0}]}),
+        );
+    }
+    defs.insert("a20".into(), json!({"type": "integer"}));
+    let doubling = json!({"$ref": "#/$defs/a0", "$defs": defs}).to_string();
+    assert!(compile(&doubling)
+        .unwrap_err()
+        .contains("references expanded"));
+    // A chain of references longer than followed.
+    let mut defs = serde_json::Map::new();
+    for i in 0..100 {
+        defs.insert(
+            format!("c{i}"),
+            json!({"$ref": format!("#/$defs/c{}", i + 1)}),
+        );
+    }
+    defs.insert("c100".into(), json!({"type": "integer"}));
+    let chain = json!({"$ref": "#/$defs/c0", "$defs": defs}).to_string();
+    assert!(compile(&chain).unwrap_err().contains("chained"));
+    // Recursion (a tree of nodes) is fine: bounded by the data.
+    let tree = r##"{"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
+        "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}}"##;
+    let s = compile(tree).unwrap();
+    assert_eq!(s.check(&json!({"children": [{"children": []}]})), None);
+    assert!(s.check(&json!({"children": [{"children": 5}]})).is_some());
     let big = format!(r#"{{"description": "{}"}}"#, "x".repeat(MAX_BYTES));
     assert!(compile(&big).unwrap_err().contains("bytes"));
 }

@@ -225,7 +225,7 @@ async fn erase_events(
     events: &[String],
 ) -> AppResult<Counts> {
     sqlx::query(
-        "UPDATE events SET data = 'null', subjects = NULL, erased_at = now(), erasure_id = $1
+        "UPDATE events SET data = 'null', subjects = NULL, filtered_out = NULL, erased_at = now(), erasure_id = $1
           WHERE event_id = ANY($2)",
     )
     .bind(erasure_id)

@@ -209,12 +209,13 @@ pub async fn tick(pool: &PgPool) -> AppResult<u64> {
                      WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id) AS attempt,
                     ev.ordering_key, e.filter, ev.data::text AS data, ev.subjects
              FROM unnest($1::text[], $2::bigint[]) AS p(event_id, endpoint_id)
-             JOIN events ev ON ev.event_id = p.event_id AND ev.erased_at IS NULL
-             JOIN endpoints e ON e.id = p.endpoint_id AND e.deleted_at IS NULL
+             JOIN events ev ON ev.event_id = p.event_id AND ev.erased_at IS NULL AND ev.project_id = $3
+             JOIN endpoints e ON e.id = p.endpoint_id AND e.deleted_at IS NULL AND e.project_id = $3
              ORDER BY ev.id",
         )
         .bind(&events)
         .bind(&endpoints)
+        .bind(project_id)
         .fetch_all(&mut *tx)
         .await?;
         let by = format!("{by} (bulk replay #{id})");

@@ -66,21 +66,24 @@ pub async fn get<'c>(
     .await?)
 }
 
-/// Removes the type's schema; false when it had none.
+/// Removes the type's schema; false when it had none. Locks the project's row first, as
+/// [`put`] does, so that the two take turns.
 pub async fn delete(
-    db: impl sqlx::PgExecutor<'_>,
+    tx: &mut sqlx::PgConnection,
     project_id: i64,
     event_type: &str,
 ) -> AppResult<bool> {
-    Ok(
+    sqlx::query("SELECT 1 FROM projects WHERE id = $1 FOR UPDATE")
+        .bind(project_id)
+        .execute(&mut *tx)
+        .await?;
+    let deleted =
         sqlx::query("DELETE FROM event_type_schemas WHERE project_id = $1 AND event_type = $2")
             .bind(project_id)
             .bind(event_type)
-            .execute(db)
-            .await?
-            .rows_affected()
-            > 0,
-    )
+            .execute(&mut *tx)
+            .await?;
+    Ok(deleted.rows_affected() > 0)
 }
 
 /// Every schema of the project, by type.

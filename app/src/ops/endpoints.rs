@@ -51,7 +51,8 @@ pub struct EndpointChange {
 
 /// A filter as saved: checked (422 with the parser's message and position otherwise).
 fn checked_filter(filter: &str) -> AppResult<&str> {
-    crate::core::filter::compiled(filter)
+    // Compiled, not kept: only fan-out fills the cache of compiled filters.
+    crate::core::filter::compile(filter)
         .map(|_| filter)
         .map_err(AppError::Invalid)
 }

@@ -129,7 +129,7 @@ pub async fn delete(
     let access = caller.access(Action::EditEndpoint)?;
     let t = event_type(&t)?;
     let mut tx = pool.begin().await?;
-    if !schemas::delete(&mut *tx, caller.project_id, t.as_str()).await? {
+    if !schemas::delete(&mut tx, caller.project_id, t.as_str()).await? {
         return Err(AppError::NotFound.into());
     }
     audit::record(
