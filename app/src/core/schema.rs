@@ -57,8 +57,8 @@ pub fn compile(text: &str) -> Result<Schema, String> {
 }
 
 fn compile_value(value: &serde_json::Value) -> Result<Schema, String> {
-    if !value.is_object() && !value.is_boolean() {
-        return Err("schema: must be a JSON object (or true/false)".into());
+    if !value.is_object() {
+        return Err("schema: must be a JSON object".into());
     }
     expanded(value)?;
     if let Some(s) = value.get("$schema").and_then(|s| s.as_str()) {

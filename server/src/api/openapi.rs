@@ -36,6 +36,7 @@ impl Modify for CommonErrors {
             for op in [
                 &mut item.get,
                 &mut item.post,
+                &mut item.put,
                 &mut item.patch,
                 &mut item.delete,
             ]
