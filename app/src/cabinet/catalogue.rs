@@ -111,9 +111,7 @@ pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
 #[cfg(feature = "ssr")]
 fn schema_html(project_id: i64, s: &crate::db::schemas::StoredSchema) -> String {
     use crate::core::alerts::escape_html;
-    let pretty = serde_json::from_str::<serde_json::Value>(&s.schema)
-        .and_then(|v| serde_json::to_string_pretty(&v))
-        .unwrap_or_else(|_| s.schema.clone());
+    let pretty = crate::core::text::indent_json(&s.schema).unwrap_or_else(|| s.schema.clone());
     let t: String = url::form_urlencoded::byte_serialize(s.event_type.as_bytes()).collect();
     format!(
         "<details data-testid=\"event-schema\"><summary>schema v{}</summary><pre class=\"code\">{}</pre>\

@@ -4,32 +4,11 @@ use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 
 use crate::core::status::DeliveryStatus;
-pub use crate::core::text::absolute;
+pub use crate::core::text::{absolute, relative};
 
 #[component]
 pub fn StatusBadge(status: DeliveryStatus) -> impl IntoView {
     view! { <span class=format!("badge badge-{}", status.as_str())>{status.label()}</span> }
-}
-
-pub fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
-    let secs = (now - at).num_seconds();
-    let (n, future) = if secs < 0 {
-        (-secs, true)
-    } else {
-        (secs, false)
-    };
-    let text = match n {
-        0..=4 => return "just now".into(),
-        5..=59 => format!("{n}s"),
-        60..=3599 => format!("{}m", n / 60),
-        3600..=86_399 => format!("{}h", n / 3600),
-        _ => format!("{}d", n / 86_400),
-    };
-    if future {
-        format!("in {text}")
-    } else {
-        format!("{text} ago")
-    }
 }
 
 /// The inspector bin a Redirect's target URL names (`…/r/{id}`).

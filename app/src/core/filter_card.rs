@@ -5,7 +5,10 @@
 
 use chrono::{DateTime, Utc};
 
-use super::alerts::escape_html;
+use super::{
+    alerts::escape_html,
+    text::{absolute, relative},
+};
 
 /// An event as the card lists it.
 pub struct CardEvent {
@@ -133,8 +136,8 @@ fn table(events: &[CardEvent], testid: &str, now: DateTime<Utc>) -> String {
              <td class=\"mono\">{}</td><td>{}</td><td class=\"{class}\">{}</td></tr>",
             e.created_at
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            e.created_at.format("%Y-%m-%d %H:%M:%S UTC"),
-            ago(now - e.created_at),
+            absolute(e.created_at),
+            relative(e.created_at, now),
             escape_html(&e.event_id),
             escape_html(&e.event_type),
             escape_html(what),
@@ -144,15 +147,6 @@ fn table(events: &[CardEvent], testid: &str, now: DateTime<Utc>) -> String {
         "<table class=\"dense epfilter-table\"><thead><tr><th>When</th><th>Event</th>\
          <th>Type</th><th>Filter</th></tr></thead><tbody>{rows}</tbody></table>"
     )
-}
-
-fn ago(d: chrono::Duration) -> String {
-    match d.num_seconds().max(0) {
-        s if s < 60 => format!("{s}s ago"),
-        s if s < 3600 => format!("{}m ago", s / 60),
-        s if s < 86_400 => format!("{}h ago", s / 3600),
-        s => format!("{}d ago", s / 86_400),
-    }
 }
 
 #[cfg(test)]

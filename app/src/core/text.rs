@@ -109,6 +109,28 @@ pub fn indent_json(text: &str) -> Option<String> {
     (open.is_empty() && !in_string).then_some(out)
 }
 
+/// `5m ago`, `in 2h`, `just now`: how long before or after `now`.
+pub fn relative(at: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::Utc>) -> String {
+    let secs = (now - at).num_seconds();
+    let (n, future) = if secs < 0 {
+        (-secs, true)
+    } else {
+        (secs, false)
+    };
+    let text = match n {
+        0..=4 => return "just now".into(),
+        5..=59 => format!("{n}s"),
+        60..=3599 => format!("{}m", n / 60),
+        3600..=86_399 => format!("{}h", n / 3600),
+        _ => format!("{}d", n / 86_400),
+    };
+    if future {
+        format!("in {text}")
+    } else {
+        format!("{text} ago")
+    }
+}
+
 /// `2026-11-30 12:00:00.000 UTC`, written out by hand: chrono's `format` would bring its
 /// whole format-string machinery into the browser bundle for this one line.
 pub fn absolute(at: chrono::DateTime<chrono::Utc>) -> String {
