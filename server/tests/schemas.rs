@@ -208,3 +208,57 @@ async fn a_schema_checks_the_events_of_its_type() {
     );
     app.stop().await;
 }
+
+/// A schema whose 30 levels each refer twice to the next by `$anchor` name: 2^30 checks
+/// per event if accepted.
+fn anchor_doubling() -> String {
+    let mut defs = serde_json::Map::new();
+    for i in 0..30 {
+        let next = format!("#a{}", i + 1);
+        defs.insert(
+            format!("a{i}"),
+            json!({"$anchor": format!("a{i}"), "allOf": [{"$ref": next}, {"$ref": next, "minimum": 0}]}),
+        );
+    }
+    defs.insert("a30".into(), json!({"$anchor": "a30", "type": "integer"}));
+    json!({"$ref": "#a0", "$defs": defs}).to_string()
+}
+
+#[tokio::test]
+async fn costly_schemas_are_refused_when_set_and_costly_events_before_they_are_checked() {
+    let app = TestApp::spawn().await;
+    let (_, key) = app.project("business").await;
+    let (other_project, other_key) = app.project("business").await;
+    // Refused when set: exponential by anchors, a pattern past its compiled size.
+    let (status, body) = put_schema(&app, &key, "order.paid", &anchor_doubling()).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(message(&body).contains("references expanded"), "{body}");
+    let started = std::time::Instant::now();
+    let (status, body) = put_schema(&app, &key, "order.paid", r#"{"pattern": "\\w{300}"}"#).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(message(&body).contains("KiB"), "{body}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    // The most terms per item allowed, and an event that would cost past the budget:
+    // refused unchecked, at once, while another project's events go through.
+    let alternatives: Vec<Value> = (0..990)
+        .map(|i| json!({"const": format!("v{i}")}))
+        .collect();
+    let schema = json!({"type": "object", "properties": {"lines": {"type": "array", "items": {"anyOf": alternatives}}}});
+    let (status, body) = put_schema(&app, &key, "order.paid", &schema.to_string()).await;
+    assert_eq!(status, 201, "{body}");
+    let started = std::time::Instant::now();
+    let (status, body) = send(&app, &key, json!({"lines": vec!["v989"; 20_000]})).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(message(&body).contains("too costly"), "{body}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let (status, body) = send(&app, &key, json!({"lines": vec!["v989"; 100]})).await;
+    assert_eq!(status, 202, "{body}");
+    let (status, _) = send(&app, &other_key, json!({"lines": vec!["x"; 20_000]})).await;
+    assert_eq!(status, 202);
+    assert_eq!(stored_events(&app, other_project).await, 1);
+    app.stop().await;
+}

@@ -78,8 +78,12 @@ const HEAVY: [&str; 10] = [
 pub type Refusal = (u64, String);
 
 /// Walks a parsed filter; the first refusal names its term.
-pub fn check(root: &IdedExpr) -> Result<(), Refusal> {
-    Check::default().walk(root, 0)
+/// Checks a filter; its `matches` patterns, each compiled once here for every event
+/// the filter will see.
+pub fn check(root: &IdedExpr) -> Result<Vec<(String, regex::Regex)>, Refusal> {
+    let mut check = Check::default();
+    check.walk(root, 0)?;
+    Ok(check.compiled)
 }
 
 #[derive(Default)]
@@ -89,6 +93,7 @@ struct Check {
     heavy: usize,
     adds: usize,
     patterns: usize,
+    compiled: Vec<(String, regex::Regex)>,
     /// Variables of the loop being walked (its element and accumulator).
     scope: Vec<String>,
     /// Inside a loop's condition or step: what runs once per element.
@@ -242,16 +247,18 @@ impl Check {
         if p.len() > MAX_PATTERN {
             return Err((id, format!("a pattern longer than {MAX_PATTERN} bytes")));
         }
-        regex::RegexBuilder::new(p)
+        let compiled = regex::RegexBuilder::new(p)
             .size_limit(PATTERN_PROGRAM)
+            .dfa_size_limit(PATTERN_PROGRAM)
             .build()
-            .map(|_| ())
             .map_err(|e| {
                 let why = e.to_string();
                 (
                     id,
                     format!("bad pattern: {}", why.lines().last().unwrap_or("")),
                 )
-            })
+            })?;
+        self.compiled.push((p.to_string(), compiled));
+        Ok(())
     }
 }

@@ -171,3 +171,22 @@ fn verdicts_convert_the_event_once_for_all_filters() {
     let v = verdicts(&input(r#"{"n": 3}"#), &[Some(&f), None, Some(&g)]);
     assert_eq!(v, vec![Verdict::Match, Verdict::Match, Verdict::NoMatch]);
 }
+
+#[test]
+fn patterns_match_in_both_forms_compiled_once_with_the_filter() {
+    let f =
+        compile(r#"data.sku.matches('^[A-Z]{3}-[0-9]+$') && matches(event, '^order\.')"#).unwrap();
+    assert_eq!(f.patterns.len(), 2);
+    let yes = Input::parse("order.paid", r#"{"sku": "ABC-12"}"#, &[]);
+    let no = Input::parse("order.paid", r#"{"sku": "abc-12"}"#, &[]);
+    let other = Input::parse("user.created", r#"{"sku": "ABC-12"}"#, &[]);
+    for _ in 0..1_000 {
+        assert!(f.eval(&yes).matched());
+        assert!(!f.eval(&no).matched());
+        assert!(!f.eval(&other).matched());
+    }
+    // Evaluated beside another filter, each sees its own patterns.
+    let g = compile(r#"data.sku.matches('^abc')"#).unwrap();
+    let v = verdicts(&no, &[Some(&f), Some(&g)]);
+    assert!(!v[0].matched() && v[1].matched());
+}

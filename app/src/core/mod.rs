@@ -37,6 +37,8 @@ pub mod retry;
 #[cfg(feature = "ssr")]
 pub mod schema;
 #[cfg(feature = "ssr")]
+pub mod schema_cost;
+#[cfg(feature = "ssr")]
 pub mod sealed;
 pub mod signing;
 pub mod status;

@@ -3,11 +3,19 @@
 //! would have the server fetch URLs past the target guard: nothing is ever fetched),
 //! regular expressions by the `regex` crate (linear time, no backtracking), `format`s
 //! asserted. `data` that fails it is refused at ingest naming the path and the rule.
+//!
+//! What a schema may cost is known when it is set ([`super::schema_cost`]): its terms with
+//! references expanded, and those of them applied to each value of an event. An event
+//! whose check could cost more than [`CHECK_BUDGET`] term visits is refused before it is
+//! checked, and every pattern compiles within a small program size, so the worst schema
+//! this server accepts costs a bounded time per event and a bounded memory per process.
 
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
 };
+
+pub use super::schema_cost::Cost;
 
 /// The largest schema, in bytes of JSON.
 pub const MAX_BYTES: usize = 64 * 1024;
@@ -17,12 +25,26 @@ pub const MAX_BYTES: usize = 64 * 1024;
 pub const MAX_EXPANDED: u64 = 20_000;
 /// The longest chain of references followed (each one a level of recursion).
 pub const MAX_REF_DEPTH: usize = 32;
+/// Terms applied to each value of an event (below `items`, `additionalProperties`… or
+/// in a recursive reference), at most.
+pub const MAX_PER_VALUE: u64 = 2_000;
+/// Term visits one request's checks may cost: `terms + per_value × weight(data)` summed
+/// over its events (see [`super::schema_cost::weight`]). Calibrated so that the worst
+/// accepted schema on the largest accepted request costs well under a second.
+pub const CHECK_BUDGET: u64 = 4_000_000;
+/// Distinct patterns (`pattern` and `patternProperties` keys) a schema may hold.
+pub const MAX_PATTERNS: usize = 64;
+/// The compiled size a pattern may reach (the regex crate's default is 10 MiB), and its
+/// lazy DFA's cache (default 2 MiB, per thread that uses it).
+pub const PATTERN_PROGRAM: usize = 64 * 1024;
+pub const PATTERN_CACHE: usize = 128 * 1024;
 /// Schemas a project may have.
 pub const MAX_PER_PROJECT: i64 = 200;
 
 /// A compiled schema.
 pub struct Schema {
     validator: jsonschema::Validator,
+    cost: super::schema_cost::Cost,
 }
 
 impl std::fmt::Debug for Schema {
@@ -60,7 +82,15 @@ fn compile_value(value: &serde_json::Value) -> Result<Schema, String> {
     if !value.is_object() {
         return Err("schema: must be a JSON object".into());
     }
-    expanded(value)?;
+    let cost = super::schema_cost::cost(value, MAX_EXPANDED, MAX_REF_DEPTH)?;
+    if cost.per_value > MAX_PER_VALUE {
+        return Err(format!(
+            "schema: {} terms applied per value (below items, additionalProperties… with references \
+             expanded), more than the {MAX_PER_VALUE} allowed",
+            cost.per_value
+        ));
+    }
+    check_patterns(value)?;
     if let Some(s) = value.get("$schema").and_then(|s| s.as_str()) {
         if s != DRAFT {
             return Err(format!(
@@ -71,7 +101,11 @@ fn compile_value(value: &serde_json::Value) -> Result<Schema, String> {
     let validator = jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
         .should_validate_formats(true)
-        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .with_pattern_options(
+            jsonschema::PatternOptions::regex()
+                .size_limit(PATTERN_PROGRAM)
+                .dfa_size_limit(PATTERN_CACHE),
+        )
         .with_retriever(NoRemote)
         .build(value)
         .map_err(|e| {
@@ -82,87 +116,65 @@ fn compile_value(value: &serde_json::Value) -> Result<Schema, String> {
                 format!("schema at {at}: {e}")
             }
         })?;
-    Ok(Schema { validator })
+    Ok(Schema { validator, cost })
+}
+
+/// At most [`MAX_PATTERNS`] distinct patterns, each compiling within [`PATTERN_PROGRAM`]
+/// (checked here, one at a time, so a refusal costs one small compile, not thousands).
+fn check_patterns(value: &serde_json::Value) -> Result<(), String> {
+    let mut found = std::collections::BTreeSet::new();
+    super::schema_cost::patterns(value, &mut found);
+    if found.len() > MAX_PATTERNS {
+        return Err(format!(
+            "schema: {} distinct patterns, more than the {MAX_PATTERNS} allowed",
+            found.len()
+        ));
+    }
+    for p in found {
+        let built = regex::RegexBuilder::new(p)
+            .size_limit(PATTERN_PROGRAM)
+            .dfa_size_limit(PATTERN_CACHE)
+            .build();
+        // Other errors (ECMA-only syntax) are the validator's to translate or refuse.
+        if let Err(regex::Error::CompiledTooBig(_)) = built {
+            return Err(format!(
+                "schema: pattern {:?} compiles past the {} KiB allowed",
+                p.chars().take(60).collect::<String>(),
+                PATTERN_PROGRAM / 1024
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub const DRAFT: &str = "https://json-schema.org/draft/2020-12/schema";
 
-/// Refuses a schema that, with its local references expanded, comes to more than
-/// [`MAX_EXPANDED`] terms or chains more than [`MAX_REF_DEPTH`] references. A reference
-/// back into a schema being expanded (recursion, bounded by the data) counts once.
-fn expanded(root: &serde_json::Value) -> Result<u64, String> {
-    struct Walk<'a> {
-        root: &'a serde_json::Value,
-        sizes: HashMap<&'a str, u64>,
-        open: Vec<&'a str>,
-    }
-    impl<'a> Walk<'a> {
-        fn size(&mut self, v: &'a serde_json::Value) -> Result<u64, String> {
-            use serde_json::Value as J;
-            let mut n: u64 = 1;
-            match v {
-                J::Object(o) => {
-                    for (k, child) in o {
-                        n = n.saturating_add(self.size(child)?);
-                        if let (true, Some(r)) = (k == "$ref" || k == "$dynamicRef", child.as_str())
-                        {
-                            n = n.saturating_add(self.reference(r)?);
-                        }
-                    }
-                }
-                J::Array(a) => {
-                    for child in a {
-                        n = n.saturating_add(self.size(child)?);
-                    }
-                }
-                _ => {}
-            }
-            if n > MAX_EXPANDED {
-                return Err(format!(
-                    "schema: more than {MAX_EXPANDED} terms with its references expanded"
-                ));
-            }
-            Ok(n)
-        }
-
-        fn reference(&mut self, r: &'a str) -> Result<u64, String> {
-            let Some(pointer) = r.strip_prefix('#') else {
-                return Ok(0); // not local: refused when compiled
-            };
-            if self.open.contains(&pointer) {
-                return Ok(1);
-            }
-            if let Some(n) = self.sizes.get(pointer) {
-                return Ok(*n);
-            }
-            if self.open.len() >= MAX_REF_DEPTH {
-                return Err(format!(
-                    "schema: references chained more than {MAX_REF_DEPTH} deep"
-                ));
-            }
-            let Some(target) = self.root.pointer(pointer) else {
-                return Ok(0); // unresolvable: refused when compiled
-            };
-            self.open.push(pointer);
-            let n = self.size(target);
-            self.open.pop();
-            let n = n?;
-            self.sizes.insert(pointer, n);
-            Ok(n)
-        }
-    }
-    Walk {
-        root,
-        sizes: HashMap::new(),
-        open: Vec::new(),
-    }
-    .size(root)
-}
-
 impl Schema {
+    /// Term visits checking `data` may cost, at most.
+    pub fn cost_of(&self, data: &serde_json::Value) -> u64 {
+        self.cost.terms.saturating_add(
+            self.cost
+                .per_value
+                .saturating_mul(super::schema_cost::weight(data)),
+        )
+    }
+
     /// None when `data` is valid; else the first failure: where in the event (`data.…`),
-    /// which rule, and why.
+    /// which rule, and why. An event whose check alone would cost more than the budget is
+    /// refused unchecked.
     pub fn check(&self, data: &serde_json::Value) -> Option<String> {
+        let cost = self.cost_of(data);
+        if cost > CHECK_BUDGET {
+            return Some(too_costly(cost));
+        }
+        self.check_within_budget(data)
+    }
+
+    /// [`Self::check`] when the caller has counted the cost against the budget already.
+    pub fn check_within_budget(&self, data: &serde_json::Value) -> Option<String> {
+        if self.validator.is_valid(data) {
+            return None;
+        }
         let e = self.validator.iter_errors(data).next()?;
         let mut at = String::from("data");
         for part in e.instance_path().to_string().split('/').skip(1) {
@@ -181,6 +193,15 @@ impl Schema {
             e.schema_path()
         ))
     }
+}
+
+/// Why an event was refused unchecked.
+pub fn too_costly(cost: u64) -> String {
+    format!(
+        "data: too costly to check against its type's schema ({cost} checks, at most \
+         {CHECK_BUDGET} per request): send smaller events or simplify the schema's \
+         per-item rules"
+    )
 }
 
 /// Compiled schemas this process keeps, per project and type, each for the version of

@@ -140,3 +140,119 @@ fn the_cache_answers_per_version() {
     c.put(1, 8, "a.b", None);
     assert!(c.get(1, 8, "a.b").unwrap().is_none());
 }
+
+/// 36 `$defs`, each referring twice to the next by the form given: 2^36 checks per event
+/// if any form escapes the count.
+fn doubling(form: impl Fn(usize) -> (String, serde_json::Value)) -> String {
+    let mut defs = serde_json::Map::new();
+    for i in 0..=36 {
+        let (next, _) = form(i + 1);
+        let mut def = if i < 36 {
+            json!({"allOf": [{"$ref": next}, {"$ref": next, "minimum": 0}]})
+        } else {
+            json!({"type": "integer"})
+        };
+        for (k, v) in form(i).1.as_object().unwrap() {
+            def[k] = v.clone();
+        }
+        defs.insert(format!("a{i}"), def);
+    }
+    json!({"$id": "https://schemas.example/root", "$ref": form(0).0, "$defs": defs}).to_string()
+}
+
+#[test]
+fn references_by_anchor_id_or_encoded_pointer_are_counted_or_refused() {
+    type Form = Box<dyn Fn(usize) -> (String, serde_json::Value)>;
+    let forms: Vec<(&str, Form)> = vec![
+        (
+            "anchor",
+            Box::new(|i| (format!("#a{i}"), json!({"$anchor": format!("a{i}")}))),
+        ),
+        (
+            "encoded pointer",
+            Box::new(|i| (format!("#/%24defs/a{i}"), json!({}))),
+        ),
+        (
+            "$id-based",
+            Box::new(|i| {
+                (
+                    format!("https://schemas.example/root#/$defs/a{i}"),
+                    json!({}),
+                )
+            }),
+        ),
+        (
+            "dynamic",
+            Box::new(|i| (format!("#d{i}"), json!({"$dynamicAnchor": format!("d{i}")}))),
+        ),
+    ];
+    for (name, form) in forms {
+        let text = doubling(form);
+        let started = std::time::Instant::now();
+        let refused = compile(&text).err();
+        assert!(refused.is_some(), "{name}: a 2^36 schema was accepted");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "{name}"
+        );
+    }
+    // A chain that refers once per level is fine, whatever the form.
+    let once = r##"{"$ref": "#/%24defs/a", "$defs": {"a": {"$ref": "#b"}, "b": {"$anchor": "b", "type": "integer"}}}"##;
+    let s = compile(once).unwrap();
+    assert_eq!(s.check(&json!(1)), None);
+    assert!(s.check(&json!("x")).is_some());
+}
+
+#[test]
+fn patterns_compile_within_a_size_limit() {
+    // ~2,000 distinct patterns of ~10 MiB each under the regex crate's default limit.
+    let props: serde_json::Map<String, serde_json::Value> = (0..2_000)
+        .map(|i| {
+            (
+                format!("p{i}"),
+                json!({"pattern": format!("\\w{{{}}}", 300 + i)}),
+            )
+        })
+        .collect();
+    let text = json!({"properties": props}).to_string();
+    assert!(text.len() <= MAX_BYTES, "{}", text.len());
+    let started = std::time::Instant::now();
+    let e = compile(&text).expect_err("refused");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(e.contains("pattern"), "{e}");
+    // One large pattern alone is refused too, naming the limit.
+    let e = compile(r#"{"pattern": "\\w{300}"}"#).expect_err("refused");
+    assert!(e.contains("pattern"), "{e}");
+    // An ordinary one compiles.
+    assert!(compile(r#"{"pattern": "^[A-Z]{3}-[0-9]{1,12}$"}"#).is_ok());
+}
+
+#[test]
+fn an_event_past_the_checking_budget_is_refused_quickly() {
+    // Every item tried against 2,000 alternatives that all fail: 4·10^8 checks on a
+    // 256 KiB array if nothing bounded them.
+    let alternatives: Vec<_> = (0..2_000)
+        .map(|i| json!({"const": format!("v{i}")}))
+        .collect();
+    let text = json!({"type": "array", "items": {"anyOf": alternatives}}).to_string();
+    match compile(&text) {
+        Err(e) => assert!(e.contains("per value"), "{e}"),
+        Ok(s) => {
+            let data = json!(vec![0; 100_000]);
+            let started = std::time::Instant::now();
+            let e = s.check(&data).expect("refused");
+            assert!(started.elapsed() < std::time::Duration::from_secs(1), "{e}");
+            assert!(e.contains("too costly"), "{e}");
+        }
+    }
+    // The same schema with fewer alternatives checks a small event normally.
+    let alternatives: Vec<_> = (0..20).map(|i| json!({"const": i})).collect();
+    let s =
+        compile(&json!({"type": "array", "items": {"anyOf": alternatives}}).to_string()).unwrap();
+    assert_eq!(s.check(&json!([1, 2, 3])), None);
+    assert!(s.check(&json!([1, 99])).is_some());
+}

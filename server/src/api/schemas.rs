@@ -18,7 +18,7 @@ use axum::{
 use serde::Serialize;
 use sqlx::PgPool;
 
-use super::{error::ApiErrorBody, ApiError, Caller};
+use super::{error::ApiErrorBody, schema_gate as gate, ApiError, Caller};
 
 /// A schema as set.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -57,7 +57,12 @@ pub async fn put(
         ));
     }
     let text = std::str::from_utf8(&body).map_err(|_| ApiError::invalid("schema: not UTF-8"))?;
-    schema::compile(text).map_err(ApiError::invalid)?;
+    let owned = text.to_string();
+    gate::run(caller.project_id, move || {
+        schema::compile(&owned).map(|_| ())
+    })
+    .await?
+    .map_err(ApiError::invalid)?;
     let mut tx = pool.begin().await?;
     let (stored, created) = schemas::put(&mut tx, caller.project_id, t.as_str(), text).await?;
     audit::record(
@@ -158,22 +163,48 @@ pub(crate) async fn conform(
         return Ok(());
     }
     let (project, version) = (caller.project_id, caller.endpoints_version);
+    let mut work = Vec::new();
     for (at, t, data) in items {
         let compiled = match cache.schemas.get(project, version, t) {
             Some(s) => s,
             None => {
-                let s = schemas::get(pool, project, t)
-                    .await?
-                    .and_then(|s| schema::stored(&s.schema));
+                let text = schemas::get(pool, project, t).await?.map(|s| s.schema);
+                let s = match text {
+                    Some(text) => gate::run(project, move || schema::stored(&text)).await?,
+                    None => None,
+                };
                 cache.schemas.put(project, version, t, s.clone());
                 s
             }
         };
-        let Some(compiled) = compiled else { continue };
+        if let Some(compiled) = compiled {
+            work.push((at.clone(), compiled, data.to_string()));
+        }
+    }
+    if work.is_empty() {
+        return Ok(());
+    }
+    gate::run(project, move || check_all(&work))
+        .await?
+        .map_err(ApiError::invalid)
+}
+
+/// Checks each event against its schema, once their summed cost is within the budget.
+fn check_all(work: &[(String, Arc<schema::Schema>, String)]) -> Result<(), String> {
+    let mut parsed = Vec::with_capacity(work.len());
+    let mut cost = 0u64;
+    for (at, compiled, data) in work {
         let value: serde_json::Value =
-            serde_json::from_str(data).map_err(|e| ApiError::invalid(format!("{at}data: {e}")))?;
-        if let Some(failure) = compiled.check(&value) {
-            return Err(ApiError::invalid(format!("{at}{failure}")));
+            serde_json::from_str(data).map_err(|e| format!("{at}data: {e}"))?;
+        cost = cost.saturating_add(compiled.cost_of(&value));
+        parsed.push((at, compiled, value));
+    }
+    if cost > schema::CHECK_BUDGET {
+        return Err(schema::too_costly(cost));
+    }
+    for (at, compiled, value) in parsed {
+        if let Some(failure) = compiled.check_within_budget(&value) {
+            return Err(format!("{at}{failure}"));
         }
     }
     Ok(())

@@ -1,0 +1,309 @@
+//! What checking an event against a schema can cost, known when the schema is set.
+//!
+//! The validator expands every `$ref` that is not recursive in place, so a few KB whose
+//! levels each refer twice to the next cost 2^levels on every event. The walk below
+//! follows references exactly as far as the validator does (JSON pointers, percent-encoded
+//! ones too, and `$anchor` names), and refuses what it could not follow as surely
+//! (`$dynamicRef`, `$recursiveRef`, a `$ref` to anything but `#…`, an `$id` below the
+//! top), so the count it gives is an upper bound:
+//!
+//! - `terms`: every term with its references expanded (recursion counted once), each of
+//!   which the validator applies to one value of the event at most, unless it is
+//! - `per_value`: below a keyword applied to each of many values (`items`,
+//!   `additionalProperties`, `patternProperties`, `contains`, …) or in a recursive
+//!   reference: applied to each value of the event at most.
+//!
+//! An event's check is then at most `terms + per_value × weight(data)` term visits,
+//! where the weight counts the event's values and its strings' bytes (patterns and
+//! formats read them); [`crate::core::schema`] refuses an event past its budget.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+/// Keywords whose subschemas apply to each of many values of the event.
+const FAN_OUT: &[&str] = &[
+    "items",
+    "additionalItems",
+    "additionalProperties",
+    "patternProperties",
+    "propertyNames",
+    "contains",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+];
+/// Keywords whose values are maps of names to subschemas.
+const BY_NAME: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+];
+/// Keywords whose values are data (compared, never compiled as schemas).
+const DATA: &[&str] = &["enum", "const", "default", "examples"];
+/// Keywords whose targets depend on the path taken to them: not followed, so refused.
+const DYNAMIC: &[&str] = &[
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
+];
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cost {
+    pub terms: u64,
+    pub per_value: u64,
+}
+
+/// The schema's cost, or why it cannot be counted (or counts past `max_terms`, or chains
+/// references past `max_depth`).
+pub fn cost(root: &Value, max_terms: u64, max_depth: usize) -> Result<Cost, String> {
+    let mut anchors = HashMap::new();
+    collect(root, true, &mut anchors)?;
+    let mut walk = Walk {
+        root,
+        anchors,
+        sizes: HashMap::new(),
+        open: Vec::new(),
+        recursive: false,
+        max_terms,
+        max_depth,
+    };
+    let mut cost = walk.any(root, false)?;
+    if walk.recursive {
+        // A recursive reference re-applies its schema to values further down: any of its
+        // terms may run on each value.
+        cost.per_value = cost.terms;
+    }
+    Ok(cost)
+}
+
+/// How many term visits `data` may cost for each per-value term: its values, and its
+/// strings' bytes (a pattern or format reads each byte) a sixteenth each.
+pub fn weight(data: &Value) -> u64 {
+    match data {
+        Value::String(s) => 1 + s.len() as u64 / 16,
+        Value::Array(a) => 1 + a.iter().map(weight).sum::<u64>(),
+        Value::Object(o) => {
+            1 + o
+                .iter()
+                .map(|(k, v)| 1 + k.len() as u64 / 16 + weight(v))
+                .sum::<u64>()
+        }
+        _ => 1,
+    }
+}
+
+/// The schema's patterns: `pattern` values and `patternProperties` keys.
+pub fn patterns<'a>(v: &'a Value, found: &mut std::collections::BTreeSet<&'a str>) {
+    match v {
+        Value::Object(o) => {
+            for (k, child) in o {
+                match (k.as_str(), child) {
+                    ("pattern", Value::String(p)) => {
+                        found.insert(p);
+                    }
+                    ("patternProperties", Value::Object(named)) => {
+                        found.extend(named.keys().map(String::as_str));
+                        named.values().for_each(|sub| patterns(sub, found));
+                    }
+                    (k, _) if DATA.contains(&k) => {}
+                    _ => patterns(child, found),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|child| patterns(child, found)),
+        _ => {}
+    }
+}
+
+/// Finds the `$anchor`s (by name) and refuses what the walk does not follow.
+fn collect<'a>(
+    v: &'a Value,
+    top: bool,
+    anchors: &mut HashMap<&'a str, &'a Value>,
+) -> Result<(), String> {
+    match v {
+        Value::Object(o) => {
+            for (k, child) in o {
+                let k = k.as_str();
+                if DYNAMIC.contains(&k) {
+                    return Err(format!(
+                        "schema: {k} is not supported (use $ref and $anchor)"
+                    ));
+                }
+                match (k, child) {
+                    ("$id", _) if !top => {
+                        return Err("schema: $id only at the top of the schema".into());
+                    }
+                    ("$anchor", Value::String(name)) => {
+                        // Two anchors of one name are refused when compiled.
+                        anchors.insert(name.as_str(), v);
+                    }
+                    ("$ref", Value::String(r)) if !r.starts_with('#') => {
+                        return Err(format!(
+                            "schema: $ref {r:?}: only references within the schema (#/… or #name)"
+                        ));
+                    }
+                    _ if DATA.contains(&k) => {}
+                    _ if BY_NAME.contains(&k) => {
+                        if let Value::Object(named) = child {
+                            for sub in named.values() {
+                                collect(sub, false, anchors)?;
+                            }
+                        }
+                    }
+                    _ => collect(child, false, anchors)?,
+                }
+            }
+        }
+        Value::Array(a) => {
+            for child in a {
+                collect(child, false, anchors)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+struct Walk<'a> {
+    root: &'a Value,
+    anchors: HashMap<&'a str, &'a Value>,
+    /// Each reference target's cost once counted (`per_value` as reached at no fan-out).
+    sizes: HashMap<*const Value, Cost>,
+    open: Vec<*const Value>,
+    recursive: bool,
+    max_terms: u64,
+    max_depth: usize,
+}
+
+impl<'a> Walk<'a> {
+    fn any(&mut self, v: &'a Value, fan: bool) -> Result<Cost, String> {
+        let mut cost = one(fan);
+        match v {
+            Value::Object(o) => {
+                for (k, child) in o {
+                    let k = k.as_str();
+                    let child_fan = fan || FAN_OUT.contains(&k);
+                    let part = if DATA.contains(&k) {
+                        data(child, child_fan)
+                    } else if BY_NAME.contains(&k) {
+                        self.by_name(child, child_fan)?
+                    } else if let ("$ref", Value::String(r)) = (k, child) {
+                        add(one(fan), self.reference(r, fan)?)
+                    } else {
+                        self.any(child, child_fan)?
+                    };
+                    cost = add(cost, part);
+                }
+            }
+            Value::Array(a) => {
+                for child in a {
+                    cost = add(cost, self.any(child, fan)?);
+                }
+            }
+            _ => {}
+        }
+        if cost.terms > self.max_terms {
+            return Err(format!(
+                "schema: more than {} terms with its references expanded",
+                self.max_terms
+            ));
+        }
+        Ok(cost)
+    }
+
+    fn by_name(&mut self, v: &'a Value, fan: bool) -> Result<Cost, String> {
+        let Value::Object(named) = v else {
+            return self.any(v, fan);
+        };
+        let mut cost = one(fan);
+        for sub in named.values() {
+            cost = add(cost, self.any(sub, fan)?);
+        }
+        Ok(cost)
+    }
+
+    fn reference(&mut self, r: &str, fan: bool) -> Result<Cost, String> {
+        let Some(target) = self.target(r)? else {
+            return Ok(Cost::default()); // unresolvable: refused when compiled
+        };
+        let key = target as *const Value;
+        if self.open.contains(&key) {
+            self.recursive = true;
+            return Ok(one(fan));
+        }
+        let counted = match self.sizes.get(&key) {
+            Some(c) => *c,
+            None => {
+                if self.open.len() >= self.max_depth {
+                    return Err(format!(
+                        "schema: references chained more than {} deep",
+                        self.max_depth
+                    ));
+                }
+                self.open.push(key);
+                let c = self.any(target, false);
+                self.open.pop();
+                let c = c?;
+                self.sizes.insert(key, c);
+                c
+            }
+        };
+        Ok(if fan {
+            Cost {
+                terms: counted.terms,
+                per_value: counted.terms,
+            }
+        } else {
+            counted
+        })
+    }
+
+    /// Where `#…` leads: a JSON pointer (percent-decoded, as a URI fragment is) or an
+    /// anchor's name.
+    fn target(&self, r: &str) -> Result<Option<&'a Value>, String> {
+        let fragment = r.strip_prefix('#').unwrap_or(r);
+        let decoded = percent_encoding::percent_decode_str(fragment)
+            .decode_utf8()
+            .map_err(|_| format!("schema: $ref {r:?} is not UTF-8 once decoded"))?;
+        if decoded.is_empty() || decoded.starts_with('/') {
+            return Ok(self.root.pointer(&decoded));
+        }
+        Ok(self.anchors.get(decoded.as_ref()).copied())
+    }
+}
+
+fn one(fan: bool) -> Cost {
+    Cost {
+        terms: 1,
+        per_value: fan as u64,
+    }
+}
+
+fn add(a: Cost, b: Cost) -> Cost {
+    Cost {
+        terms: a.terms.saturating_add(b.terms),
+        per_value: a.per_value.saturating_add(b.per_value),
+    }
+}
+
+/// Data inside a schema (an `enum`'s values, say): each compared, none followed.
+fn data(v: &Value, fan: bool) -> Cost {
+    let n = count(v);
+    Cost {
+        terms: n,
+        per_value: if fan { n } else { 0 },
+    }
+}
+
+fn count(v: &Value) -> u64 {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(count).sum::<u64>(),
+        Value::Object(o) => 1 + o.values().map(count).sum::<u64>(),
+        _ => 1,
+    }
+}
