@@ -10,6 +10,11 @@
 //! receiver (certificate checked against the host name, client certificate presented),
 //! so neither proxy sees a delivery. Plain `http://` receivers are tunnelled the same
 //! way: the egress proxy must allow CONNECT to the ports receivers use.
+//!
+//! The loopback port is reachable by every local process, and what it opens carries the
+//! operator's credentials: it serves only requests that carry a random token of this
+//! process (given to its own clients as the proxy's password, never written anywhere),
+//! and closes any other connection before reading a target.
 
 use std::{
     collections::HashMap,
@@ -20,6 +25,7 @@ use std::{
 
 use app::cfg::EgressProxy;
 use base64::{engine::general_purpose::STANDARD, Engine};
+use sha2::{Digest, Sha256};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::{TcpListener, TcpStream},
@@ -46,6 +52,7 @@ type Failures = Arc<Mutex<HashMap<String, (Instant, Failure)>>>;
 
 /// The loopback proxy: where the clients are pointed, and why it closed a connection.
 pub struct Guard {
+    /// The proxy URL its clients use, with this process's token as the password.
     pub url: String,
     failures: Failures,
     task: tokio::task::JoinHandle<()>,
@@ -67,9 +74,11 @@ impl Guard {
     ) -> std::io::Result<Guard> {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         listener.set_nonblocking(true)?;
-        let url = format!("http://{}", listener.local_addr()?);
+        let token = new_token();
+        let url = format!("http://{TOKEN_USER}:{token}@{}", listener.local_addr()?);
         let failures: Failures = Default::default();
         let shared = Arc::new(Shared {
+            credentials: STANDARD.encode(format!("{TOKEN_USER}:{token}")),
             upstream,
             allow_private,
             connect_timeout,
@@ -107,6 +116,8 @@ impl Guard {
 }
 
 struct Shared {
+    /// The base64 `user:token` this process's clients send as `Proxy-Authorization`.
+    credentials: String,
     upstream: EgressProxy,
     allow_private: bool,
     connect_timeout: Duration,
@@ -119,9 +130,10 @@ impl Shared {
             Ok(Ok(head)) => head,
             _ => return Ok(()),
         };
-        // Anything but a proxy request for a receiver is not answered. (Any local
-        // process may reach this port, as it may reach the egress proxy itself; it gets
-        // no further than the guard lets a delivery.)
+        // Only this process's own clients are served: anything else is closed unanswered.
+        let Some(head) = self.own(&head) else {
+            return Ok(());
+        };
         let Some(target) = target_of(&String::from_utf8_lossy(&head)) else {
             return Ok(());
         };
@@ -161,6 +173,30 @@ impl Shared {
         }
         tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
         Ok(())
+    }
+
+    /// The head without its `Proxy-Authorization` line when that line carries this
+    /// process's token; None otherwise. The line never goes
+    /// on to a receiver.
+    fn own(&self, head: &[u8]) -> Option<Vec<u8>> {
+        let text = std::str::from_utf8(head).ok()?;
+        let mut kept = String::with_capacity(text.len());
+        let mut authorized = false;
+        for line in text.split_inclusive("\r\n") {
+            match line.split_once(':') {
+                Some((name, value)) if name.eq_ignore_ascii_case("proxy-authorization") => {
+                    let sent = value.trim().split_once(' ').and_then(|(scheme, token)| {
+                        scheme.eq_ignore_ascii_case("basic").then_some(token.trim())
+                    });
+                    // Digests compared, so the time taken says nothing of the token.
+                    authorized |= sent.is_some_and(|t| {
+                        Sha256::digest(t.as_bytes()) == Sha256::digest(self.credentials.as_bytes())
+                    });
+                }
+                _ => kept.push_str(line),
+            }
+        }
+        authorized.then(|| kept.into_bytes())
     }
 
     /// The one address the egress proxy is asked for: the target's, resolved here and
@@ -231,6 +267,17 @@ impl Shared {
         }
         map.insert(authority.to_string(), (Instant::now(), why));
     }
+}
+
+/// The user name the token goes with in the proxy URL.
+const TOKEN_USER: &str = "posthorn";
+
+/// 32 random bytes as hex: the password of the loopback proxy, per process.
+fn new_token() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    hex::encode(bytes)
 }
 
 /// Reads up to the end of a head (`\r\n\r\n`), at most [`MAX_HEAD`] bytes, one byte
@@ -324,5 +371,108 @@ mod tests {
         ] {
             assert_eq!(target_of(bad), None, "{bad}");
         }
+    }
+
+    /// An upstream proxy that records the heads it is sent and answers 200.
+    async fn recording_upstream() -> (u16, Arc<Mutex<Vec<String>>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen: Arc<Mutex<Vec<String>>> = Default::default();
+        let kept = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                if let Ok(head) = read_head(&mut conn).await {
+                    kept.lock()
+                        .unwrap()
+                        .push(String::from_utf8_lossy(&head).into_owned());
+                    let _ = conn.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await;
+                }
+            }
+        });
+        (port, seen)
+    }
+
+    /// What the guard answers a local process that sends `head`: its first bytes.
+    async fn ask(guard: &Guard, head: &str) -> Vec<u8> {
+        let addr = guard.url.rsplit('@').next().unwrap();
+        let mut conn = TcpStream::connect(addr).await.unwrap();
+        conn.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = vec![0u8; 64];
+        let n = tokio::time::timeout(Duration::from_secs(5), conn.read(&mut answer))
+            .await
+            .unwrap()
+            .unwrap_or(0);
+        answer.truncate(n);
+        answer
+    }
+
+    #[tokio::test]
+    async fn only_this_process_may_tunnel_through_the_guard() {
+        let (port, seen) = recording_upstream().await;
+        let upstream = EgressProxy {
+            host: "127.0.0.1".into(),
+            port,
+            credentials: Some(("ops".into(), "operator-secret".into())),
+        };
+        let guard = Guard::start(upstream, false, Duration::from_secs(5)).unwrap();
+        // Another local process, without the token (or with a wrong one): closed, and
+        // the operator's proxy never hears of it.
+        for head in [
+            "CONNECT 1.1.1.1:443 HTTP/1.1\r\nHost: 1.1.1.1:443\r\n\r\n".to_string(),
+            format!(
+                "CONNECT 1.1.1.1:443 HTTP/1.1\r\nProxy-Authorization: Basic {}\r\n\r\n",
+                STANDARD.encode("posthorn:guess")
+            ),
+        ] {
+            assert_eq!(ask(&guard, &head).await, b"", "{head}");
+        }
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "{:?}",
+            seen.lock().unwrap()
+        );
+        // This process's clients: tunnelled, with the operator's credentials upstream
+        // and the token nowhere past the guard.
+        let url = url::Url::parse(&guard.url).unwrap();
+        let token = STANDARD.encode(format!("{}:{}", url.username(), url.password().unwrap()));
+        let answer = ask(
+            &guard,
+            &format!("CONNECT 1.1.1.1:443 HTTP/1.1\r\nproxy-authorization: basic {token}\r\n\r\n"),
+        )
+        .await;
+        assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1);
+        assert!(seen[0].starts_with("CONNECT 1.1.1.1:443 "), "{seen:?}");
+        assert!(seen[0].contains(&STANDARD.encode("ops:operator-secret")));
+        assert!(!seen[0].contains(&token), "{seen:?}");
+    }
+
+    #[test]
+    fn the_token_line_is_taken_out_of_a_plain_request() {
+        let shared = Shared {
+            credentials: STANDARD.encode("posthorn:abc"),
+            upstream: EgressProxy {
+                host: "x".into(),
+                port: 1,
+                credentials: None,
+            },
+            allow_private: false,
+            connect_timeout: Duration::from_secs(1),
+            failures: Default::default(),
+        };
+        let head = format!(
+            "POST http://1.1.1.1/hook HTTP/1.1\r\nProxy-Authorization: Basic {}\r\nContent-Length: 2\r\n\r\n",
+            STANDARD.encode("posthorn:abc")
+        );
+        let kept = String::from_utf8(shared.own(head.as_bytes()).unwrap()).unwrap();
+        assert_eq!(
+            kept,
+            "POST http://1.1.1.1/hook HTTP/1.1\r\nContent-Length: 2\r\n\r\n"
+        );
+        assert_eq!(
+            shared.own(b"POST http://1.1.1.1/hook HTTP/1.1\r\n\r\n"),
+            None
+        );
     }
 }

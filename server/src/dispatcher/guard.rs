@@ -8,9 +8,33 @@ use std::{
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
+/// A target refused for the address it resolved to. Its message names the rule, never
+/// the address: a tenant must not be able to look up the operator's internal names
+/// (`db.corp.internal` → 10.4.2.7) by reading why an attempt was refused.
 #[derive(Debug, thiserror::Error)]
-#[error("refused target: {0} is not a public address")]
+#[error("refused target: the host resolves to {}, not a public address", rule(*.0))]
 pub struct RefusedTarget(pub IpAddr);
+
+/// Which kind of non-public address `ip` is, in words.
+pub fn rule(ip: IpAddr) -> &'static str {
+    let v4 = match ip {
+        IpAddr::V4(v4) => Some(v4),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped(),
+    };
+    match (ip, v4) {
+        (_, Some(v4)) if v4.is_loopback() => "a loopback address",
+        (_, Some(v4)) if v4.is_private() => "a private network address",
+        (_, Some(v4)) if v4.is_link_local() => "a link-local address",
+        (_, Some(v4)) if v4.octets()[0] == 100 && (64..128).contains(&v4.octets()[1]) => {
+            "a carrier-grade NAT address"
+        }
+        (_, Some(_)) => "a reserved or special-purpose address",
+        (IpAddr::V6(v6), None) if v6.is_loopback() => "a loopback address",
+        (IpAddr::V6(v6), None) if (v6.segments()[0] & 0xfe00) == 0xfc00 => "a unique local address",
+        (IpAddr::V6(v6), None) if (v6.segments()[0] & 0xffc0) == 0xfe80 => "a link-local address",
+        _ => "a reserved or special-purpose address",
+    }
+}
 
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
@@ -98,6 +122,24 @@ pub fn resolver() -> Arc<PublicOnlyResolver> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_names_the_rule_not_the_address() {
+        for (ip, says) in [
+            ("10.4.2.7", "private network"),
+            ("127.0.0.1", "loopback"),
+            ("169.254.169.254", "link-local"),
+            ("100.64.0.1", "carrier-grade NAT"),
+            ("fd00::1", "unique local"),
+            ("::ffff:192.168.1.1", "private network"),
+            ("240.0.0.1", "reserved"),
+        ] {
+            let ip: IpAddr = ip.parse().unwrap();
+            let text = RefusedTarget(ip).to_string();
+            assert!(text.contains(says), "{text}");
+            assert!(!text.contains(&ip.to_string()), "{text}");
+        }
+    }
 
     #[test]
     fn private_and_special_addresses_are_refused() {

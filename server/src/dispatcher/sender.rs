@@ -131,7 +131,8 @@ impl Sender {
         let mut standard = Vec::with_capacity(2);
         let mut botix = None;
         if active.hmac {
-            let open = |s: &str| sealed::open(sealed::ENDPOINT_SECRET, s);
+            let slot = sealed::ENDPOINT_SECRET.of(row.project_id, row.endpoint_id);
+            let open = |s: &str| sealed::open(slot, s);
             let secret = open(&row.secret).map_err(|e| e.to_string())?;
             let previous = row.previous_secret.as_deref().map(open).transpose();
             let previous = previous.map_err(|e| e.to_string())?;
@@ -144,7 +145,8 @@ impl Sender {
             standard.push(sigs.standard);
         }
         if let Some(key) = row.signing_key.as_deref().filter(|_| active.ed25519) {
-            let key = sealed::open(sealed::SIGNING_KEY, key).map_err(|e| e.to_string())?;
+            let slot = sealed::SIGNING_KEY.of(row.project_id, row.endpoint_id);
+            let key = sealed::open(slot, key).map_err(|e| e.to_string())?;
             standard.push(ed25519::sign(&key, &row.event_id, timestamp, &body)?);
         }
         let mut headers: Vec<(String, String)> =
@@ -166,7 +168,9 @@ impl Sender {
         // bin, and are recorded redacted.
         let mut recorded = headers.clone();
         if row.trigger != Trigger::Redirect {
-            let custom = sealed::open_headers(&row.custom_headers.0).map_err(|e| e.to_string())?;
+            let slot = sealed::HEADER_VALUE.of(row.project_id, row.endpoint_id);
+            let custom =
+                sealed::open_headers(slot, &row.custom_headers.0).map_err(|e| e.to_string())?;
             for (k, v) in custom {
                 if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(&k)) {
                     recorded.push((k.clone(), app::core::custom_headers::REDACTED.to_string()));
@@ -377,7 +381,7 @@ impl Sender {
             (Some(cert), Some(key)) if !own_bin && row.trigger != Trigger::Redirect => Some(
                 self.pools
                     .identities
-                    .client(row.endpoint_id, cert, key)
+                    .client(row.project_id, row.endpoint_id, cert, key)
                     .map_err(|e| (TransportError::Other, format!("client certificate: {e}")))?,
             ),
             _ => None,

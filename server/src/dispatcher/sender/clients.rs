@@ -5,7 +5,7 @@
 //! stays the same.
 
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::HashMap,
     sync::{Arc, Mutex, RwLock},
     time::Duration,
 };
@@ -23,8 +23,9 @@ pub struct Maker {
     /// again at once, each a new TLS handshake.
     idle_per_host: usize,
     allow_private_targets: bool,
-    /// The operator's extra roots (a corporate CA, say), beside the built-in web roots
-    /// and the system's store (both added by reqwest's rustls features).
+    /// The operator's extra roots (a corporate CA, say) and the system's store, beside
+    /// the built-in web roots. The system's store is read here, once per process: left to
+    /// reqwest it is read again for every client made (one per client certificate).
     roots: Vec<Certificate>,
     /// With `POSTHORN_EGRESS_PROXY`: the loopback proxy guarding it (see [`egress`]).
     pub egress: Option<egress::Guard>,
@@ -39,7 +40,10 @@ impl Maker {
             roots: match cfg.extra_roots.as_deref() {
                 Some(pem) => Certificate::from_pem_bundle(pem)?,
                 None => Vec::new(),
-            },
+            }
+            .into_iter()
+            .chain(system_roots())
+            .collect(),
             egress: cfg.egress_proxy.clone().map(|upstream| {
                 egress::Guard::start(upstream, cfg.allow_private_targets, cfg.connect_timeout)
                     .expect("a loopback port for the egress guard")
@@ -59,6 +63,7 @@ impl Maker {
             .pool_max_idle_per_host(self.idle_per_host)
             .tcp_nodelay(true)
             .user_agent(concat!("Posthorn-Webhooks/", env!("CARGO_PKG_VERSION")))
+            .tls_built_in_native_certs(false)
             .min_tls_version(reqwest::tls::Version::TLS_1_2);
         self.roots
             .iter()
@@ -137,6 +142,21 @@ impl Pools {
     }
 }
 
+/// The system's trust store (what reqwest's native roots would read), parsed once.
+fn system_roots() -> Vec<Certificate> {
+    let found = rustls_native_certs::load_native_certs();
+    for e in &found.errors {
+        tracing::warn!(error = %e, "the system trust store: a certificate was not read");
+    }
+    // Only those rustls takes as roots: one it cannot parse would fail every client.
+    found
+        .certs
+        .into_iter()
+        .filter(|der| rustls::RootCertStore::empty().add(der.clone()).is_ok())
+        .filter_map(|der| Certificate::from_der(der.as_ref()).ok())
+        .collect()
+}
+
 /// More than half of the descriptor limit is open.
 pub fn crowded(open: usize, limit: usize) -> bool {
     open.saturating_mul(2) > limit
@@ -151,44 +171,138 @@ fn descriptors() -> Option<(usize, usize)> {
     Some((open, soft))
 }
 
-/// Clients kept at most; past it the oldest goes (its connections close). Bounded so
-/// that many endpoints with certificates cannot grow the dispatcher without end.
+/// Clients kept at most, and per project: past either, the least recently used goes (of
+/// the project, or of the project keeping the most), so no tenant's endpoints, however
+/// many, push another tenant's clients out or grow the dispatcher without end.
 pub const MOST_KEPT: usize = 256;
+pub const MOST_KEPT_PER_PROJECT: usize = 32;
 
-type Kept = (HashMap<i64, (String, Client)>, VecDeque<i64>);
+/// The bookkeeping of kept values (clients), by endpoint: which project, made from which
+/// sealed key, when last used.
+struct Kept<V> {
+    by_endpoint: HashMap<i64, Entry<V>>,
+    clock: u64,
+}
+
+struct Entry<V> {
+    project: i64,
+    key: String,
+    value: V,
+    used: u64,
+}
+
+impl<V: Clone> Kept<V> {
+    fn new() -> Self {
+        Kept {
+            by_endpoint: HashMap::new(),
+            clock: 0,
+        }
+    }
+
+    /// The value for this endpoint and key, marked used.
+    fn get(&mut self, endpoint: i64, key: &str) -> Option<V> {
+        self.clock += 1;
+        let entry = self
+            .by_endpoint
+            .get_mut(&endpoint)
+            .filter(|e| e.key == key)?;
+        entry.used = self.clock;
+        Some(entry.value.clone())
+    }
+
+    fn put(&mut self, project: i64, endpoint: i64, key: &str, value: V) {
+        self.clock += 1;
+        self.by_endpoint.remove(&endpoint);
+        if self.count(project) >= MOST_KEPT_PER_PROJECT {
+            self.evict(project);
+        }
+        if self.by_endpoint.len() >= MOST_KEPT {
+            // Counting the one coming in: a project at the top gives way itself.
+            let mut per: HashMap<i64, usize> = HashMap::from([(project, 1)]);
+            for e in self.by_endpoint.values() {
+                *per.entry(e.project).or_default() += 1;
+            }
+            let largest = per
+                .iter()
+                .max_by_key(|(p, n)| (**n, **p == project, **p))
+                .map(|(p, _)| *p);
+            if let Some(largest) = largest {
+                self.evict(largest);
+            }
+        }
+        self.by_endpoint.insert(
+            endpoint,
+            Entry {
+                project,
+                key: key.to_string(),
+                value,
+                used: self.clock,
+            },
+        );
+    }
+
+    fn count(&self, project: i64) -> usize {
+        self.by_endpoint
+            .values()
+            .filter(|e| e.project == project)
+            .count()
+    }
+
+    /// Drops the project's least recently used value.
+    fn evict(&mut self, project: i64) {
+        let oldest = self
+            .by_endpoint
+            .iter()
+            .filter(|(_, e)| e.project == project)
+            .min_by_key(|(_, e)| e.used)
+            .map(|(id, _)| *id);
+        if let Some(id) = oldest {
+            self.by_endpoint.remove(&id);
+        }
+    }
+}
 
 pub struct Identities {
     maker: Arc<Maker>,
     /// By endpoint, with the sealed key they were made from (a new certificate, or a
-    /// re-sealed key, makes a new client), oldest first.
-    kept: Mutex<Kept>,
+    /// re-sealed key, makes a new client).
+    kept: Mutex<Kept<Client>>,
 }
 
 impl Identities {
     pub fn new(maker: Arc<Maker>) -> Identities {
         Identities {
             maker,
-            kept: Mutex::new((HashMap::new(), VecDeque::new())),
+            kept: Mutex::new(Kept::new()),
         }
     }
 
     pub fn clear(&self) {
-        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        kept.0.clear();
-        kept.1.clear();
+        self.kept
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .by_endpoint
+            .clear();
     }
 
-    /// The client presenting `cert` with `sealed_key` for this endpoint.
-    pub fn client(&self, endpoint: i64, cert: &str, sealed_key: &str) -> Result<Client, String> {
+    /// The client presenting `cert` with `sealed_key` for this endpoint of `project`.
+    pub fn client(
+        &self,
+        project: i64,
+        endpoint: i64,
+        cert: &str,
+        sealed_key: &str,
+    ) -> Result<Client, String> {
+        if let Some(client) = self
+            .kept
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(endpoint, sealed_key)
         {
-            let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((key, client)) = kept.0.get(&endpoint) {
-                if key == sealed_key {
-                    return Ok(client.clone());
-                }
-            }
+            return Ok(client);
         }
-        let key = sealed::open(sealed::CLIENT_KEY, sealed_key).map_err(|e| e.to_string())?;
+        let key = sealed::open(sealed::CLIENT_KEY.of(project, endpoint), sealed_key)
+            .map_err(|e| e.to_string())?;
         let mut pem = cert.as_bytes().to_vec();
         pem.push(b'\n');
         pem.extend_from_slice(key.as_bytes());
@@ -197,19 +311,12 @@ impl Identities {
             .maker
             .guarded(Some(identity))
             .map_err(|e| e.to_string())?;
-        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        let (map, order) = &mut *kept;
-        if map
-            .insert(endpoint, (sealed_key.to_string(), client.clone()))
-            .is_none()
-        {
-            order.push_back(endpoint);
-            while order.len() > MOST_KEPT {
-                if let Some(old) = order.pop_front() {
-                    map.remove(&old);
-                }
-            }
-        }
+        self.kept.lock().unwrap_or_else(|p| p.into_inner()).put(
+            project,
+            endpoint,
+            sealed_key,
+            client.clone(),
+        );
         Ok(client)
     }
 }
@@ -223,5 +330,48 @@ mod tests {
         assert!(!super::crowded(0, 0) || super::crowded(1, 0));
         let (open, limit) = super::descriptors().expect("Linux /proc");
         assert!(open > 0 && limit >= open, "{open} of {limit}");
+    }
+
+    #[test]
+    fn one_tenant_cycling_many_certificates_keeps_no_other_tenant_out() {
+        let mut kept = super::Kept::new();
+        kept.put(2, 9_000, "k", 0u32);
+        // Tenant 1 goes round 300 endpoints with certificates, twice; tenant 2's one
+        // endpoint sends between its attempts and stays kept throughout.
+        for round in 0..2 {
+            for endpoint in 0..300 {
+                if kept.get(endpoint, "k").is_none() {
+                    kept.put(1, endpoint, "k", round);
+                }
+                assert_eq!(kept.get(9_000, "k"), Some(0), "evicted at {endpoint}");
+            }
+        }
+        assert_eq!(kept.count(1), super::MOST_KEPT_PER_PROJECT);
+        // A changed key is a miss; the least recently used of a project goes first.
+        assert_eq!(kept.get(9_000, "other"), None);
+        let mut kept = super::Kept::new();
+        for endpoint in 0..super::MOST_KEPT_PER_PROJECT as i64 {
+            kept.put(1, endpoint, "k", ());
+        }
+        kept.get(0, "k");
+        kept.put(1, 999, "k", ());
+        assert!(kept.get(0, "k").is_some() && kept.get(1, "k").is_none());
+    }
+
+    #[test]
+    fn past_the_total_the_project_keeping_most_gives_way() {
+        let mut kept = super::Kept::new();
+        let mut endpoint = 0;
+        for project in 0..super::MOST_KEPT as i64 / 16 {
+            for _ in 0..16 {
+                kept.put(project, endpoint, "k", ());
+                endpoint += 1;
+            }
+        }
+        kept.put(0, endpoint, "k", ());
+        kept.put(0, endpoint + 1, "k", ());
+        assert_eq!(kept.by_endpoint.len(), super::MOST_KEPT);
+        assert_eq!(kept.count(0), 16, "project 0 gave way, being the largest");
+        assert!((1..16).all(|p| kept.count(p) == 16));
     }
 }
