@@ -14,6 +14,7 @@ use std::{
 
 use sqlx::PgPool;
 
+mod costly;
 mod latency;
 mod measure;
 mod neighbours;

@@ -74,7 +74,7 @@ pub async fn run(mode: Mode) {
     };
     for _ in 0..endpoints {
         db::endpoints::create(
-            &pool,
+            &mut pool.acquire().await.unwrap(),
             &access,
             db::endpoints::NewEndpoint {
                 url: &target,

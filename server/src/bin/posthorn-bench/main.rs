@@ -7,7 +7,7 @@
 //!
 //! Through the public HTTP API (`api`: `posthorn serve` and the receiver in processes of
 //! their own):
-//! posthorn-bench api-latency --rate 200 --seconds 30 [--backlog held|deep|replays|keyed-batches|batches --rows 300000]
+//! posthorn-bench api-latency --rate 200 --seconds 30 [--backlog held|deep|replays|keyed-batches|batches|costly-definitions --rows 300000]
 //! posthorn-bench api-fanout --endpoints 100 --rate 72 --seconds 60
 //! posthorn-bench api-ingest --concurrency 32 --seconds 20 [--batch 100]
 //!   [--endpoints 100 --filter 'data.amount > 1000 && data.currency == "EUR"']
@@ -16,6 +16,9 @@
 //! The dashboard (`dashboard`) and the inspector (`inspector`):
 //! posthorn-bench queries --rows 10000000 --projects 1000
 //! posthorn-bench capture --seconds 10 --concurrency 16
+//!
+//! The worst definitions a tenant may set, in process (`worst`):
+//! posthorn-bench worst-definitions --runs 5
 //!
 //! Erasure of one data subject (`erasure`), through the public API:
 //! posthorn-bench erasure --rows 10000000 --projects 1000 --runs 5
@@ -34,6 +37,7 @@ mod erasure;
 mod filters;
 mod in_process;
 mod inspector;
+mod worst;
 
 #[derive(Parser)]
 struct Args {
@@ -103,6 +107,11 @@ enum Mode {
         events: usize,
         #[arg(long, default_value = "data.amount > 1000 && data.currency == \"EUR\"")]
         filter: String,
+    },
+    /// In process: the worst schemas and filters a tenant may set, on the largest events.
+    WorstDefinitions {
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
     },
     /// The API benchmarks' receiver (started by them as a process of its own).
     #[command(hide = true)]
@@ -253,6 +262,7 @@ async fn run(args: Args) {
             events,
             filter,
         } => filters::eval(endpoints, events, &filter),
+        Mode::WorstDefinitions { runs } => worst::run(runs),
         Mode::Queries {
             rows,
             projects,

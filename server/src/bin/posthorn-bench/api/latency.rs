@@ -24,6 +24,9 @@ pub enum Backlog {
     KeyedBatches,
     /// The same batches without ordering keys: the fan-out alone, as a control.
     Batches,
+    /// Another project sending, back to back from 4 clients, events that meet the
+    /// costliest schema and filters this server accepts.
+    CostlyDefinitions,
 }
 
 /// Another project's endpoint with `rows` attempts: held (then disabled) or due (slow).
@@ -33,7 +36,7 @@ async fn make_backlog(rig: &Rig, kind: Backlog, rows: i64) {
     }
     if matches!(
         kind,
-        Backlog::None | Backlog::KeyedBatches | Backlog::Batches
+        Backlog::None | Backlog::KeyedBatches | Backlog::Batches | Backlog::CostlyDefinitions
     ) || rows == 0
     {
         return;
@@ -108,6 +111,10 @@ pub async fn latency(
         }
         _ => None,
     };
+    let costly = match backlog {
+        Backlog::CostlyDefinitions => Some(super::costly::setup(&rig).await),
+        _ => None,
+    };
     // Warm the connections and caches, unmeasured.
     rig.paced(&rig.key, rate.min(100), 2).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -123,9 +130,20 @@ pub async fn latency(
             matches!(backlog, Backlog::KeyedBatches),
         ))
     });
+    let costly = costly.map(|key| {
+        tokio::spawn(super::costly::send(
+            rig.client.clone(),
+            rig.server.base.clone(),
+            key,
+            seconds,
+        ))
+    });
     let (sent, refused) = rig.paced_keyed(&rig.key, rate, seconds, keys).await;
     if let Some(b) = batches {
         let _ = b.await;
+    }
+    if let Some(c) = costly {
+        let _ = c.await;
     }
     let ids: Vec<&str> = sent.iter().map(|(id, _)| id.as_str()).collect();
     rig.wait_for(
