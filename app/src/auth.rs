@@ -95,8 +95,72 @@ mod server_side {
 
     pub use crate::db::portal::PortalSession;
 
+    /// The portal's own cookie (`SameSite=None; Secure; Partitioned`, so it works in
+    /// the operator's cross-site frame), apart from the dashboard's `Lax` one.
+    pub const PORTAL_COOKIE: &str = "posthorn_portal";
+
+    /// What a request's cookies say about a portal session.
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum PortalCookie {
+        Absent,
+        One(String),
+        /// More than one: a cookie planted beside the browser's own (for a narrower
+        /// path, or from a sibling domain) would come first, so none of them is trusted.
+        Ambiguous,
+    }
+
+    /// The portal cookies among a request's cookies.
+    pub fn portal_cookie(headers: &http::HeaderMap) -> PortalCookie {
+        let mut found = headers
+            .get_all(http::header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|c| c.trim().split_once('='))
+            .filter(|(n, _)| *n == PORTAL_COOKIE)
+            .map(|(_, v)| v.to_string());
+        match (found.next(), found.next()) {
+            (None, _) => PortalCookie::Absent,
+            (Some(token), None) => PortalCookie::One(token),
+            (Some(_), Some(_)) => PortalCookie::Ambiguous,
+        }
+    }
+
+    /// The `Set-Cookie` value that makes a browser forget its portal cookie.
+    pub fn portal_cookie_cleared() -> String {
+        format!("{PORTAL_COOKIE}=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=None; Partitioned")
+    }
+
+    /// Who was signed in when a browser signed out.
+    pub struct SignedOut {
+        pub dashboard: bool,
+        pub portal: bool,
+    }
+
+    /// Ends every session the browser holds: the dashboard's, and the portal's, whose
+    /// row goes too (a copy of the cookie kept elsewhere is worth nothing after). The
+    /// caller sends [`portal_cookie_cleared`] with its answer.
+    pub async fn sign_out(
+        pool: &PgPool,
+        session: &Session,
+        headers: &http::HeaderMap,
+    ) -> AppResult<SignedOut> {
+        let dashboard = session_user(pool, session).await?.is_some();
+        // A flush that fails leaves the id unusable anyway; signing out goes on.
+        if let Err(e) = session.flush().await {
+            tracing::warn!(error = %e, "session flush at sign-out");
+        }
+        let portal = match portal_cookie(headers) {
+            PortalCookie::One(token) => crate::db::portal::end_session(pool, &token).await?,
+            PortalCookie::Absent | PortalCookie::Ambiguous => false,
+        };
+        Ok(SignedOut { dashboard, portal })
+    }
+
     /// The portal session the request's cookie names, which the server's portal layer
-    /// looked up before any page or server function ran.
+    /// looked up before any page or server function ran. The layer puts none there for a
+    /// browser that also holds a dashboard session: the dashboard session wins, so a
+    /// portal link a hostile page opened cannot act for a signed-in user.
     pub async fn portal_session() -> Option<PortalSession> {
         leptos_axum::extract::<Option<axum::Extension<PortalSession>>>()
             .await
@@ -369,9 +433,18 @@ pub async fn login(
     Ok(())
 }
 
+/// Signs out of the dashboard and of any portal session the browser also holds (as
+/// `POST /logout` does).
 #[server(endpoint = "logout")]
 pub async fn logout() -> Result<(), ServerFnError> {
-    session().await?.flush().await.map_err(internal)?;
+    let ctx = crate::ctx::server_ctx()?;
+    let headers: http::HeaderMap = leptos_axum::extract().await.unwrap_or_default();
+    sign_out(&ctx.pool, &session().await?, &headers).await?;
+    if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
+        if let Ok(clear) = http::HeaderValue::from_str(&portal_cookie_cleared()) {
+            res.append_header(http::header::SET_COOKIE, clear);
+        }
+    }
     leptos_axum::redirect("/login");
     Ok(())
 }

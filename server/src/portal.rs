@@ -2,15 +2,20 @@
 //! with a single-use link, shown inside the operator's own page. A portal session has its
 //! own cookie (`SameSite=None; Secure; Partitioned`, so it works in a cross-site frame),
 //! reaches one project and three pages, and may be framed only by the origins the
-//! operator listed for the project.
+//! operator listed for the project. It never acts for a signed-in dashboard user: a
+//! browser holding both is the dashboard user's, and a link opened there is refused.
 
-use app::db::portal::{self, PortalSession};
+use app::{
+    auth::{portal_cookie, portal_cookie_cleared, PortalCookie},
+    db::portal::{self, PortalSession},
+};
 use axum::{
     extract::{Path, Request, State},
-    http::{header, HeaderMap, HeaderValue, StatusCode},
+    http::{header, HeaderValue, StatusCode},
     middleware::Next,
     response::{Html, IntoResponse, Redirect, Response},
 };
+use tower_sessions::Session;
 
 use crate::state::{AppState, PORTAL_COOKIE};
 
@@ -25,8 +30,25 @@ const PAGES: [&str; 3] = [
 #[derive(Clone, Copy, Debug)]
 pub struct Framed;
 
-/// `GET /portal/{token}`: uses the link once and signs this browser in, or refuses.
-pub async fn redeem(State(state): State<AppState>, Path(token): Path<String>) -> Response {
+/// `GET /portal/{token}`: uses the link once and signs this browser in, or refuses. A
+/// browser signed in to the dashboard is refused and the link kept: a hostile page could
+/// otherwise send a signed-in user into its own project (login CSRF).
+pub async fn redeem(
+    State(state): State<AppState>,
+    session: Session,
+    Path(token): Path<String>,
+) -> Response {
+    match app::auth::session_user(&state.pool, &session).await {
+        Ok(None) => {}
+        Ok(Some(_)) => {
+            return notice(
+                StatusCode::CONFLICT,
+                "You are signed in to Posthorn",
+                "This browser is signed in to the Posthorn dashboard, so it does not open a customer's portal: what you did there would land in that customer's project. Sign out at /logout first, or open the link in another browser.",
+            )
+        }
+        Err(e) => return unavailable(e),
+    }
     let lifetime = state.cfg.portal_session.as_secs();
     match portal::redeem(&state.pool, &token, lifetime).await {
         Ok(Some(session)) => {
@@ -48,15 +70,17 @@ pub async fn redeem(State(state): State<AppState>, Path(token): Path<String>) ->
             "This link cannot be used",
             "Portal links work once and for a few minutes. Open the delivery log again from the application you came from.",
         ),
-        Err(e) => {
-            tracing::error!(error = %e, "portal link");
-            notice(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Try again shortly",
-                "The portal could not be opened just now.",
-            )
-        }
+        Err(e) => unavailable(e),
     }
+}
+
+fn unavailable(e: app::error::AppError) -> Response {
+    tracing::error!(error = %e, "portal");
+    notice(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Try again shortly",
+        "The portal could not be opened just now.",
+    )
 }
 
 /// A page with no data and no actions, frameable by anyone (nothing on it can be
@@ -87,36 +111,64 @@ pub fn session_ended() -> Response {
         "Your session has ended",
         "For your security, portal sessions end after a while. Open the delivery log again from the application you came from.",
     );
-    let clear = format!(
-        "{PORTAL_COOKIE}=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=None; Partitioned"
-    );
-    if let Ok(v) = HeaderValue::from_str(&clear) {
-        res.headers_mut().insert(header::SET_COOKIE, v);
-    }
+    forget_cookie(&mut res);
     res
 }
 
-fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|c| c.trim().split_once('='))
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| v.to_string())
+/// After the portal's sign-out button (`POST /logout`): a page that may stay in the
+/// operator's frame.
+pub fn signed_out() -> Response {
+    let mut res = notice(
+        StatusCode::OK,
+        "You have signed out",
+        "Open the delivery log again from the application you came from.",
+    );
+    forget_cookie(&mut res);
+    res
+}
+
+/// Adds the header that makes the browser drop its portal cookie.
+pub fn forget_cookie(res: &mut Response) {
+    if let Ok(v) = HeaderValue::from_str(&portal_cookie_cleared()) {
+        res.headers_mut().append(header::SET_COOKIE, v);
+    }
 }
 
 /// Looks the portal cookie up before anything else runs: a live session goes into the
 /// request for pages and server functions to find (`app::auth::portal_session`), keeps to
 /// its three pages, and has its pages framed only by the project's origins; an ended one
-/// gets the "session ended" page instead of a page.
+/// gets the "session ended" page instead of a page. A signed-in dashboard user's request
+/// passes as theirs alone, and the browser is told to drop the portal cookie.
 pub async fn gate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let Some(token) = cookie(req.headers(), PORTAL_COOKIE) else {
+    let found = portal_cookie(req.headers());
+    if found == PortalCookie::Absent {
         return next.run(req).await;
+    }
+    let dashboard = match req.extensions().get::<Session>() {
+        Some(session) => app::auth::session_user(&state.pool, session).await,
+        None => Ok(None),
     };
+    match dashboard {
+        Ok(None) => {}
+        Ok(Some(_)) => {
+            let mut res = next.run(req).await;
+            forget_cookie(&mut res);
+            return res;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "session lookup");
+            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+        }
+    }
     let path = req.uri().path();
     let page = path == "/developers" || path.starts_with("/developers/");
+    let PortalCookie::One(token) = found else {
+        return if page {
+            session_ended()
+        } else {
+            next.run(req).await
+        };
+    };
     match portal::session(&state.pool, &token).await {
         Ok(Some(session)) => {
             if path == "/developers" {

@@ -11,9 +11,8 @@ use crate::metrics::Metrics;
 
 /// The session cookie's name (the inspector strips it from what it captures).
 pub const SESSION_COOKIE: &str = "posthorn_session";
-/// The portal's own cookie (`SameSite=None; Secure; Partitioned`), apart from the
-/// dashboard's `Lax` one.
-pub const PORTAL_COOKIE: &str = "posthorn_portal";
+/// The portal's own cookie, named where sign-out reads it (`app::auth`).
+pub use app::auth::PORTAL_COOKIE;
 
 #[derive(Clone, FromRef)]
 pub struct AppState {

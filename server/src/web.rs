@@ -126,10 +126,19 @@ async fn metrics(State(state): State<AppState>) -> Response {
 }
 
 /// Signing out changes state, so it is a POST (under the same-origin check); a GET of
-/// /logout only offers the button.
-async fn logout(session: Session) -> Redirect {
-    let _ = session.flush().await;
-    Redirect::to("/login")
+/// /logout only offers the button. It ends the dashboard session and the portal's alike;
+/// a portal user (the portal header's button) gets a page their frame may show.
+async fn logout(State(pool): State<PgPool>, session: Session, headers: HeaderMap) -> Response {
+    let mut res = match app::auth::sign_out(&pool, &session, &headers).await {
+        Ok(out) if out.portal && !out.dashboard => return crate::portal::signed_out(),
+        Ok(_) => Redirect::to("/login").into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "sign-out");
+            StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
+    };
+    crate::portal::forget_cookie(&mut res);
+    res
 }
 
 async fn logout_form() -> Html<&'static str> {

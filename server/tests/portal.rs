@@ -3,6 +3,10 @@
 //! what its role allows; the pages may be framed by the project's origins only.
 
 mod common;
+#[path = "portal/jar.rs"]
+mod jar;
+#[path = "portal/sessions.rs"]
+mod sessions;
 
 use std::time::Duration;
 
@@ -38,6 +42,15 @@ impl Operator<'_> {
             .await;
         assert_eq!(s, 201, "{body}");
         body["url"].as_str().unwrap().to_string()
+    }
+}
+
+async fn operator(app: &TestApp) -> Operator<'_> {
+    Operator {
+        app,
+        key: app::db::operator_keys::create(&app.pool, "portal")
+            .await
+            .unwrap(),
     }
 }
 

@@ -109,8 +109,8 @@ pub fn NotInPortal(children: Children) -> impl IntoView {
 }
 
 /// The portal's header: the operator's brand instead of Posthorn's top bar, the three
-/// pages a portal user has, and who they are signed in as. No switcher, no sign-out (the
-/// operator's own page holds the session).
+/// pages a portal user has, who they are signed in as, and a sign-out. No switcher. The
+/// sign-out is a plain form (no script), a POST under the same-origin check.
 #[component]
 fn PortalHeader(portal: PortalView, project: String) -> impl IntoView {
     let name = portal.brand.name.clone().unwrap_or(project);
@@ -126,6 +126,9 @@ fn PortalHeader(portal: PortalView, project: String) -> impl IntoView {
             <span class="who">
                 <span class="user" data-testid="portal-user">{portal.user.clone()}</span>
                 <span class=format!("role role-{}", portal.role) data-testid="portal-role">{portal.role.clone()}</span>
+                <form class="inline" method="post" action="/logout">
+                    <button type="submit" class="link" data-testid="portal-sign-out">"Sign out"</button>
+                </form>
             </span>
         </header>
     }

@@ -136,6 +136,19 @@ pub async fn session(pool: &PgPool, token: &str) -> AppResult<Option<PortalSessi
     ))
 }
 
+/// Ends the session a cookie names (signing out); whether there was one.
+pub async fn end_session(pool: &PgPool, token: &str) -> AppResult<bool> {
+    if token.len() > 100 {
+        return Ok(false);
+    }
+    let ended = sqlx::query("DELETE FROM portal_sessions WHERE token_hash = $1")
+        .bind(hash_key(token))
+        .execute(pool)
+        .await?
+        .rows_affected();
+    Ok(ended > 0)
+}
+
 /// Forgets links and sessions that can no longer be used.
 pub async fn sweep(pool: &PgPool) -> AppResult<u64> {
     let links = sqlx::query("DELETE FROM portal_links WHERE expires_at < now() - interval '1 day'")
