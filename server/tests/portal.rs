@@ -2,6 +2,8 @@
 //! Posthorn account. Links work once and briefly; the session reaches three pages and
 //! what its role allows; the pages may be framed by the project's origins only.
 
+#[path = "portal/card_forms.rs"]
+mod card_forms;
 mod common;
 #[path = "portal/jar.rs"]
 mod jar;

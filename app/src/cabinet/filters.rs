@@ -8,11 +8,11 @@ use leptos::prelude::*;
 /// `filter_endpoint` otherwise (the text tried stays in the form through `try_filter`).
 #[server(endpoint = "set_endpoint_filter")]
 pub async fn set_endpoint_filter(id: i64, filter: String) -> Result<(), ServerFnError> {
-    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
+    use crate::{core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
+    let access = super::card_access(id, Action::EditEndpoint).await?;
     let text = filter.trim().to_string();
     let result: Result<(), ServerFnError> = async {
-        let access = current_access(Action::EditEndpoint).await?;
         crate::ops::endpoints::change(
             &ctx.pool,
             &access,
@@ -45,9 +45,11 @@ pub async fn set_endpoint_filter(id: i64, filter: String) -> Result<(), ServerFn
 }
 
 /// Returns to the page with the filter to try on the endpoint's recent events (nothing is
-/// saved; the page evaluates it as it renders).
+/// saved; the page evaluates it as it renders). Trying is part of editing: only those who
+/// may change the filter are offered it.
 #[server(endpoint = "try_endpoint_filter")]
 pub async fn try_endpoint_filter(id: i64, filter: String) -> Result<(), ServerFnError> {
+    super::card_access(id, crate::core::permissions::Action::EditEndpoint).await?;
     let text: String = filter.trim().chars().take(1024).collect();
     back(&[("try_endpoint", id.to_string()), ("try_filter", text)]).await;
     Ok(())
@@ -84,8 +86,13 @@ impl FilterCards {
         use crate::core::{filter, filter_card};
         let kept_out = crate::db::filtered::kept_out(pool, access.project_id, days).await?;
         let named = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let editable = access
+            .require(crate::core::permissions::Action::EditEndpoint)
+            .is_ok();
         let mut tried = None;
+        // Only an editor is shown a try, so only for one is it evaluated.
         let endpoint = named("try_endpoint")
+            .filter(|_| editable)
             .and_then(|id| id.parse::<i64>().ok())
             .and_then(|id| list.iter().find(|e| e.id == id));
         if let (Some(ep), Some(text)) = (endpoint, named("try_filter")) {
@@ -120,9 +127,7 @@ impl FilterCards {
             kept_out,
             query: query.to_vec(),
             tried,
-            editable: access
-                .require(crate::core::permissions::Action::EditEndpoint)
-                .is_ok(),
+            editable,
         })
     }
 
