@@ -124,6 +124,7 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
                 .ok_or("POSTHORN_ENCRYPTION_KEY is unset: give the new key, then the old one")?;
             let done = app::db::sealing::reseal(&pool, keyring).await?;
             let left = app::db::sealing::keys_in_use(&pool).await?;
+            let unbound = app::db::sealing::unbound_values(&pool).await?;
             let others: i64 = left
                 .iter()
                 .filter(|(id, _)| id != keyring.current_id())
@@ -136,6 +137,8 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
                     "endpoints": done.endpoints,
                     "values": done.values,
                     "under_other_keys": others,
+                    "refused": done.refused,
+                    "unbound": unbound,
                 })
             );
         }
@@ -171,14 +174,16 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
 }
 
 /// Installs the keys of `POSTHORN_ENCRYPTION_KEY` and holds the database to them: a
-/// process that cannot open what is stored does not start. With a key, serving
-/// processes seal what is still plain; without one, they say that nothing is sealed.
+/// process that cannot open what is stored, or one without a key where a keyed process
+/// has run, does not start. A keyed process marks the database sealed and, the first
+/// time, seals what is still plain or of the earlier format bound to its endpoint;
+/// without a key, the process says that nothing is sealed.
 async fn secrets_at_rest(
     pool: &sqlx::PgPool,
     cfg: &Config,
     command: &Command,
 ) -> Result<(), Failure> {
-    use app::core::sealed;
+    use app::{core::sealed, db::sealing};
     let keyring = match cfg.encryption_key.as_ref() {
         Some(text) => {
             Some(sealed::Keyring::parse(&text.0).map_err(|e| format!("configuration: {e}"))?)
@@ -188,19 +193,24 @@ async fn secrets_at_rest(
     sealed::install(keyring);
     let keyring = sealed::keyring();
     if !matches!(command, Command::RotateEncryptionKey) {
-        app::db::sealing::check(pool, keyring).await?;
+        sealing::check(pool, keyring).await?;
     }
-    match keyring {
-        None => tracing::warn!(
+    let Some(k) = keyring else {
+        tracing::warn!(
             "POSTHORN_ENCRYPTION_KEY is unset: endpoint secrets, custom header values and client keys are stored in plain text"
-        ),
-        Some(k) if matches!(command, Command::Serve { .. } | Command::Dispatch) => {
-            if app::db::sealing::plain_values(pool).await? > 0 {
-                let done = app::db::sealing::reseal(pool, k).await?;
-                tracing::info!(key = k.current_id(), endpoints = done.endpoints, values = done.values, "sealed the secrets stored in plain text");
-            }
-        }
-        Some(_) => {}
+        );
+        return Ok(());
+    };
+    // The rotation re-seals everything itself.
+    if matches!(command, Command::RotateEncryptionKey) {
+        return Ok(());
+    }
+    if let Some(done) = sealing::settle(pool, k).await? {
+        tracing::info!(key = k.current_id(), endpoints = done.endpoints, values = done.values, "sealed the secrets stored in plain text or the earlier format, each bound to its endpoint");
+    }
+    let unbound = sealing::unbound_values(pool).await?;
+    if unbound > 0 {
+        tracing::warn!(values = unbound, "secrets stored in plain text or the earlier format beside sealed ones are refused: set them again through the API");
     }
     Ok(())
 }

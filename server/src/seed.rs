@@ -41,8 +41,9 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
     }
     app::db::maintenance::ensure_partitions(pool, 15, 7).await?;
     let access = app::auth::system_access(project.id, "seed");
+    let mut conn = pool.acquire().await?;
     let (orders, _) = app::db::endpoints::create(
-        pool,
+        &mut conn,
         &access,
         app::db::endpoints::NewEndpoint {
             url: "https://hooks.shop.example.com/posthorn/payments",
@@ -57,7 +58,7 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
     )
     .await?;
     let (crm, _) = app::db::endpoints::create(
-        pool,
+        &mut conn,
         &access,
         app::db::endpoints::NewEndpoint {
             url: "https://crm.example.net/webhooks/botix",
@@ -67,6 +68,7 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
         },
     )
     .await?;
+    drop(conn);
 
     let mut rng = StdRng::seed_from_u64(7);
     let now = Utc::now();

@@ -35,7 +35,7 @@ async fn a_keyed_batch_over_the_most_endpoints_fails_no_one() {
     let access = app::auth::system_access(project, "test");
     for _ in 0..500 {
         app::db::endpoints::create(
-            &app.pool,
+            &mut app.pool.acquire().await.unwrap(),
             &access,
             app::db::endpoints::NewEndpoint {
                 url: &rx.url,

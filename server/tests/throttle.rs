@@ -45,7 +45,7 @@ async fn a_throttled_endpoint_does_not_hold_back_other_endpoints() {
             .await;
     }
     app::db::endpoints::create(
-        &app.pool,
+        &mut app.pool.acquire().await.unwrap(),
         &access,
         app::db::endpoints::NewEndpoint {
             url: &fast.url,

@@ -49,7 +49,7 @@ async fn a_throttled_endpoint_keeps_its_rate_while_two_other_tenants_hang() {
     let throttled = Receiver::start().await;
     let (project, _) = app.project("business").await;
     app::db::endpoints::create(
-        &app.pool,
+        &mut app.pool.acquire().await.unwrap(),
         &app::auth::system_access(project, "test"),
         app::db::endpoints::NewEndpoint {
             url: &throttled.url,

@@ -54,7 +54,10 @@ pub async fn set_custom_headers(
         )
         .bind(id)
         .bind(access.project_id)
-        .bind(sqlx::types::Json(sealed::seal_headers(headers)))
+        .bind(sqlx::types::Json(sealed::seal_headers(
+            sealed::HEADER_VALUE.of(access.project_id, id),
+            headers,
+        )))
         .execute(db)
         .await?
         .rows_affected(),
@@ -99,7 +102,10 @@ pub async fn set_client_cert(
         .bind(id)
         .bind(access.project_id)
         .bind(cert.map(|c| &c.cert_pem))
-        .bind(cert.map(|c| sealed::seal(sealed::CLIENT_KEY, &c.key_pem)))
+        .bind(cert.map(|c| {
+            let slot = sealed::CLIENT_KEY.of(access.project_id, id);
+            sealed::seal(slot, &c.key_pem)
+        }))
         .bind(cert.map(|c| &c.subject))
         .bind(cert.map(|c| c.not_after))
         .execute(db)
@@ -129,7 +135,12 @@ pub async fn edit_custom_header(
     .bind(id)
     .bind(access.project_id)
     .bind(name)
-    .bind(value.map(|v| sqlx::types::Json(sealed::seal_value(v))))
+    .bind(value.map(|v| {
+        sqlx::types::Json(sealed::seal_value(
+            sealed::HEADER_VALUE.of(access.project_id, id),
+            v,
+        ))
+    }))
     .fetch_optional(db)
     .await?
     .ok_or(AppError::NotFound)
@@ -169,22 +180,30 @@ pub async fn auto_disable(
 
 /// Returns the endpoint and its secret (shown to the creator).
 pub async fn create(
-    db: impl sqlx::PgExecutor<'_>,
+    conn: &mut sqlx::PgConnection,
     access: &Access,
     new: NewEndpoint<'_>,
 ) -> AppResult<(EndpointView, String)> {
     let secret = new_endpoint_secret();
+    // The id first: the secret is sealed bound to it.
+    let id: i64 = sqlx::query_scalar("SELECT nextval(pg_get_serial_sequence('endpoints', 'id'))")
+        .fetch_one(&mut *conn)
+        .await?;
     let ep = sqlx::query_as::<_, EndpointView>(&format!(
-        "INSERT INTO endpoints (project_id, url, event_types, description, secret, rate_limit)
-         VALUES ($1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}"
+        "INSERT INTO endpoints (id, project_id, url, event_types, description, secret, rate_limit)
+         OVERRIDING SYSTEM VALUE VALUES ($7, $1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}"
     ))
     .bind(access.project_id)
     .bind(new.url)
     .bind(new.event_types)
     .bind(new.description)
-    .bind(sealed::seal(sealed::ENDPOINT_SECRET, &secret))
+    .bind(sealed::seal(
+        sealed::ENDPOINT_SECRET.of(access.project_id, id),
+        &secret,
+    ))
     .bind(new.rate_limit)
-    .fetch_one(db)
+    .bind(id)
+    .fetch_one(&mut *conn)
     .await?;
     Ok((ep, secret))
 }
@@ -305,7 +324,8 @@ pub async fn secrets(
     if scheme == crate::core::ed25519::ED25519 {
         return Err(AppError::Conflict(crate::ops::endpoints::NO_SECRET.into()));
     }
-    let open = |s: &str| sealed::open(sealed::ENDPOINT_SECRET, s);
+    let slot = sealed::ENDPOINT_SECRET.of(access.project_id, id);
+    let open = |s: &str| sealed::open(slot, s);
     Ok((open(&secret)?, previous.as_deref().map(open).transpose()?))
 }
 
@@ -323,7 +343,10 @@ pub async fn rotate_secret(
     )
     .bind(id)
     .bind(access.project_id)
-    .bind(sealed::seal(sealed::ENDPOINT_SECRET, &secret))
+    .bind(sealed::seal(
+        sealed::ENDPOINT_SECRET.of(access.project_id, id),
+        &secret,
+    ))
     .execute(db)
     .await?
     .rows_affected();

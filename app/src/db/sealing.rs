@@ -1,53 +1,108 @@
 //! The sealed columns as a whole: which keys they are sealed with (checked at start, so
 //! a process given the wrong key stops with a message instead of failing every
-//! delivery) and re-sealing under the current key (plain values when a key is first
-//! set, older keys' values on rotation).
+//! delivery), whether this database has ever been sealed (the `sealing` row, see its
+//! migration), and re-sealing under the current key, bound to each value's endpoint.
+//!
+//! Re-sealing takes in plain values only until the database is marked sealed (they were
+//! written before any key was set), and values of the earlier `ph1:` format only until
+//! every value has been bound once: after that, either kind could have been written
+//! there by anyone able to write a row, so it stays refused.
 
+use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use crate::{
-    core::sealed::{self, Keyring, StoredValue},
+    core::sealed::{self, Accept, Keyring, Purpose, SealError, StoredValue},
     error::AppResult,
 };
 
+/// Every secret value of every endpoint, as one SQL set of `value`, header values stored
+/// sealed included (plain ones have their own JSON type: whatever they read, they were
+/// never sealed).
+const VALUES: &str = "SELECT secret AS value FROM endpoints
+    UNION ALL SELECT previous_secret FROM endpoints WHERE previous_secret IS NOT NULL
+    UNION ALL SELECT client_key FROM endpoints WHERE client_key IS NOT NULL
+    UNION ALL SELECT signing_key FROM endpoints WHERE signing_key IS NOT NULL
+    UNION ALL SELECT h->1->>'sealed' FROM endpoints, jsonb_array_elements(custom_headers) h
+               WHERE jsonb_typeof(h->1) = 'object'";
+
 /// The sealed values of every endpoint, as (key id, how many).
 pub async fn keys_in_use(pool: &PgPool) -> AppResult<Vec<(String, i64)>> {
-    Ok(sqlx::query_as(
-        "WITH v(value) AS (
-            SELECT secret FROM endpoints
-            UNION ALL SELECT previous_secret FROM endpoints WHERE previous_secret IS NOT NULL
-            UNION ALL SELECT client_key FROM endpoints WHERE client_key IS NOT NULL
-            UNION ALL SELECT signing_key FROM endpoints WHERE signing_key IS NOT NULL
-            UNION ALL SELECT h->1->>'sealed' FROM endpoints, jsonb_array_elements(custom_headers) h
-                       WHERE jsonb_typeof(h->1) = 'object'
-         )
-         SELECT split_part(value, ':', 2) AS key, count(*) FROM v
-          WHERE value LIKE 'ph1:%' GROUP BY 1 ORDER BY 1",
-    )
+    Ok(sqlx::query_as(&format!(
+        "SELECT split_part(value, ':', 2) AS key, count(*) FROM ({VALUES}) v
+          WHERE value ~ '^ph[12]:' GROUP BY 1 ORDER BY 1"
+    ))
     .fetch_all(pool)
     .await?)
 }
 
-/// Values stored in plain text (no key was set when they were written).
-pub async fn plain_values(pool: &PgPool) -> AppResult<i64> {
-    Ok(sqlx::query_scalar(
-        "SELECT (SELECT count(*) FROM endpoints WHERE secret NOT LIKE 'ph1:%')
-              + (SELECT count(*) FROM endpoints WHERE previous_secret NOT LIKE 'ph1:%')
-              + (SELECT count(*) FROM endpoints WHERE client_key NOT LIKE 'ph1:%')
-              + (SELECT count(*) FROM endpoints WHERE signing_key NOT LIKE 'ph1:%')
+/// Values not sealed bound to their endpoint: plain ones and the earlier format's.
+pub async fn unbound_values(pool: &PgPool) -> AppResult<i64> {
+    Ok(sqlx::query_scalar(&format!(
+        "SELECT (SELECT count(*) FROM ({VALUES}) v WHERE value !~ '^ph2:')
               + (SELECT count(*) FROM endpoints, jsonb_array_elements(custom_headers) h
-                  WHERE jsonb_typeof(h->1) = 'string')",
-    )
+                  WHERE jsonb_typeof(h->1) = 'string')"
+    ))
     .fetch_one(pool)
     .await?)
 }
 
-/// Refuses (with a message for the operator) when some value is sealed with a key this
-/// process does not hold: every process of a deployment must share the key.
+/// What the database says about sealing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct State {
+    /// Since when a process with a key has run against it (None: never, local use).
+    pub sealed_since: Option<DateTime<Utc>>,
+    /// Since when every value has been bound to its endpoint once.
+    pub bound_since: Option<DateTime<Utc>>,
+}
+
+impl State {
+    /// What re-sealing may still take in.
+    pub fn accept(&self) -> Accept {
+        Accept {
+            plain: self.sealed_since.is_none(),
+            unbound: self.bound_since.is_none(),
+        }
+    }
+}
+
+pub async fn state(pool: &PgPool) -> AppResult<State> {
+    let row: Option<(DateTime<Utc>, Option<DateTime<Utc>>)> =
+        sqlx::query_as("SELECT sealed_since, bound_since FROM sealing")
+            .fetch_optional(pool)
+            .await?;
+    Ok(row.map_or(State::default(), |(sealed, bound)| State {
+        sealed_since: Some(sealed),
+        bound_since: bound,
+    }))
+}
+
+/// Marks the database sealed, and with `bound` every value bound (neither is undone).
+async fn mark(pool: &PgPool, bound: bool) -> AppResult<()> {
+    sqlx::query(
+        "INSERT INTO sealing (bound_since) VALUES (CASE WHEN $1 THEN now() END)
+         ON CONFLICT (only_row) DO UPDATE
+            SET bound_since = coalesce(sealing.bound_since, excluded.bound_since)",
+    )
+    .bind(bound)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Refuses (with a message for the operator) a process that cannot keep the database as
+/// it is: one without a key against a database a keyed process has run on (it would
+/// write secrets in plain text beside sealed ones), or one lacking a key that sealed some
+/// value (every process of a deployment must share the key).
 pub async fn check(pool: &PgPool, keyring: Option<&Keyring>) -> Result<(), String> {
-    let used = keys_in_use(pool)
-        .await
-        .map_err(|e| format!("cannot read the sealed values: {e}"))?;
+    let unreadable = |e| format!("cannot read the sealed values: {e}");
+    let state = state(pool).await.map_err(unreadable)?;
+    if let (None, Some(since)) = (keyring, state.sealed_since) {
+        return Err(format!(
+            "POSTHORN_ENCRYPTION_KEY is unset, but this database's secrets have been sealed since {since}: set it to the key(s) every other process of this deployment uses (without it, secrets would be stored in plain text beside sealed ones)"
+        ));
+    }
+    let used = keys_in_use(pool).await.map_err(unreadable)?;
     let missing: Vec<String> = used
         .into_iter()
         .filter(|(id, _)| !keyring.is_some_and(|k| k.holds(id)))
@@ -62,17 +117,32 @@ pub async fn check(pool: &PgPool, keyring: Option<&Keyring>) -> Result<(), Strin
     ))
 }
 
+/// What a keyed process does at start: until the database is marked sealed and bound, a
+/// [`reseal`] takes in what is plain or of the earlier format (values written before
+/// this version, or before any key). Returns what it re-sealed, if it ran.
+pub async fn settle(pool: &PgPool, keyring: &Keyring) -> AppResult<Option<Resealed>> {
+    let state = state(pool).await?;
+    if state.accept() == Accept::default() {
+        return Ok(None);
+    }
+    Ok(Some(reseal(pool, keyring).await?))
+}
+
 #[derive(Debug, Default, PartialEq, serde::Serialize)]
 pub struct Resealed {
     /// Endpoints rewritten.
     pub endpoints: u64,
     /// Values sealed anew (secrets, header values, client keys).
     pub values: u64,
+    /// Values left as they were: plain or of the earlier format where those are no
+    /// longer taken in, or not opening at all. Each is refused where it is used.
+    pub refused: u64,
 }
 
 #[derive(sqlx::FromRow)]
 struct Row {
     id: i64,
+    project_id: i64,
     secret: String,
     previous_secret: Option<String>,
     client_key: Option<String>,
@@ -80,17 +150,20 @@ struct Row {
     custom_headers: sqlx::types::Json<Vec<(String, StoredValue)>>,
 }
 
-/// Seals every value that is plain or sealed with another key under `keyring`'s current
-/// key, a batch of endpoints per statement. Each row is rewritten only if it still holds
-/// what was read (a change made meanwhile was sealed with the current key anyway), so it
-/// runs safely beside serving processes.
+/// Seals every value not yet sealed under `keyring`'s current key bound to its endpoint,
+/// a batch of endpoints per statement, taking in what the database's [`State`] still
+/// allows; then marks the database sealed and, after a pass that took in the earlier
+/// format, bound. Each row is rewritten only if it still holds what was read (a change
+/// made meanwhile was sealed with the current key anyway), so it runs safely beside
+/// serving processes. A key it does not hold stops it.
 pub async fn reseal(pool: &PgPool, keyring: &Keyring) -> AppResult<Resealed> {
-    let current = format!("ph1:{}:%", keyring.current_id());
+    let accept = state(pool).await?.accept();
+    let current = format!("ph2:{}:%", keyring.current_id());
     let mut done = Resealed::default();
     let mut after = 0i64;
     loop {
         let rows: Vec<Row> = sqlx::query_as(
-            "SELECT id, secret, previous_secret, client_key, signing_key, custom_headers
+            "SELECT id, project_id, secret, previous_secret, client_key, signing_key, custom_headers
                FROM endpoints
               WHERE id > $1 AND (secret NOT LIKE $2 OR previous_secret NOT LIKE $2
                  OR client_key NOT LIKE $2 OR signing_key NOT LIKE $2
@@ -103,74 +176,101 @@ pub async fn reseal(pool: &PgPool, keyring: &Keyring) -> AppResult<Resealed> {
         .fetch_all(pool)
         .await?;
         let Some(last) = rows.last() else {
-            return Ok(done);
+            break;
         };
         after = last.id;
         for row in rows {
-            let mut values = 0u64;
-            let mut again = |purpose: &str, stored: &str, plain: bool| {
-                let current = !plain && sealed::key_id(stored) == Some(keyring.current_id());
-                if current {
-                    return Ok::<_, sealed::SealError>(stored.to_string());
-                }
-                values += 1;
-                let text = if plain {
-                    stored.to_string()
-                } else {
-                    keyring.open(purpose, stored)?
-                };
-                Ok(keyring.seal(purpose, &text))
-            };
-            let secret = again(sealed::ENDPOINT_SECRET, &row.secret, false)?;
-            let previous = row
-                .previous_secret
-                .as_deref()
-                .map(|s| again(sealed::ENDPOINT_SECRET, s, false))
-                .transpose()?;
-            let client_key = row
-                .client_key
-                .as_deref()
-                .map(|s| again(sealed::CLIENT_KEY, s, false))
-                .transpose()?;
-            let signing_key = row
-                .signing_key
-                .as_deref()
-                .map(|s| again(sealed::SIGNING_KEY, s, false))
-                .transpose()?;
-            let mut headers = Vec::with_capacity(row.custom_headers.0.len());
-            for (name, value) in &row.custom_headers.0 {
-                // A plain header value is sealed whatever it looks like.
-                let sealed = match value {
-                    StoredValue::Plain(v) => again(sealed::HEADER_VALUE, v, true)?,
-                    StoredValue::Sealed { sealed } => again(sealed::HEADER_VALUE, sealed, false)?,
-                };
-                headers.push((name.clone(), StoredValue::Sealed { sealed }));
-            }
-            let changed = sqlx::query(
-                "UPDATE endpoints SET secret = $2, previous_secret = $3, client_key = $4,
-                        custom_headers = $5, signing_key = $10
-                  WHERE id = $1 AND secret = $6 AND previous_secret IS NOT DISTINCT FROM $7
-                    AND client_key IS NOT DISTINCT FROM $8 AND custom_headers = $9
-                    AND signing_key IS NOT DISTINCT FROM $11",
-            )
-            .bind(row.id)
-            .bind(&secret)
-            .bind(&previous)
-            .bind(&client_key)
-            .bind(sqlx::types::Json(&headers))
-            .bind(&row.secret)
-            .bind(&row.previous_secret)
-            .bind(&row.client_key)
-            .bind(&row.custom_headers)
-            .bind(&signing_key)
-            .bind(&row.signing_key)
-            .execute(pool)
-            .await?
-            .rows_affected();
-            if changed == 1 {
+            let (values, refused) = reseal_row(pool, keyring, accept, &row).await?;
+            done.refused += refused;
+            if let Some(values) = values {
                 done.endpoints += 1;
                 done.values += values;
             }
         }
     }
+    mark(pool, accept.unbound).await?;
+    Ok(done)
+}
+
+/// One endpoint's values sealed anew: (values re-sealed if the row was rewritten, values
+/// refused).
+async fn reseal_row(
+    pool: &PgPool,
+    keyring: &Keyring,
+    accept: Accept,
+    row: &Row,
+) -> AppResult<(Option<u64>, u64)> {
+    let (mut values, mut refused) = (0u64, 0u64);
+    // The value sealed anew, or None to leave it as it is (current, or refused).
+    let mut again = |purpose: Purpose, stored: &str, plain: bool| {
+        if !plain && sealed::is_bound_with(stored, keyring.current_id()) {
+            return Ok(None);
+        }
+        let slot = purpose.of(row.project_id, row.id);
+        // A plain header value has its own JSON type: taken as plain whatever it reads.
+        let opened = match (plain, accept.plain) {
+            (true, true) => Ok(stored.to_string()),
+            (true, false) => Err(SealError::Plain),
+            (false, _) => keyring.open_accepting(slot, stored, accept),
+        };
+        match opened {
+            Ok(text) => {
+                values += 1;
+                Ok(Some(keyring.seal(slot, &text)))
+            }
+            Err(e @ SealError::UnknownKey(_)) => Err(e),
+            Err(_) => {
+                refused += 1;
+                Ok(None)
+            }
+        }
+    };
+    let secret =
+        again(sealed::ENDPOINT_SECRET, &row.secret, false)?.unwrap_or_else(|| row.secret.clone());
+    let mut column = |purpose, stored: &Option<String>| -> Result<_, SealError> {
+        Ok(match stored.as_deref() {
+            Some(s) => Some(again(purpose, s, false)?.unwrap_or_else(|| s.to_string())),
+            None => None,
+        })
+    };
+    let previous = column(sealed::ENDPOINT_SECRET, &row.previous_secret)?;
+    let client_key = column(sealed::CLIENT_KEY, &row.client_key)?;
+    let signing_key = column(sealed::SIGNING_KEY, &row.signing_key)?;
+    let mut headers = Vec::with_capacity(row.custom_headers.0.len());
+    for (name, value) in &row.custom_headers.0 {
+        let (stored, plain) = match value {
+            StoredValue::Plain(v) => (v, true),
+            StoredValue::Sealed { sealed } => (sealed, false),
+        };
+        let kept = match again(sealed::HEADER_VALUE, stored, plain)? {
+            Some(sealed) => StoredValue::Sealed { sealed },
+            None => value.clone(),
+        };
+        headers.push((name.clone(), kept));
+    }
+    if values == 0 {
+        return Ok((None, refused));
+    }
+    let changed = sqlx::query(
+        "UPDATE endpoints SET secret = $2, previous_secret = $3, client_key = $4,
+                custom_headers = $5, signing_key = $10
+          WHERE id = $1 AND secret = $6 AND previous_secret IS NOT DISTINCT FROM $7
+            AND client_key IS NOT DISTINCT FROM $8 AND custom_headers = $9
+            AND signing_key IS NOT DISTINCT FROM $11",
+    )
+    .bind(row.id)
+    .bind(&secret)
+    .bind(&previous)
+    .bind(&client_key)
+    .bind(sqlx::types::Json(&headers))
+    .bind(&row.secret)
+    .bind(&row.previous_secret)
+    .bind(&row.client_key)
+    .bind(&row.custom_headers)
+    .bind(&signing_key)
+    .bind(&row.signing_key)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(((changed == 1).then_some(values), refused))
 }

@@ -42,7 +42,10 @@ pub async fn set(
         } else {
             let (private, public) = ed25519::generate();
             (
-                Some(sealed::seal(sealed::SIGNING_KEY, &private)),
+                Some(sealed::seal(
+                    sealed::SIGNING_KEY.of(access.project_id, id),
+                    &private,
+                )),
                 Some(public),
             )
         };
@@ -71,7 +74,10 @@ pub async fn set(
     .bind(id)
     .bind(HMAC_SHA256)
     .bind(switched_at)
-    .bind(sealed::seal(sealed::ENDPOINT_SECRET, &secret))
+    .bind(sealed::seal(
+        sealed::ENDPOINT_SECRET.of(access.project_id, id),
+        &secret,
+    ))
     .execute(&mut *tx)
     .await?;
     Ok(Some(secret))

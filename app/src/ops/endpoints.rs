@@ -72,7 +72,7 @@ pub async fn create(
     let limits = limits::admit(&mut tx, access.project_id, Limit::Endpoints, 1).await?;
     limits::admit_event_types(&limits, &new.event_types)?;
     let (mut ep, secret) = endpoints::create(
-        &mut *tx,
+        &mut tx,
         access,
         endpoints::NewEndpoint {
             url: &new.url,

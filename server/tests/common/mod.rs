@@ -216,7 +216,7 @@ impl TestApp {
     pub async fn endpoint(&self, project_id: i64, url: &str) -> (i64, String) {
         let access = app::auth::system_access(project_id, "test");
         let (ep, secret) = db::endpoints::create(
-            &self.pool,
+            &mut self.pool.acquire().await.unwrap(),
             &access,
             db::endpoints::NewEndpoint {
                 url,
