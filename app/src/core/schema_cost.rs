@@ -139,8 +139,11 @@ fn collect<'a>(
                         return Err("schema: $id only at the top of the schema".into());
                     }
                     ("$anchor", Value::String(name)) => {
-                        // Two anchors of one name are refused when compiled.
-                        anchors.insert(name.as_str(), v);
+                        // One name, one place: counting the smaller of two would let the
+                        // larger pass uncounted.
+                        if anchors.insert(name.as_str(), v).is_some() {
+                            return Err(format!("schema: $anchor {name:?} is defined twice"));
+                        }
                     }
                     ("$ref", Value::String(r)) if !r.starts_with('#') => {
                         return Err(format!(
@@ -185,9 +188,13 @@ impl<'a> Walk<'a> {
         let mut cost = one(fan);
         match v {
             Value::Object(o) => {
+                // `unevaluated*` asks its siblings which values they evaluated, value by
+                // value: every sibling may then run per value.
+                let siblings_fan =
+                    o.contains_key("unevaluatedProperties") || o.contains_key("unevaluatedItems");
                 for (k, child) in o {
                     let k = k.as_str();
-                    let child_fan = fan || FAN_OUT.contains(&k);
+                    let child_fan = fan || siblings_fan || FAN_OUT.contains(&k);
                     let part = if DATA.contains(&k) {
                         data(child, child_fan)
                     } else if BY_NAME.contains(&k) {
@@ -227,10 +234,20 @@ impl<'a> Walk<'a> {
         Ok(cost)
     }
 
+    /// The cost of a reference: of its target, or of the dearest target it could be read
+    /// as (a pointer decoded whole or token by token: `a%2Fb` is `a/b` either way).
     fn reference(&mut self, r: &str, fan: bool) -> Result<Cost, String> {
-        let Some(target) = self.target(r)? else {
-            return Ok(Cost::default()); // unresolvable: refused when compiled
-        };
+        let mut dearest = Cost::default();
+        for target in self.targets(r)? {
+            let c = self.target_cost(target, fan)?;
+            if c.terms > dearest.terms {
+                dearest = c;
+            }
+        }
+        Ok(dearest)
+    }
+
+    fn target_cost(&mut self, target: &'a Value, fan: bool) -> Result<Cost, String> {
         let key = target as *const Value;
         if self.open.contains(&key) {
             self.recursive = true;
@@ -263,17 +280,42 @@ impl<'a> Walk<'a> {
         })
     }
 
-    /// Where `#…` leads: a JSON pointer (percent-decoded, as a URI fragment is) or an
-    /// anchor's name.
-    fn target(&self, r: &str) -> Result<Option<&'a Value>, String> {
+    /// Where `#…` may lead: a JSON pointer or an anchor's name. None found: refused when
+    /// compiled.
+    fn targets(&self, r: &str) -> Result<Vec<&'a Value>, String> {
         let fragment = r.strip_prefix('#').unwrap_or(r);
-        let decoded = percent_encoding::percent_decode_str(fragment)
-            .decode_utf8()
-            .map_err(|_| format!("schema: $ref {r:?} is not UTF-8 once decoded"))?;
-        if decoded.is_empty() || decoded.starts_with('/') {
-            return Ok(self.root.pointer(&decoded));
+        let decode = |t: &str| {
+            percent_encoding::percent_decode_str(t)
+                .decode_utf8()
+                .map(|d| d.into_owned())
+                .map_err(|_| format!("schema: $ref {r:?} is not UTF-8 once decoded"))
+        };
+        let whole = decode(fragment)?;
+        if !(whole.is_empty() || whole.starts_with('/')) {
+            return Ok(self
+                .anchors
+                .get(whole.as_str())
+                .copied()
+                .into_iter()
+                .collect());
         }
-        Ok(self.anchors.get(decoded.as_ref()).copied())
+        let mut found: Vec<&'a Value> = self.root.pointer(&whole).into_iter().collect();
+        // Token by token: each decoded, then taken as one key.
+        let mut at = Some(self.root);
+        for token in fragment.split('/').skip(1) {
+            let token = decode(token)?.replace("~1", "/").replace("~0", "~");
+            at = at.and_then(|v| match v {
+                Value::Object(o) => o.get(&token),
+                Value::Array(a) => token.parse::<usize>().ok().and_then(|i| a.get(i)),
+                _ => None,
+            });
+        }
+        if let Some(v) = at.filter(|_| !fragment.is_empty()) {
+            if !found.iter().any(|f| std::ptr::eq(*f, v)) {
+                found.push(v);
+            }
+        }
+        Ok(found)
     }
 }
 

@@ -256,3 +256,56 @@ fn an_event_past_the_checking_budget_is_refused_quickly() {
     assert_eq!(s.check(&json!([1, 2, 3])), None);
     assert!(s.check(&json!([1, 99])).is_some());
 }
+
+#[test]
+fn what_runs_per_value_is_counted_so() {
+    use super::super::schema_cost::cost;
+    let c = |v: serde_json::Value| cost(&v, MAX_EXPANDED, MAX_REF_DEPTH).unwrap();
+    // A property's schema applies to one value; an item's to each.
+    let one = c(json!({"properties": {"a": {"type": "integer", "minimum": 1}}}));
+    assert_eq!(one.per_value, 0);
+    let each = c(json!({"items": {"type": "integer", "minimum": 1}}));
+    assert!(each.per_value >= 3, "{each:?}");
+    // Referenced from below `items`: the target's terms run per value.
+    let by_ref = c(json!({"items": {"$ref": "#/$defs/a"}, "$defs": {"a": {"enum": [1, 2, 3, 4]}}}));
+    assert!(by_ref.per_value >= 5, "{by_ref:?}");
+    // Siblings of `unevaluatedProperties` run per value, and recursion makes all terms so.
+    let uneval = c(
+        json!({"allOf": [{"properties": {"a": {"type": "string"}}}], "unevaluatedProperties": false}),
+    );
+    assert_eq!(
+        uneval.per_value,
+        uneval.terms - 1,
+        "all but the object itself"
+    );
+    let tree = c(
+        json!({"$ref": "#/$defs/n", "$defs": {"n": {"properties": {"c": {"$ref": "#/$defs/n"}}}}}),
+    );
+    assert_eq!(tree.per_value, tree.terms);
+    // A property named like a data keyword is still a schema whose references count.
+    let hidden = json!({"properties": {"enum": {"allOf": [{"$ref": "#/$defs/x"}, {"$ref": "#/$defs/x"}]}},
+        "$defs": {"x": {"const": [1, 2, 3, 4, 5, 6, 7, 8, 9]}}});
+    assert!(
+        c(hidden).terms > 2 * 10,
+        "references below a property named enum were counted"
+    );
+}
+
+#[test]
+fn an_encoded_slash_in_a_pointer_is_counted_whichever_way_it_is_read() {
+    // Levels named `a/N`, referred to as `#/$defs/a%2FN`: a key with a slash in it.
+    let mut defs = serde_json::Map::new();
+    for i in 0..30 {
+        let next = format!("#/$defs/a%2F{}", i + 1);
+        defs.insert(
+            format!("a/{i}"),
+            json!({"allOf": [{"$ref": next}, {"$ref": next, "minimum": 0}]}),
+        );
+    }
+    defs.insert("a/30".into(), json!({"type": "integer"}));
+    let text = json!({"$ref": "#/$defs/a%2F0", "$defs": defs}).to_string();
+    assert!(compile(&text).is_err(), "a 2^30 schema was accepted");
+    // Two anchors of one name: refused.
+    let twice = r##"{"$defs": {"x": {"$anchor": "a"}, "y": {"$anchor": "a", "allOf": []}}}"##;
+    assert!(compile(twice).unwrap_err().contains("twice"));
+}
