@@ -267,7 +267,8 @@ impl From<StoredEvent> for Event {
     post,
     path = "/events/batch",
     request_body = CreateEventBatch,
-    responses((status = 202, body = EventBatchAccepted, description = "Every item stored and fanned out, in array order; an item whose idempotency key was seen before answers its first response"))
+    responses((status = 202, body = EventBatchAccepted, description = "Every item stored and fanned out, in array order; an item whose idempotency key was seen before answers its first response"),
+        (status = 503, body = ApiErrorBody, description = "`busy`: the project's schema checks are busy; retry shortly"))
 )]
 pub async fn create_batch(
     State(pool): State<PgPool>,
@@ -382,7 +383,8 @@ pub struct EventPage {
     path = "/events",
     request_body = CreateEvent,
     params(("Idempotency-Key" = Option<String>, Header, max_length = 255, description = "The client's idempotency key, when the body carries no `id`")),
-    responses((status = 202, body = EventAccepted, description = "Stored and fanned out; a repeated idempotency key answers the first response"))
+    responses((status = 202, body = EventAccepted, description = "Stored and fanned out; a repeated idempotency key answers the first response"),
+        (status = 503, body = ApiErrorBody, description = "`busy`: the project's schema checks are busy; retry shortly"))
 )]
 pub async fn create(
     State(pool): State<PgPool>,

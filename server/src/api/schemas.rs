@@ -40,7 +40,8 @@ fn event_type(text: &str) -> Result<EventType, ApiError> {
     params(("type" = String, Path, pattern = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$", max_length = 128, description = "Event type, e.g. `order.paid`")),
     request_body(content = Object, description = "A JSON Schema, draft 2020-12: at most 64 KiB, `$ref` only within it (`#…`); `format` is asserted (email, uri, date-time, uuid…); patterns run in linear time (no backreferences or lookaround)"),
     responses((status = 200, body = EventTypeSchema, description = "Replaced"), (status = 201, body = EventTypeSchema, description = "Set"),
-        (status = 413, body = ApiErrorBody), (status = 422, body = ApiErrorBody, description = "Not a schema this server accepts, or 200 already set")))]
+        (status = 413, body = ApiErrorBody), (status = 422, body = ApiErrorBody, description = "Not a schema this server accepts, or 200 already set"),
+        (status = 503, body = ApiErrorBody, description = "`busy`: the project's schema work is busy; retry shortly")))]
 pub async fn put(
     State(pool): State<PgPool>,
     Extension(caller): Extension<Caller>,
