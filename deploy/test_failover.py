@@ -6,7 +6,8 @@ with idempotency keys (retrying connection errors and 5xx) to two endpoints of a
 receiver that logs every delivery, before and after the kill. Then: every acknowledged
 event is stored once and delivered to both endpoints; duplicates are counted and must
 be attempts in flight around the kill; delivery resumes within RESUME_BOUND; the
-dashboard answers again.
+dashboard answers again. Around it, deploy/test_cluster_security.py's checks: what
+another local user can do to the cluster (nothing).
 
     .venv/bin/python deploy/test_failover.py        (run by `make test`)
 
@@ -23,11 +24,16 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "sdk", "python", "src"))
+sys.path.insert(0, os.path.join(ROOT, "deploy"))
+sys.dont_write_bytecode = True  # no __pycache__ left in deploy/
+
+import test_cluster_security as security  # noqa: E402
 
 RATE = float(os.environ.get("POSTHORN_FAILOVER_RATE", "200"))
 BEFORE = float(os.environ.get("POSTHORN_FAILOVER_BEFORE", "20"))
@@ -107,8 +113,17 @@ def leader(cluster: dict) -> dict:
     raise RuntimeError("no Patroni node answers")
 
 
+def pg_env(url: str) -> dict:
+    """libpq's variables for a postgres:// URL: its password stays off the command line
+    (which any local user may read)."""
+    u = urllib.parse.urlsplit(url)
+    return dict(os.environ, PGHOST=u.hostname, PGPORT=str(u.port or 5432),
+                PGUSER=urllib.parse.unquote(u.username or ""),
+                PGPASSWORD=urllib.parse.unquote(u.password or ""), PGDATABASE=u.path.lstrip("/"))
+
+
 def sql(cluster: dict, query: str) -> list:
-    out = subprocess.run([PSQL, cluster["database_url"], "-tAF", "\t", "-c", query],
+    out = subprocess.run([PSQL, "-w", "-tAF", "\t", "-c", query], env=pg_env(cluster["database_url"]),
                          stdout=subprocess.PIPE, check=True, text=True).stdout
     return [line.split("\t") for line in out.splitlines() if line]
 
@@ -280,10 +295,8 @@ def kill_server(cluster: dict) -> str:
 
 
 def main() -> None:
-    workdir = os.environ.get("POSTHORN_CLUSTER_DIR", "/var/tmp/posthorn-cluster")
     env = dict(os.environ)
     env.update({
-        "POSTHORN_CLUSTER_DIR": workdir,
         "POSTHORN_PLAN_LIMITS": "trial=1000000,business=1000000",
         "POSTHORN_ALLOW_PRIVATE_TARGETS": "true",
         "POSTHORN_RETRY_SCHEDULE": "1s,2s,4s,8s,15s",
@@ -291,9 +304,15 @@ def main() -> None:
     })
     env.pop("DATABASE_URL", None)
     started = time.time()
-    cluster = cluster_up(env)
+    checks = security.Checks(env)
     receiver_proc = None
+    down_done = completed = False
     try:
+        checks.directories()
+        checks.watcher.start()
+        cluster = cluster_up(env)
+        workdir = security.cluster_dir(cluster, env)
+        checks.running(cluster, workdir)
         db_env = dict(env, DATABASE_URL=cluster["database_url"])
         binary = env.get("POSTHORN_BIN") or os.path.join(
             env.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "debug", "posthorn")
@@ -328,12 +347,22 @@ def main() -> None:
         for pid in survivors:
             os.kill(pid, 0)  # raises if the process exited during either case
         log(f"the dispatcher and the other server ran throughout (pids {survivors})")
-        log(f"passed in {time.time() - started:.0f} s")
         print(json.dumps(results), flush=True)
+        checks.no_secret_in_argv()
+        planted = checks.plant(workdir)
+        receiver_proc.kill()
+        receiver_proc.wait()
+        subprocess.run([os.path.join(ROOT, "deploy", "local-cluster.sh"), "down"], env=env)
+        down_done = True
+        checks.after_down(planted, cluster, workdir)
+        completed = True
     finally:
         if receiver_proc:
             receiver_proc.kill()
-        subprocess.run([os.path.join(ROOT, "deploy", "local-cluster.sh"), "down"], env=env)
+        if not down_done:
+            subprocess.run([os.path.join(ROOT, "deploy", "local-cluster.sh"), "down"], env=env)
+        checks.finish(completed)
+    log(f"passed in {time.time() - started:.0f} s")
 
 
 if __name__ == "__main__":
