@@ -11,6 +11,9 @@ use common::*;
 use reqwest::Method;
 use serde_json::{json, Value};
 
+#[path = "erasure/identifiers.rs"]
+mod identifiers;
+
 async fn until_done(app: &TestApp, key: &str, id: i64) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

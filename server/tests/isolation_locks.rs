@@ -122,12 +122,17 @@ async fn a_batch_held_open_by_one_tenant_does_not_stop_the_outcome_writer() {
 
     // A's batch takes lane "k" and then waits, in its transaction, for an idempotency key
     // another transaction is inserting: held open as long as that one lasts.
+    // The key as stored (hashed).
+    let stored = app::db::idempotency::stored_keys(&app.pool, a, &[Some("blocker")])
+        .await
+        .unwrap();
     let mut blocker = app.pool.begin().await.unwrap();
     sqlx::query(
         "INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries)
-         VALUES ('evt_blocker00000000000000000', $1, 'order.paid', '{}', 'blocker', 0)",
+         VALUES ('evt_blocker00000000000000000', $1, 'order.paid', '{}', $2, 0)",
     )
     .bind(a)
+    .bind(&stored[0])
     .execute(&mut *blocker)
     .await
     .unwrap();

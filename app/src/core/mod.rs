@@ -26,6 +26,8 @@ pub mod filter_card;
 pub mod filter_check;
 pub mod id_search;
 #[cfg(feature = "ssr")]
+pub mod idempotency;
+#[cfg(feature = "ssr")]
 pub mod ids;
 pub mod limits;
 pub mod next_path;

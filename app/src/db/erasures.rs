@@ -2,15 +2,18 @@
 //! that names the subject, and what its attempts carried, removed in bounded batches.
 //!
 //! One batch is one transaction over at most [`BATCH`] events:
-//! 1. the events: `data` becomes JSON `null`, `subjects` go, `erased_at`/`erasure_id` say
-//!    when and by which request;
+//! 1. the events: `data` becomes JSON `null`, `subjects` and the ordering key go,
+//!    `erased_at`/`erasure_id` say when and by which request (idempotency keys are only
+//!    ever stored hashed, see [`crate::core::idempotency`]);
 //! 2. their attempts in the queue are marked (`error_kind = 'erased'`), waiting or in
 //!    flight. The mark is what the outcome writer reads when an attempt in flight comes
 //!    back: it stores no response body or headers and schedules nothing. Marking every row
 //!    first takes the lock of a row a claim is taking, so no row slips from waiting to in
 //!    flight unmarked;
 //! 3. the waiting ones end as dead letters, error kind `erased`, and their lanes move on;
-//! 4. the log's response bodies and headers of their attempts go;
+//! 4. the log's response bodies and headers of their attempts go, and their ordering
+//!    keys (often a user id); attempts still in flight keep theirs until they end, since
+//!    their lane is released by it, and lose it in the last pass;
 //! 5. Redirect copies in inspector bins (found by the attempts' request ids) lose their
 //!    bodies.
 //!
@@ -18,7 +21,7 @@
 //! attempt of an erased event instead of sending it (a Retry racing the erasure, say).
 //! An erasure by subject is done once no event is left and no attempt of its events is
 //! in flight any more; a last pass then erases the bin copies that in-flight Redirects
-//! made meanwhile.
+//! made meanwhile, and the ordering keys of the attempts that were in flight.
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
@@ -183,6 +186,13 @@ pub async fn step(pool: &PgPool, id: Option<i64>) -> AppResult<Option<(i64, Step
             // A Retry that raced the batch, and bin copies made by attempts in flight.
             let mut last = end_waiting(&mut tx, erasure.id, &all).await?;
             last.copies = erase_copies(&mut tx, &all).await?;
+            sqlx::query(
+                "UPDATE delivery_log SET ordering_key = NULL
+                  WHERE event_id = ANY($1) AND ordering_key IS NOT NULL",
+            )
+            .bind(&all)
+            .execute(&mut *tx)
+            .await?;
             last
         }
     } else {
@@ -225,7 +235,8 @@ async fn erase_events(
     events: &[String],
 ) -> AppResult<Counts> {
     sqlx::query(
-        "UPDATE events SET data = 'null', subjects = NULL, filtered_out = NULL, erased_at = now(), erasure_id = $1
+        "UPDATE events SET data = 'null', subjects = NULL, filtered_out = NULL, ordering_key = NULL,
+                erased_at = now(), erasure_id = $1
           WHERE event_id = ANY($2)",
     )
     .bind(erasure_id)
@@ -237,7 +248,7 @@ async fn erase_events(
     // the payload.
     sqlx::query(&format!(
         "UPDATE delivery_log SET response_body = NULL, response_headers = NULL,
-                request_headers = {}
+                request_headers = {}, ordering_key = NULL
           WHERE event_id = ANY($1)",
         UNSIGNED.replace("headers", "request_headers")
     ))

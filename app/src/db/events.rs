@@ -71,7 +71,7 @@ pub struct NewEvent<'a> {
     pub event_type: &'a EventType,
     /// Valid JSON text, stored byte for byte.
     pub data_json: &'a str,
-    /// The client's idempotency key.
+    /// The client's idempotency key (stored hashed, see [`crate::core::idempotency`]).
     pub client_id: Option<&'a str>,
     pub ordering_key: Option<&'a str>,
     /// The data subjects it names (checked: at most ten, none empty).
@@ -111,6 +111,15 @@ pub async fn ingest_all(
     events: &[NewEvent<'_>],
     via: Via<'_>,
 ) -> AppResult<Vec<Ingested>> {
+    let keys: Vec<Option<&str>> = events.iter().map(|e| e.client_id).collect();
+    let keys = super::idempotency::stored_keys(pool, project_id, &keys).await?;
+    let events: Vec<NewEvent> = (events.iter().zip(&keys))
+        .map(|(e, key)| NewEvent {
+            client_id: key.as_deref(),
+            ..*e
+        })
+        .collect();
+    let events = events.as_slice();
     let handoff = via.handoff;
     // The common request, one event without an ordering key, needs no lane: it is
     // stored by one statement, its own transaction.

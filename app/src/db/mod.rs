@@ -17,6 +17,7 @@ pub mod filtered;
 pub mod group_commit;
 pub mod handoff;
 pub mod horizon;
+pub mod idempotency;
 pub mod invitations;
 pub mod kept;
 pub mod lanes;

@@ -157,7 +157,9 @@ pub async fn update(pool: &PgPool, id: i64, f: &TenantFields) -> AppResult<Tenan
 
 /// Deletes a project for every reader at once: its keys revoked, its members, invitations
 /// and portal sessions gone, its endpoints deleted (their waiting attempts parked, so
-/// nothing more is sent). The data itself goes in the background ([`purge_step`]).
+/// nothing more is sent), its copies in inspector bins (Redirects) gone, since a bin is
+/// read by whoever holds its address. The data itself goes in the background
+/// ([`purge_step`]).
 pub async fn delete(pool: &PgPool, id: i64) -> AppResult<()> {
     let mut tx = pool.begin().await?;
     let found =
@@ -178,6 +180,11 @@ pub async fn delete(pool: &PgPool, id: i64) -> AppResult<()> {
     ] {
         sqlx::query(statement).bind(id).execute(&mut *tx).await?;
     }
+    // At most what the inspector's storage budget lets a project keep.
+    sqlx::query("DELETE FROM bin_requests WHERE source = $1 AND source LIKE 'project:%'")
+        .bind(crate::core::capture_source::CaptureSource::Project(id).usage_key())
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(())
 }
