@@ -65,6 +65,12 @@ pub fn check(cert_pem: &str, key_pem: &str, now: DateTime<Utc>) -> Result<Client
         .map_err(|_| {
             "client_certificate: the key does not belong to the first certificate".to_string()
         })?;
+    // From its block on: text before it is the tenant's to choose, and without an
+    // encryption key it would be stored as given, reading as a value sealed with a key
+    // no process holds (which stops every process at its start check).
+    let key_pem = key_pem
+        .find("-----BEGIN")
+        .map_or(key_pem, |at| &key_pem[at..]);
     Ok(ClientCert {
         cert_pem: cert_pem.to_string(),
         key_pem: key_pem.to_string(),
@@ -121,5 +127,15 @@ mod tests {
         assert!(check(&six, &other_key, Utc::now())
             .unwrap_err()
             .contains("at most 5"));
+    }
+
+    #[test]
+    fn the_key_is_kept_from_its_pem_block_never_from_text_before_it() {
+        // Text before the block would be stored as given without an encryption key, and
+        // this text reads as a value sealed with a key no process holds.
+        let (cert, key) = pair("d.example", (2040, 1, 1));
+        let posing = format!("ph2:0badc0de:AAAA\n{key}");
+        let kept = check(&cert, &posing, Utc::now()).map(|c| c.key_pem);
+        assert_eq!(kept, Ok(key));
     }
 }
