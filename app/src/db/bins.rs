@@ -97,6 +97,10 @@ pub async fn capture(
                                       stored_bytes, source, request_id)
             SELECT b.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $14 FROM bins b, usage u
             WHERE b.id = $1 AND b.expires_at > now() AND u.total_ok AND u.share_ok
+              -- A deleted project's attempt still in flight leaves no copy behind the
+              -- deletion's (see `tenants::delete`).
+              AND ($15::bigint IS NULL OR EXISTS (
+                    SELECT 1 FROM projects p WHERE p.id = $15 AND p.deleted_at IS NULL))
             RETURNING id
          )
          SELECT EXISTS (SELECT 1 FROM inserted), total_ok, share_ok FROM usage",
@@ -115,6 +119,7 @@ pub async fn capture(
     .bind(c.source)
     .bind(quotas.per_source_bytes)
     .bind(c.request_id)
+    .bind(sending_project(c.source))
     .fetch_one(pool)
     .await?;
     if !inserted {
@@ -145,6 +150,12 @@ pub async fn capture(
     .execute(pool)
     .await?;
     Ok(Stored::Yes)
+}
+
+/// The project whose delivery a capture is, from its source (`project:42`, see
+/// [`crate::core::capture_source::CaptureSource::usage_key`]).
+fn sending_project(source: &str) -> Option<i64> {
+    source.strip_prefix("project:")?.parse().ok()
 }
 
 /// One page of a bin's captures, newest first: newer than `after` (live updates) or

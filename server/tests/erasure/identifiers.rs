@@ -228,6 +228,31 @@ async fn deleting_a_project_takes_its_redirect_copies_out_of_the_bins() {
         !left[0].to_string().contains(&format!("copy-{tag}")),
         "{left:?}"
     );
+    // An attempt still in flight when the project went leaves no copy either.
+    let late = app::db::bins::capture(
+        &app.pool,
+        &bin,
+        app::db::bins::Captured {
+            method: "POST",
+            path: "/",
+            query: "",
+            headers: &[],
+            body: format!("copy-{tag}").as_bytes(),
+            size: 40,
+            status: 200,
+            remote_addr: None,
+            source: &format!("project:{project}"),
+            request_id: Some("req_late"),
+        },
+        app::db::bins::Quotas {
+            per_bin_bytes: 1 << 20,
+            total_bytes: 1 << 30,
+            per_source_bytes: 1 << 30,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(late, app::db::bins::Stored::NoSuchBin);
     while app::db::tenants::purge_step(&app.pool, 1000).await.unwrap() > 0 {}
     assert_eq!(rows_holding(&app, &format!("copy-{tag}")).await, vec![]);
     assert_eq!(bin_page(&app, &bin).await.len(), 1);
