@@ -115,6 +115,19 @@ async fn deliveries_go_through_the_egress_proxy_to_checked_addresses_only() {
     let (status, kind, error) = outcome(&app, project, "http://1.1.1.1/hook").await;
     assert_eq!((status.as_str(), kind), ("succeeded", None), "{error:?}");
     assert_eq!(rx.seen().len(), 1);
+    // A second delivery on the kept connection: neither carries the guard's token (nor
+    // any proxy credentials) to the receiver.
+    app.ingest(project, "order.paid", serde_json::json!({"n": 2}))
+        .await;
+    let seen = rx.wait_for(2, std::time::Duration::from_secs(10)).await;
+    assert_eq!(seen.len(), 2);
+    for r in &seen {
+        assert!(
+            r.headers.get("proxy-authorization").is_none(),
+            "{:?}",
+            r.headers
+        );
+    }
     let (project, _) = app.project("business").await;
     let (status, kind, error) = outcome(&app, project, "https://1.0.0.1/hook").await;
     assert_eq!((status.as_str(), kind), ("succeeded", None), "{error:?}");
@@ -136,7 +149,7 @@ async fn deliveries_go_through_the_egress_proxy_to_checked_addresses_only() {
         ) && !says(&error, &["127.0.0.1"]),
         "{error:?}"
     );
-    assert_eq!(rx.seen().len(), 1, "nothing reached the receiver");
+    assert_eq!(rx.seen().len(), 2, "nothing reached the receiver");
 
     let asked: Vec<String> = proxy
         .asked

@@ -23,6 +23,9 @@ pub const MAX_PATTERNS: usize = 2;
 pub const MAX_PATTERN: usize = 256;
 /// The compiled size a `matches` pattern may reach (the crate's default is 10 MB).
 pub const PATTERN_PROGRAM: usize = 16 * 1024;
+/// Its lazy DFA's cache: room enough that a pattern of that size keeps to the DFA
+/// rather than falling back to an engine whose cost per byte follows the pattern's.
+pub const PATTERN_CACHE: usize = 256 * 1024;
 
 const VARIABLES: [&str; 3] = ["event", "data", "subjects"];
 const FUNCTIONS: [&str; 33] = [
@@ -249,7 +252,7 @@ impl Check {
         }
         let compiled = regex::RegexBuilder::new(p)
             .size_limit(PATTERN_PROGRAM)
-            .dfa_size_limit(PATTERN_PROGRAM)
+            .dfa_size_limit(PATTERN_CACHE)
             .build()
             .map_err(|e| {
                 let why = e.to_string();

@@ -11,11 +11,14 @@
 //!   which the validator applies to one value of the event at most, unless it is
 //! - `per_value`: below a keyword applied to each of many values (`items`,
 //!   `additionalProperties`, `patternProperties`, `contains`, …) or in a recursive
-//!   reference: applied to each value of the event at most.
+//!   reference: applied to each value of the event at most;
+//! - `readers`: the others that read a whole value (a pattern or format reads a string
+//!   of any length, `enum` and `const` compare, `uniqueItems` hashes an array).
 //!
-//! An event's check is then at most `terms + per_value × weight(data)` term visits,
-//! where the weight counts the event's values and its strings' bytes (patterns and
-//! formats read them); [`crate::core::schema`] refuses an event past its budget.
+//! An event's check is then at most `terms + (per_value + readers) × weight(data)` term
+//! visits, where the weight counts the event's values and its strings' bytes;
+//! [`crate::core::schema`] refuses an event past its budget. Keys are walked as schemas
+//! wherever they sit (an `enum`'s values too): counting too much is safe, too little not.
 
 use std::collections::HashMap;
 
@@ -40,9 +43,23 @@ const BY_NAME: &[&str] = &[
     "$defs",
     "definitions",
     "dependentSchemas",
+    "dependencies",
+    "dependentRequired",
 ];
-/// Keywords whose values are data (compared, never compiled as schemas).
-const DATA: &[&str] = &["enum", "const", "default", "examples"];
+/// Keywords that read a whole value, each once per value they apply to.
+const READERS: &[&str] = &[
+    "pattern",
+    "format",
+    "uniqueItems",
+    "minLength",
+    "maxLength",
+    "contentEncoding",
+    "contentMediaType",
+];
+/// Keywords that compare the value with data of the schema's: cost per term of it.
+const COMPARERS: &[&str] = &["enum", "const"];
+/// Keywords whose siblings the validator runs again, value by value.
+const UNEVALUATED: &[&str] = &["unevaluatedProperties", "unevaluatedItems"];
 /// Keywords whose targets depend on the path taken to them: not followed, so refused.
 const DYNAMIC: &[&str] = &[
     "$dynamicRef",
@@ -55,6 +72,7 @@ const DYNAMIC: &[&str] = &[
 pub struct Cost {
     pub terms: u64,
     pub per_value: u64,
+    pub readers: u64,
 }
 
 /// The schema's cost, or why it cannot be counted (or counts past `max_terms`, or chains
@@ -109,7 +127,6 @@ pub fn patterns<'a>(v: &'a Value, found: &mut std::collections::BTreeSet<&'a str
                         found.extend(named.keys().map(String::as_str));
                         named.values().for_each(|sub| patterns(sub, found));
                     }
-                    (k, _) if DATA.contains(&k) => {}
                     _ => patterns(child, found),
                 }
             }
@@ -150,7 +167,6 @@ fn collect<'a>(
                             "schema: $ref {r:?}: only references within the schema (#/… or #name)"
                         ));
                     }
-                    _ if DATA.contains(&k) => {}
                     _ if BY_NAME.contains(&k) => {
                         if let Value::Object(named) = child {
                             for sub in named.values() {
@@ -189,21 +205,29 @@ impl<'a> Walk<'a> {
         match v {
             Value::Object(o) => {
                 // `unevaluated*` asks its siblings which values they evaluated, value by
-                // value: every sibling may then run per value.
-                let siblings_fan =
-                    o.contains_key("unevaluatedProperties") || o.contains_key("unevaluatedItems");
+                // value, running them again: each sibling counts twice and per value (so
+                // nesting them doubles at every level, as it costs).
+                let again = UNEVALUATED.iter().any(|k| o.contains_key(*k));
                 for (k, child) in o {
                     let k = k.as_str();
-                    let child_fan = fan || siblings_fan || FAN_OUT.contains(&k);
-                    let part = if DATA.contains(&k) {
-                        data(child, child_fan)
-                    } else if BY_NAME.contains(&k) {
+                    let child_fan = fan || again || FAN_OUT.contains(&k);
+                    let mut part = if BY_NAME.contains(&k) {
                         self.by_name(child, child_fan)?
                     } else if let ("$ref", Value::String(r)) = (k, child) {
-                        add(one(fan), self.reference(r, fan)?)
+                        add(one(child_fan), self.reference(r, child_fan)?)
                     } else {
                         self.any(child, child_fan)?
                     };
+                    if !child_fan {
+                        if READERS.contains(&k) {
+                            part.readers = part.readers.saturating_add(1);
+                        } else if COMPARERS.contains(&k) {
+                            part.readers = part.readers.saturating_add(part.terms);
+                        }
+                    }
+                    if again && !UNEVALUATED.contains(&k) {
+                        part = add(part, part);
+                    }
                     cost = add(cost, part);
                 }
             }
@@ -274,6 +298,7 @@ impl<'a> Walk<'a> {
             Cost {
                 terms: counted.terms,
                 per_value: counted.terms,
+                readers: 0,
             }
         } else {
             counted
@@ -323,6 +348,7 @@ fn one(fan: bool) -> Cost {
     Cost {
         terms: 1,
         per_value: fan as u64,
+        readers: 0,
     }
 }
 
@@ -330,22 +356,6 @@ fn add(a: Cost, b: Cost) -> Cost {
     Cost {
         terms: a.terms.saturating_add(b.terms),
         per_value: a.per_value.saturating_add(b.per_value),
-    }
-}
-
-/// Data inside a schema (an `enum`'s values, say): each compared, none followed.
-fn data(v: &Value, fan: bool) -> Cost {
-    let n = count(v);
-    Cost {
-        terms: n,
-        per_value: if fan { n } else { 0 },
-    }
-}
-
-fn count(v: &Value) -> u64 {
-    match v {
-        Value::Array(a) => 1 + a.iter().map(count).sum::<u64>(),
-        Value::Object(o) => 1 + o.values().map(count).sum::<u64>(),
-        _ => 1,
+        readers: a.readers.saturating_add(b.readers),
     }
 }

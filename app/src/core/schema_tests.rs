@@ -309,3 +309,62 @@ fn an_encoded_slash_in_a_pointer_is_counted_whichever_way_it_is_read() {
     let twice = r##"{"$defs": {"x": {"$anchor": "a"}, "y": {"$anchor": "a", "allOf": []}}}"##;
     assert!(compile(twice).unwrap_err().contains("twice"));
 }
+
+/// `levels` levels each referring twice to the next, under `$defs` of `at`.
+fn doubling_defs(levels: usize, prefix: &str) -> serde_json::Map<String, serde_json::Value> {
+    let mut defs = serde_json::Map::new();
+    for i in 0..levels {
+        let next = format!("{prefix}a{}", i + 1);
+        defs.insert(
+            format!("a{i}"),
+            json!({"allOf": [{"$ref": next}, {"$ref": next, "minimum": 0}]}),
+        );
+    }
+    defs.insert(format!("a{levels}"), json!({"type": "integer"}));
+    defs
+}
+
+#[test]
+fn nothing_hides_from_the_count_under_dependencies_or_nested_unevaluated() {
+    // `dependencies` is compiled as an applicator: a key named `enum` below it is a
+    // schema, not data.
+    let inner = json!({"properties": {"enum": {"$ref": "#/dependencies/enum/$defs/a0"}},
+        "$defs": doubling_defs(30, "#/dependencies/enum/$defs/")});
+    let text = json!({"dependencies": {"enum": inner}}).to_string();
+    assert!(
+        compile(&text).is_err(),
+        "a 2^30 schema under dependencies was accepted"
+    );
+    // `unevaluatedProperties` runs its siblings again: nested 40 deep, 2^40.
+    let mut s = json!({});
+    for _ in 0..40 {
+        s = json!({"unevaluatedProperties": false, "anyOf": [s]});
+    }
+    assert!(
+        compile(&s.to_string()).is_err(),
+        "nested unevaluated was accepted"
+    );
+}
+
+#[test]
+fn a_rule_that_reads_a_long_value_counts_by_its_length() {
+    // 9 doubling levels whose leaf reads a string: 512 reads of it per event.
+    let mut defs = doubling_defs(9, "#/$defs/");
+    defs.insert(
+        "a9".into(),
+        json!({"type": "string", "pattern": "^[a-z]+$"}),
+    );
+    let text = json!({"properties": {"s": {"$ref": "#/$defs/a0"}}, "$defs": defs}).to_string();
+    let s = compile(&text).unwrap();
+    assert_eq!(s.check(&json!({"s": "abc"})), None);
+    let started = std::time::Instant::now();
+    let e = s
+        .check(&json!({"s": "a".repeat(250_000)}))
+        .expect("refused");
+    assert!(e.contains("too costly"), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_millis(500));
+    // Ordinary ECMA patterns (ASCII \w, \d) are not refused for Unicode's sizes.
+    for p in [r"^\w+\.\w+$", r"^\w{3,30}$", r"^\d{1,20}$"] {
+        assert!(compile(&json!({"pattern": p}).to_string()).is_ok(), "{p}");
+    }
+}

@@ -27,7 +27,7 @@ use app::cfg::EgressProxy;
 use base64::{engine::general_purpose::STANDARD, Engine};
 use sha2::{Digest, Sha256};
 use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
+    io::{AsyncRead, AsyncReadExt, AsyncWriteExt},
     net::{TcpListener, TcpStream},
 };
 
@@ -161,17 +161,49 @@ impl Shared {
             }
         };
         self.forget(&target.authority());
-        if target.connect {
-            client
-                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                .await?;
-        } else {
-            // A plain-HTTP request in absolute form: it goes to the receiver as it came
-            // (servers accept the absolute form). The client keeps this connection for
-            // this target only (its pool is keyed by the request's scheme and host).
-            upstream.write_all(&head).await?;
+        if !target.connect {
+            return self.relay_plain(client, upstream, head, target).await;
         }
+        client
+            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .await?;
         tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
+        Ok(())
+    }
+
+    /// Plain-HTTP requests in absolute form go to the receiver as they came (servers
+    /// accept the absolute form), one head at a time: the client keeps this connection
+    /// for this target and sends every later request on it with the token too, so each
+    /// head is read and the token taken out; a head without it, for another target, or
+    /// with a body of no stated length ends the connection.
+    async fn relay_plain(
+        &self,
+        client: TcpStream,
+        upstream: TcpStream,
+        first: Vec<u8>,
+        target: Target,
+    ) -> std::io::Result<()> {
+        let (mut from_client, mut to_client) = client.into_split();
+        let (mut from_upstream, mut to_upstream) = upstream.into_split();
+        let answers =
+            tokio::spawn(async move { tokio::io::copy(&mut from_upstream, &mut to_client).await });
+        let mut head = first;
+        while let Some(length) = body_length(&head) {
+            to_upstream.write_all(&head).await?;
+            let mut body = (&mut from_client).take(length);
+            if tokio::io::copy(&mut body, &mut to_upstream).await? < length {
+                break;
+            }
+            let Ok(next) = read_head(&mut from_client).await else {
+                break;
+            };
+            let text = String::from_utf8_lossy(&next).into_owned();
+            match (self.own(&next), target_of(&text)) {
+                (Some(stripped), Some(t)) if t == target => head = stripped,
+                _ => break,
+            }
+        }
+        answers.abort();
         Ok(())
     }
 
@@ -282,7 +314,7 @@ fn new_token() -> String {
 
 /// Reads up to the end of a head (`\r\n\r\n`), at most [`MAX_HEAD`] bytes, one byte
 /// past it never: what follows belongs to the tunnel.
-async fn read_head(conn: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+async fn read_head(conn: &mut (impl AsyncRead + Unpin)) -> std::io::Result<Vec<u8>> {
     let mut head = Vec::with_capacity(512);
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -292,6 +324,25 @@ async fn read_head(conn: &mut TcpStream) -> std::io::Result<Vec<u8>> {
         head.push(byte[0]);
     }
     Ok(head)
+}
+
+/// The length of a request's body: its `Content-Length`, 0 without one; None when it
+/// is chunked (or its length unreadable), which the dispatcher's requests never are.
+fn body_length(head: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(head).ok()?;
+    let mut length = 0;
+    for line in text.split("\r\n").skip(1) {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        if name.eq_ignore_ascii_case("transfer-encoding") {
+            return None;
+        }
+        if name.eq_ignore_ascii_case("content-length") {
+            length = value.trim().parse().ok()?;
+        }
+    }
+    Some(length)
 }
 
 #[derive(Debug, PartialEq)]

@@ -175,7 +175,7 @@ fn descriptors() -> Option<(usize, usize)> {
 /// the project, or of the project keeping the most), so no tenant's endpoints, however
 /// many, push another tenant's clients out or grow the dispatcher without end.
 pub const MOST_KEPT: usize = 256;
-pub const MOST_KEPT_PER_PROJECT: usize = 32;
+pub const MOST_KEPT_PER_PROJECT: usize = 128;
 
 /// The bookkeeping of kept values (clients), by endpoint: which project, made from which
 /// sealed key, when last used.
