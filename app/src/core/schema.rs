@@ -169,7 +169,9 @@ impl Schema {
         if self.validator.is_valid(data) {
             return None;
         }
-        let e = self.validator.iter_errors(data).next()?;
+        // The first error only: gathering every error would build one per branch tried
+        // (990 for each item of an `anyOf` of 990), a second's work for a failing event.
+        let e = self.validator.validate(data).err()?;
         let mut at = String::from("data");
         for part in e.instance_path().to_string().split('/').skip(1) {
             let part = part.replace("~1", "/").replace("~0", "~");

@@ -64,12 +64,22 @@ pub fn pass<'t>(
     if targets.iter().all(|t| t.filter.is_none()) {
         return (targets.to_vec(), None);
     }
-    let input = filter::Input::parse(event_type, data_json, subjects);
     let filters: Vec<Option<&filter::Filter>> =
         targets.iter().map(|t| t.filter.as_deref()).collect();
+    let judge = || {
+        let input = filter::Input::parse(event_type, data_json, subjects);
+        filter::verdicts(&input, &filters)
+    };
+    // Bounded, yet up to a few hundred milliseconds for a project's costliest filters on
+    // its largest events: the worker says it is busy, so the runtime moves other tasks
+    // (other tenants' requests) to another thread meanwhile.
+    let verdicts = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(judge),
+        _ => judge(),
+    };
     let mut kept = Vec::with_capacity(targets.len());
     let mut skipped = Vec::new();
-    for (t, verdict) in targets.iter().zip(filter::verdicts(&input, &filters)) {
+    for (t, verdict) in targets.iter().zip(verdicts) {
         match verdict.reason() {
             None => kept.push(*t),
             Some(reason) => skipped.push(Skipped {
