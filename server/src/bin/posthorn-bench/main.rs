@@ -112,6 +112,12 @@ enum Mode {
     WorstDefinitions {
         #[arg(long, default_value_t = 5)]
         runs: usize,
+        /// One case only (each runs in a process of its own).
+        #[arg(long)]
+        case: Option<usize>,
+        /// A case still running after this long is killed and reported so.
+        #[arg(long, default_value_t = 30)]
+        limit_seconds: u64,
     },
     /// The API benchmarks' receiver (started by them as a process of its own).
     #[command(hide = true)]
@@ -262,7 +268,11 @@ async fn run(args: Args) {
             events,
             filter,
         } => filters::eval(endpoints, events, &filter),
-        Mode::WorstDefinitions { runs } => worst::run(runs),
+        Mode::WorstDefinitions {
+            runs,
+            case,
+            limit_seconds,
+        } => worst::run(runs, case, limit_seconds),
         Mode::Queries {
             rows,
             projects,

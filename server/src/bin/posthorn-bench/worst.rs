@@ -11,15 +11,63 @@ use serde_json::{json, Value};
 /// The largest `data` a request carries: the API's body limit, less the envelope.
 const DATA_BYTES: usize = 250 * 1024;
 
-pub fn run(runs: usize) {
+pub fn run(runs: usize, case: Option<usize>, limit_seconds: u64) {
+    let cases = schemas();
+    if let Some(i) = case {
+        match cases.into_iter().nth(i) {
+            Some((name, text, data)) => schema_case(name, &text, &data, runs),
+            None => filter_case(runs),
+        }
+        return;
+    }
+    // Each case in a process of its own: its memory measured alone, and one that does
+    // not finish (an exponential schema accepted) killed at the limit.
     println!(
         "| definition | compiled (or refused) in | memory grown | an event checked in | answer |"
     );
     println!("|---|---|---|---|---|");
-    for (name, text, data) in schemas() {
-        schema_case(name, &text, &data, runs);
+    let labels: Vec<(String, usize)> = cases
+        .iter()
+        .map(|(name, text, _)| (name.to_string(), text.len() / 1024))
+        .chain([("filters on 500 endpoints".to_string(), 0)])
+        .collect();
+    for (i, (name, kb)) in labels.iter().enumerate() {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "worst-definitions",
+                "--runs",
+                &runs.to_string(),
+                "--case",
+                &i.to_string(),
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("run a case");
+        let started = Instant::now();
+        loop {
+            if let Some(_status) = child.try_wait().unwrap() {
+                let mut out = String::new();
+                use std::io::Read;
+                child
+                    .stdout
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut out)
+                    .unwrap();
+                print!("{out}");
+                break;
+            }
+            if started.elapsed().as_secs() >= limit_seconds {
+                let _ = child.kill();
+                let _ = child.wait();
+                println!(
+                    "| {name} ({kb} KB) | — | — | — | did not finish in {limit_seconds} s (killed) |"
+                );
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
-    filter_case(runs);
 }
 
 fn schema_case(name: &str, text: &str, data: &Value, runs: usize) {
@@ -158,7 +206,7 @@ fn schemas() -> Vec<(&'static str, String, Value)> {
         .map(|i| json!({"pattern": format!("\\w{{{w}}}z{i}")}))
         .collect();
     out.push((
-        "64 patterns near 64 KiB each, per item, on 250 KB of strings",
+        "64 patterns at the size limit, per item, on 250 KB of strings",
         json!({"items": {"allOf": patterns}}).to_string(),
         big_strings.clone(),
     ));
@@ -174,6 +222,39 @@ fn schemas() -> Vec<(&'static str, String, Value)> {
         "2,000 patterns of ~10 MiB each",
         json!({"properties": patterns}).to_string(),
         json!({}),
+    ));
+    // A pattern made to overflow its lazy DFA's cache, on one 250 KB string, and per item
+    // on a 250 KB array of strings.
+    let thrash = format!("[ab]*a[ab]{{{}}}$", widest_thrash());
+    let text = "ab".repeat(DATA_BYTES / 2);
+    out.push((
+        "a DFA-thrashing pattern on one 250 KB string",
+        json!({"properties": {"s": {"pattern": thrash}}}).to_string(),
+        json!({"s": text}),
+    ));
+    // Nine doubling levels whose leaf reads the same long string: 512 reads of it.
+    let mut defs = serde_json::Map::new();
+    for i in 0..9 {
+        let next = format!("#/$defs/a{}", i + 1);
+        defs.insert(
+            format!("a{i}"),
+            json!({"allOf": [{"$ref": next}, {"$ref": next, "minimum": 0}]}),
+        );
+    }
+    defs.insert(
+        "a9".into(),
+        json!({"type": "string", "pattern": "^[a-z ]+$"}),
+    );
+    let readers = json!({"properties": {"s": {"$ref": "#/$defs/a0"}}, "$defs": defs}).to_string();
+    out.push((
+        "512 reads of one string, a 250 KB one",
+        readers.clone(),
+        json!({"s": "ab ".repeat(DATA_BYTES / 3)}),
+    ));
+    out.push((
+        "512 reads of one string, a 7 KB one",
+        readers,
+        json!({"s": "ab ".repeat(2_400)}),
     ));
     // Recursion: a tree, checked on data nested as deep as the API allows.
     let tree = json!({"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "properties": {"c": {"type": "array", "items": {"$ref": "#/$defs/n"}}}, "anyOf": [{"required": ["c"]}, {"required": ["leaf"]}]}}}).to_string();
@@ -204,6 +285,17 @@ fn doubling(
         defs.insert(format!("a{i}"), def);
     }
     json!({"$id": "https://s.example/root", "$ref": reference(0), "$defs": defs}).to_string()
+}
+
+/// The widest `[ab]*a[ab]{n}$` a schema may hold.
+fn widest_thrash() -> usize {
+    (1..2_000)
+        .step_by(10)
+        .take_while(|n| {
+            schema::compile(&json!({"pattern": format!("[ab]*a[ab]{{{n}}}$")}).to_string()).is_ok()
+        })
+        .last()
+        .unwrap_or(1)
 }
 
 /// The widest `\w{n}` a schema may hold (within the pattern size limit).
