@@ -17,6 +17,8 @@ POSTHORN_FAILOVER_AFTER [40] seconds around the kill (case 2 uses half of each).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -198,8 +200,19 @@ def run_case(name: str, cluster: dict, api_key: str, log_path: str, kill, before
             break
         time.sleep(1)
 
-    stored = sql(cluster, "SELECT client_id, count(*), min(event_id) FROM events "
-                 f"WHERE client_id LIKE '{name}-%' GROUP BY client_id")
+    # Idempotency keys are stored as HMAC-SHA256 under the server's `idempotency` key,
+    # over the project id (8 bytes, big-endian) and the key: this case's are computed here.
+    server_key = bytes.fromhex(sql(cluster, "SELECT encode(key, 'hex') FROM server_keys "
+                                            "WHERE name = 'idempotency'")[0][0])
+    assert sent.acked, "no event was acknowledged"
+    some_event = next(iter(sent.acked.values()))[0]
+    project = int(sql(cluster, f"SELECT project_id FROM events WHERE event_id = '{some_event}'")[0][0])
+    mine = {hmac.new(server_key, project.to_bytes(8, "big") + k.encode(), hashlib.sha256).hexdigest()
+            for k in sent.acked}
+    stored = [row for row in sql(cluster, "SELECT client_id, count(*), min(event_id) FROM events "
+                                          f"WHERE project_id = {project} AND client_id IS NOT NULL "
+                                          "GROUP BY client_id")
+              if row[0] in mine]
     stored_ids = {row[2] for row in stored}
     twice = [row for row in stored if int(row[1]) > 1]
     lost = [k for k, (event_id, _) in sent.acked.items() if event_id not in stored_ids]
