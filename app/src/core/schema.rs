@@ -15,8 +15,6 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-pub use super::schema_cost::Cost;
-
 /// The largest schema, in bytes of JSON.
 pub const MAX_BYTES: usize = 64 * 1024;
 /// The most terms a schema may come to with its references expanded: references shared
