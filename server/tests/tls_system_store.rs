@@ -3,7 +3,9 @@
 //! without `POSTHORN_CA_FILE`. Its own test binary: the variable is set for this process
 //! before the dispatcher's client is built.
 
+#[path = "it/common/mod.rs"]
 mod common;
+#[path = "it/tls_common/mod.rs"]
 mod tls_common;
 
 use common::*;
