@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Posthorn's one build script: installs what is missing (idempotently), builds the
 # server and the WASM bundle, runs a private PostgreSQL when DATABASE_URL is unset,
-# and runs or tests the product. Usage: .ci/dev.sh run|test|build|tools|pg|docs|first-load
+# and runs or tests the product. Usage: .ci/dev.sh run|test|build|tools|pg|docs|sqlx|first-load
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,6 +18,7 @@ WASM_PROFILE="${POSTHORN_WASM_PROFILE:-wasm-release}"   # wasm-release | wasm-de
 BINARYEN_VERSION=132.0.0
 ESBUILD_VERSION=0.28.2
 MDBOOK_VERSION=0.5.4
+SQLX_CLI_VERSION=0.8.6   # the sqlx crate's version in Cargo.lock
 SITE="$CARGO_TARGET_DIR/site"
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -36,6 +37,31 @@ ensure_rust_tools() {
     log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (~3 min)"
     cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
   fi
+}
+
+# sqlx-cli, for the offline query data under .sqlx/ (`cargo sqlx prepare`, ~4 min to build).
+ensure_sqlx_cli() {
+  if [ "$(cargo sqlx --version 2>/dev/null | awk '{print $2}')" != "$SQLX_CLI_VERSION" ]; then
+    log "installing sqlx-cli $SQLX_CLI_VERSION (~4 min)"
+    env -u CARGO_TARGET_DIR cargo install sqlx-cli --version "$SQLX_CLI_VERSION" --no-default-features \
+      --features postgres,rustls --locked --force
+  fi
+}
+
+# The builds read each query's types from .sqlx/ (SQLX_OFFLINE in .cargo/config.toml).
+# Prepares that data again against a freshly migrated database: with --check, it must equal
+# what is committed (CI fails on stale data); without, it rewrites .sqlx/. Same target folder
+# as the tests, so only app and server are checked again (prepare touches their sources).
+sqlx_prepare() {
+  ensure_sqlx_cli
+  local db=ph_sqlx_check url="${DATABASE_URL%/*}/ph_sqlx_check"
+  local psql_bin; psql_bin="$(command -v psql || echo "$(pg_bin)/psql")"
+  log "offline query data (.sqlx/) against a freshly migrated database ${*:-}"
+  "$psql_bin" "$DATABASE_URL" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db" >/dev/null
+  cargo sqlx migrate run --source migrations --database-url "$url" >/dev/null
+  # app's own tests included, so that a query in any target keeps its data.
+  SQLX_OFFLINE=false DATABASE_URL="$url" cargo sqlx prepare --workspace "$@" \
+    -- -p app -p server --features app/ssr --all-targets
 }
 
 # wasm-opt from npm's binaryen (Debian's older binaryen yields a bundle that never hydrates),
@@ -214,6 +240,8 @@ test_all() {
   log "unit and integration tests"
   cargo test -p app --features ssr --lib
   cargo test -p server
+  # After the tests: prepare touches app's and server's sources, which would rebuild them.
+  sqlx_prepare --check
   log "failover: the PostgreSQL leader and then a server killed under load (deploy/local-cluster.sh)"
   "$ROOT/.venv/bin/python" deploy/test_failover.py
   log "client libraries (Python, TypeScript, PHP) against a running server"
@@ -234,12 +262,13 @@ bench_first_load() {
 }
 
 case "${1:-}" in
-  tools) ensure_rust_tools; ensure_test_tools; ensure_book_tools ;;
+  tools) ensure_rust_tools; ensure_sqlx_cli; ensure_test_tools; ensure_book_tools ;;
   build) build ;;
   pg) ensure_private_pg; echo "DATABASE_URL=$DATABASE_URL" ;;
   docs) check_docs ;;
+  sqlx) ensure_test_database; sqlx_prepare ;;
   run) run ;;
   test) test_all ;;
   first-load) bench_first_load ;;
-  *) echo "usage: .ci/dev.sh run|test|build|tools|pg|docs|first-load" >&2; exit 2 ;;
+  *) echo "usage: .ci/dev.sh run|test|build|tools|pg|docs|sqlx|first-load" >&2; exit 2 ;;
 esac
