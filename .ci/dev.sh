@@ -216,6 +216,25 @@ ensure_test_tools() {
   fi
 }
 
+# The Kubernetes test's tools: buildah builds the images, podman (with runc: crun fails
+# in this sandbox) plays them, and Debian's kubectl 1.20 renders the manifests. Where
+# another package owns /usr/bin/kubectl, Debian's is unpacked under .tools instead.
+ensure_container_tools() {
+  command -v buildah >/dev/null && command -v podman >/dev/null && command -v runc >/dev/null \
+    || apt_install buildah podman runc
+  command -v kubectl >/dev/null || apt_install kubernetes-client
+  kubectl version --client 2>/dev/null | grep -q 'v1\.20\.' && return
+  local kc="$ROOT/.tools/kubernetes-client"
+  if [ ! -x "$kc/usr/bin/kubectl" ]; then
+    log "unpacking Debian's kubernetes-client (kubectl 1.20) into .tools"
+    local deb; deb="$(mktemp -d)"
+    (cd "$deb" && { apt-get download kubernetes-client >/dev/null 2>&1 \
+      || { as_root apt-get update >/dev/null && apt-get download kubernetes-client >/dev/null 2>&1; }; })
+    mkdir -p "$kc" && dpkg-deb -x "$deb"/kubernetes-client_*.deb "$kc" && rm -rf "$deb"
+  fi
+  export POSTHORN_KUBECTL="$kc/usr/bin/kubectl"
+}
+
 # Tests use DATABASE_URL, else the machine's PostgreSQL on 5432 if one answers, else the
 # private cluster (installed and created on first use).
 ensure_test_database() {
@@ -244,6 +263,9 @@ test_all() {
   sqlx_prepare --check
   log "failover: the PostgreSQL leader and then a server killed under load (deploy/local-cluster.sh)"
   "$ROOT/.venv/bin/python" deploy/test_failover.py
+  log "Kubernetes: both overlays rendered and checked, the demo played with podman (deploy/test_kube.py)"
+  ensure_container_tools
+  "$ROOT/.venv/bin/python" deploy/test_kube.py
   log "client libraries (Python, TypeScript, PHP) against a running server"
   bash sdk/test.sh
   log "end-to-end tests (Playwright, Chromium)"
