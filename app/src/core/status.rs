@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryStatus {
     Pending,
@@ -52,6 +53,7 @@ impl DeliveryStatus {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema), schema(as = DeliveryTrigger))]
 #[serde(rename_all = "snake_case")]
 pub enum Trigger {
     Auto,
@@ -94,6 +96,7 @@ impl Trigger {
 
 /// Why an attempt failed, as recorded in `error_kind`; the dashboard filters on them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema), schema(as = DeliveryErrorKind))]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     Timeout,
