@@ -15,6 +15,10 @@ pub enum AppError {
     TooMany(String),
     /// One of the project's limits (SPEC "Limits") would be passed; the message names it.
     LimitReached(String),
+    /// A shared resource (the schema checks' slots) stayed taken: retry shortly (503).
+    Busy(String),
+    /// A fault of the server's own, not the database's (500); the text is safe to show.
+    Internal(&'static str),
     #[cfg(feature = "ssr")]
     Db(sqlx::Error),
 }
@@ -28,7 +32,9 @@ impl fmt::Display for AppError {
             | AppError::Unauthorized(m)
             | AppError::Forbidden(m)
             | AppError::TooMany(m)
-            | AppError::LimitReached(m) => f.write_str(m),
+            | AppError::LimitReached(m)
+            | AppError::Busy(m) => f.write_str(m),
+            AppError::Internal(m) => f.write_str(m),
             #[cfg(feature = "ssr")]
             AppError::Db(_) => f.write_str("internal error"),
         }
@@ -45,6 +51,8 @@ impl AppError {
             AppError::Unauthorized(_) => 401,
             AppError::Forbidden(_) => 403,
             AppError::TooMany(_) => 429,
+            AppError::Busy(_) => 503,
+            AppError::Internal(_) => 500,
             #[cfg(feature = "ssr")]
             AppError::Db(_) => 500,
         }
@@ -85,8 +93,13 @@ impl From<sqlx::Error> for AppError {
             sqlx::Error::RowNotFound => AppError::NotFound,
             // Class 22 is "data exception": a value the caller sent that PostgreSQL
             // cannot store (a NUL character, `\u0000` in JSON, a number out of range).
+            // PostgreSQL's own words describe its internals: logged, never sent.
             sqlx::Error::Database(d) if d.code().is_some_and(|c| c.starts_with("22")) => {
-                AppError::Invalid(format!("value not accepted: {}", d.message()))
+                tracing::warn!(error = %d, "PostgreSQL refused a value a client sent");
+                AppError::Invalid(
+                    "value not accepted: a text with a NUL character, or a number out of range"
+                        .into(),
+                )
             }
             e => AppError::Db(e),
         }
