@@ -7,6 +7,7 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
+use serde::Serialize;
 use utoipa::ToSchema;
 
 #[derive(Debug)]
@@ -31,7 +32,12 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
+        let body = ApiErrorBody {
+            error: ApiErrorDetail {
+                code: self.code,
+                message: self.message,
+            },
+        };
         (self.status, Json(body)).into_response()
     }
 }
@@ -48,6 +54,10 @@ impl From<AppError> for ApiError {
             AppError::Unauthorized(m) => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", m),
             AppError::Forbidden(m) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", m),
             AppError::TooMany(m) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", m),
+            AppError::Busy(m) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", m),
+            AppError::Internal(m) => {
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", m)
+            }
             AppError::Db(e) => {
                 tracing::error!(error = %e, "database error in the API");
                 ApiError::new(
@@ -67,17 +77,16 @@ impl From<sqlx::Error> for ApiError {
 }
 
 /// Every error of the API: `{"error": {"code", "message"}}`.
-#[derive(ToSchema)]
-#[allow(dead_code)] // describes `ApiError`'s JSON; never built itself
+#[derive(Serialize, ToSchema)]
 pub struct ApiErrorBody {
     error: ApiErrorDetail,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, ToSchema)]
 pub struct ApiErrorDetail {
     /// `unauthorized`, `rate_limited`, `invalid`, `limit_reached`, `too_large`, `not_found`,
     /// `conflict`…
-    code: String,
+    #[schema(value_type = String)]
+    code: &'static str,
     message: String,
 }
