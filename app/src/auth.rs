@@ -17,7 +17,7 @@ mod server_side {
 
     use crate::{
         core::{
-            permissions::{self, Action, Role},
+            permissions::{Action, Role},
             ratelimit::{address_bucket, sign_in_gate, SignInGate, SIGN_IN_WINDOW_SECS},
         },
         ctx::server_ctx,
@@ -30,32 +30,7 @@ mod server_side {
     /// The user's `session_epoch` when this session signed in.
     pub const EPOCH_KEY: &str = "epoch";
 
-    /// Proof that `user_id` may act on `project_id` in the role it names. Only
-    /// [`authorize`] (for a signed-in user) and [`system_access`] (for the API key, the
-    /// command line and tests, which speak for the project itself) make one.
-    #[derive(Clone, Debug)]
-    #[non_exhaustive]
-    pub struct Access {
-        pub user_id: i64,
-        pub email: String,
-        pub is_support: bool,
-        pub role: Role,
-        pub project_id: i64,
-    }
-
-    impl Access {
-        /// Refuses (403) an action the table does not give this role.
-        pub fn require(&self, action: Action) -> AppResult<()> {
-            if permissions::allows(self.role, action) {
-                Ok(())
-            } else {
-                Err(AppError::Forbidden(format!(
-                    "Your role cannot {}.",
-                    action.describe()
-                )))
-            }
-        }
-    }
+    pub use crate::core::permissions::Access;
 
     /// Access to `project_id` for `action`: "not found" (404) for a project the user may
     /// not see, exactly like one that does not exist; 403 for a role that may see the

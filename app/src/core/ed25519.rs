@@ -13,6 +13,10 @@ use ring::{
 pub const HMAC_SHA256: &str = "hmac-sha256";
 pub const ED25519: &str = "ed25519";
 
+/// What an ed25519 endpoint answers when asked for its secret.
+pub const NO_SECRET: &str =
+    "this endpoint signs with ed25519: it has no secret; receivers verify with its public key";
+
 /// After a switch of schemes, the one before keeps signing this long beside the new one.
 pub const SWITCH_WINDOW: chrono::TimeDelta = chrono::TimeDelta::hours(24);
 

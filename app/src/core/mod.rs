@@ -16,6 +16,7 @@ pub mod duration;
 #[cfg(feature = "ssr")]
 pub mod ed25519;
 pub mod endpoint_url;
+pub mod event_input;
 pub mod event_type;
 pub mod explain;
 #[cfg(feature = "ssr")]

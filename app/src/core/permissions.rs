@@ -141,6 +141,36 @@ pub fn allows(role: Role, action: Action) -> bool {
     }
 }
 
+/// Proof that `user_id` may act on `project_id` in the role it names. Only
+/// [`crate::auth::authorize`] (for a signed-in user) and [`crate::auth::system_access`]
+/// (for the API key, the command line and tests, which speak for the project itself)
+/// make one. Here, below both `auth` and `db`, so that either may name it.
+#[cfg(feature = "ssr")]
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Access {
+    pub user_id: i64,
+    pub email: String,
+    pub is_support: bool,
+    pub role: Role,
+    pub project_id: i64,
+}
+
+#[cfg(feature = "ssr")]
+impl Access {
+    /// Refuses (403) an action the table does not give this role.
+    pub fn require(&self, action: Action) -> crate::error::AppResult<()> {
+        if allows(self.role, action) {
+            Ok(())
+        } else {
+            Err(crate::error::AppError::Forbidden(format!(
+                "Your role cannot {}.",
+                action.describe()
+            )))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
 use crate::{
-    auth::Access,
+    core::permissions::Access,
     core::{ids::new_api_key, ratelimit::Plan},
     error::AppResult,
     model::ApiKeyView,

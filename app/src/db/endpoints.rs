@@ -322,7 +322,7 @@ pub async fn secrets(
     .await?
     .ok_or(AppError::NotFound)?;
     if scheme == crate::core::ed25519::ED25519 {
-        return Err(AppError::Conflict(crate::ops::endpoints::NO_SECRET.into()));
+        return Err(AppError::Conflict(crate::core::ed25519::NO_SECRET.into()));
     }
     let slot = sealed::ENDPOINT_SECRET.of(access.project_id, id);
     let open = |s: &str| sealed::open(slot, s);

@@ -12,9 +12,7 @@ use crate::{
     model::EndpointView,
 };
 
-/// What an ed25519 endpoint answers when asked for its secret.
-pub const NO_SECRET: &str =
-    "this endpoint signs with ed25519: it has no secret; receivers verify with its public key";
+use crate::core::ed25519::NO_SECRET;
 
 /// A new endpoint, already parsed (URL checked, event types valid, headers allowed).
 pub struct NewEndpoint {

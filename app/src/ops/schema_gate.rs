@@ -12,10 +12,9 @@ use std::{
     time::Duration,
 };
 
-use axum::http::StatusCode;
 use tokio::sync::{Mutex as Turn, Semaphore};
 
-use super::ApiError;
+use crate::error::AppError;
 
 pub const AT_ONCE: usize = 4;
 pub const WAIT: Duration = Duration::from_millis(1500);
@@ -31,19 +30,15 @@ static GATE: LazyLock<Gate> = LazyLock::new(|| Gate {
     turns: Mutex::new(HashMap::new()),
 });
 
-fn busy() -> ApiError {
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "busy",
-        "schema checks of this project are busy: retry shortly",
-    )
+fn busy() -> AppError {
+    AppError::Busy("schema checks of this project are busy: retry shortly".into())
 }
 
 /// Runs `job` on the blocking pool in the project's turn.
 pub async fn run<T: Send + 'static>(
     project: i64,
     job: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ApiError> {
+) -> Result<T, AppError> {
     let turn = GATE
         .turns
         .lock()
@@ -69,13 +64,7 @@ pub async fn run<T: Send + 'static>(
         out
     })
     .await;
-    done.map_err(|_| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "the schema check failed",
-        )
-    })
+    done.map_err(|_| AppError::Internal("the schema check failed"))
 }
 
 /// Drops the project's turn once nobody holds or waits for it.

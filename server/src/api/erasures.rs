@@ -81,14 +81,7 @@ pub async fn create(
     ApiJson(body): ApiJson<CreateErasure>,
 ) -> Result<(StatusCode, Json<Erasure>), ApiError> {
     let access = caller.access(Action::EraseData)?;
-    let n = body.subject.chars().count();
-    if n == 0 || n > super::events::MAX_SUBJECT {
-        return Err(ApiError::invalid(format!(
-            "subject: between 1 and {} characters, not {n}",
-            super::events::MAX_SUBJECT
-        )));
-    }
-    app::core::text::no_nul("subject", &body.subject).map_err(ApiError::invalid)?;
+    app::core::event_input::check_subject(&body.subject)?;
     let erasure = ops::erasures::erase_subject(&pool, &access, &body.subject).await?;
     ops::erasures::start_now(&pool, erasure.id, std::time::Duration::from_secs(5));
     Ok((StatusCode::ACCEPTED, Json(erasure.into())))

@@ -1,18 +1,17 @@
-//! `/events`: ingest (fan-out through [`app::db::events::ingest`]) and poll by cursor.
+//! `/events`: ingest (through [`app::ops::ingest`]) and poll by cursor.
 
 use app::{
     core::{
         cursor::Cursor,
+        event_input::{self, EventInput, MAX_SUBJECT, MAX_SUBJECTS},
         event_type::EventType,
-        limits::{json_depth, reached, Limit},
-        ratelimit::{quota, retry_after},
-        text::{no_nul, replace_nul_escapes},
     },
-    db::{
-        events::{self, StoredEvent},
-        rate_counters,
-    },
+    db::events::{self, StoredEvent},
     error::AppError,
+    ops::{
+        ingest::{self, Refused, Routes, Sender, Units},
+        schemas::SchemaScope,
+    },
 };
 use axum::{
     extract::{Path, State},
@@ -88,65 +87,7 @@ pub struct EventBatchAccepted {
     pub data: Vec<EventAccepted>,
 }
 
-/// Events in one batch at most.
-pub const MAX_BATCH: usize = 100;
-
-/// The longest idempotency key, in the body's `id` or the header.
-const MAX_KEY: usize = 255;
-
-/// What every event, alone or in a batch, must be before anything is stored: a known
-/// shape of type, an object as `data` (as the document says) nested no deeper than the
-/// project's `data_depth`, a key of bounded length. `at` prefixes the field names in
-/// errors (`events[3].`).
-fn check_item<'a>(e: &'a CreateEvent, at: &str, max_depth: u32) -> Result<Item<'a>, ApiError> {
-    let event_type =
-        EventType::parse(&e.event).map_err(|m| ApiError::invalid(format!("{at}event: {m}")))?;
-    if !e.data.get().trim_start().starts_with('{') {
-        return Err(ApiError::invalid(format!(
-            "{at}data: must be a JSON object"
-        )));
-    }
-    // The body's parser skips `data` without a depth limit; PostgreSQL's does not, and
-    // a failed insert would take a whole group of other requests' events with it.
-    if json_depth(e.data.get(), max_depth) > max_depth {
-        return Err(ApiError::from(AppError::LimitReached(format!(
-            "{at}data: {}",
-            reached(Limit::DataDepth, max_depth as u64)
-        ))));
-    }
-    let key = e.id.clone().filter(|k| !k.is_empty());
-    if let Some(k) = &key {
-        if k.len() > MAX_KEY {
-            return Err(ApiError::invalid(format!(
-                "{at}id (idempotency key) must be at most {MAX_KEY} characters"
-            )));
-        }
-        no_nul(&format!("{at}id"), k).map_err(ApiError::invalid)?;
-    }
-    if let Some(k) = &e.ordering_key {
-        let n = k.chars().count();
-        if n == 0 || n > MAX_ORDERING_KEY {
-            return Err(ApiError::invalid(format!(
-                "{at}ordering_key: between 1 and {MAX_ORDERING_KEY} characters, not {n}"
-            )));
-        }
-        no_nul(&format!("{at}ordering_key"), k).map_err(ApiError::invalid)?;
-    }
-    if let Some(subjects) = &e.subjects {
-        check_subjects(subjects).map_err(|m| ApiError::invalid(format!("{at}subjects{m}")))?;
-    }
-    // The one character PostgreSQL cannot keep in a payload becomes U+FFFD (README).
-    let data = replace_nul_escapes(e.data.get());
-    Ok(Item {
-        event_type,
-        key,
-        data,
-        ordering_key: e.ordering_key.as_deref(),
-        subjects: e.subjects.as_deref().filter(|s| !s.is_empty()),
-    })
-}
-
-/// The rules of [`check_subjects`], as a schema.
+/// The rules of [`event_input`]'s subjects, as a schema.
 fn subjects_schema() -> utoipa::openapi::Array {
     use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
     let item = ObjectBuilder::new()
@@ -165,40 +106,27 @@ fn subjects_schema() -> utoipa::openapi::Array {
         .build()
 }
 
-/// At most this many subjects per event, each at most [`MAX_SUBJECT`] characters.
-pub const MAX_SUBJECTS: usize = 10;
-pub const MAX_SUBJECT: usize = 255;
-
-/// The message's tail after the field name when the subjects are not acceptable.
-fn check_subjects(subjects: &[String]) -> Result<(), String> {
-    if subjects.len() > MAX_SUBJECTS {
-        return Err(format!(
-            ": at most {MAX_SUBJECTS} items, not {}",
-            subjects.len()
-        ));
+/// The request's event as the use case takes it.
+fn input(e: &CreateEvent) -> EventInput<'_> {
+    EventInput {
+        event: &e.event,
+        data: e.data.get(),
+        id: e.id.as_deref(),
+        ordering_key: e.ordering_key.as_deref(),
+        subjects: e.subjects.as_deref(),
     }
-    for (i, s) in subjects.iter().enumerate() {
-        let n = s.chars().count();
-        if n == 0 || n > MAX_SUBJECT {
-            return Err(format!(
-                "[{i}]: between 1 and {MAX_SUBJECT} characters, not {n}"
-            ));
-        }
-        no_nul("", s).map_err(|_| format!("[{i}]: must not contain NUL"))?;
-    }
-    Ok(())
 }
 
-/// The longest ordering key.
-const MAX_ORDERING_KEY: usize = 255;
-
-/// One event, checked and ready to store (`data` is copied only if it had to change).
-struct Item<'a> {
-    event_type: EventType,
-    key: Option<String>,
-    data: std::borrow::Cow<'a, str>,
-    ordering_key: Option<&'a str>,
-    subjects: Option<&'a [String]>,
+/// The project the request's key speaks for, as ingest needs it.
+fn sender(caller: &Caller) -> Sender {
+    Sender {
+        schemas: SchemaScope {
+            project_id: caller.project_id,
+            endpoints_version: caller.endpoints_version,
+            event_schemas: caller.event_schemas,
+        },
+        data_depth: caller.data_depth,
+    }
 }
 
 /// One stored event, as `GET /events` and `GET /events/{id}` return it.
@@ -278,87 +206,33 @@ pub async fn create_batch(
     Extension(rate): Extension<super::RateWindow>,
     ApiJson(body): ApiJson<CreateEventBatch>,
 ) -> Result<Response, ApiError> {
-    let n = body.events.len();
-    if n == 0 || n > MAX_BATCH {
-        return Err(ApiError::invalid(format!(
-            "events: between 1 and {MAX_BATCH} items, not {n}"
-        )));
-    }
-    // Every item is checked before any is stored: a batch is refused whole or taken whole.
-    let mut items = Vec::with_capacity(n);
-    for (i, e) in body.events.iter().enumerate() {
-        items.push(check_item(e, &format!("events[{i}]."), caller.data_depth)?);
-    }
-    // The request itself was counted; the other events are counted now, and given back
-    // if they do not fit in the minute.
-    let extra = (n - 1) as i32;
-    if extra > 0 {
-        let count = rate_counters::hit_by(&pool, &rate.bucket, rate.window, extra).await?;
-        if count > rate.limit {
-            rate_counters::hit_by(&pool, &rate.bucket, rate.window, -extra).await?;
-            let now = chrono::Utc::now().timestamp();
-            let wait = retry_after(&quota(rate.limit, count, now), now);
-            let mut r = ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
-                format!(
-                    "a batch of {n} events needs {n} of this minute's {} units; {} are left; retry in {wait} s",
-                    rate.limit,
-                    rate.limit.saturating_sub(rate.count)
-                ),
-            )
-            .into_response();
-            r.headers_mut()
-                .insert(axum::http::header::RETRY_AFTER, wait.into());
-            return Ok(r);
-        }
-    }
-    // Checked against their types' schemas once the batch is within the rate limit (past
-    // it, a tenant costs no checks); refused, its other events' units go back.
-    let typed: Vec<(String, &str, &str)> = items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            (
-                format!("events[{i}]."),
-                item.event_type.as_str(),
-                &*item.data,
-            )
-        })
-        .collect();
-    if let Err(e) = super::schemas::conform(&pool, &targets, &caller, &typed).await {
-        if extra > 0 {
-            let _ = rate_counters::hit_by(&pool, &rate.bucket, rate.window, -extra).await;
-        }
-        return Err(e);
-    }
-    let batch: Vec<events::NewEvent> = items
-        .iter()
-        .map(|item| events::NewEvent {
-            event_type: &item.event_type,
-            data_json: &item.data,
-            client_id: item.key.as_deref(),
-            ordering_key: item.ordering_key,
-            subjects: item.subjects,
-        })
-        .collect();
-    // One transaction: the batch is stored whole or not at all.
-    let via = events::Via {
+    let inputs: Vec<EventInput> = body.events.iter().map(input).collect();
+    let units = Units {
+        bucket: &rate.bucket,
+        window: rate.window,
+        limit: rate.limit,
+        count: rate.count,
+    };
+    let routes = Routes {
         handoff: handoff.as_deref(),
         group: None,
-        targets: None,
+        targets: &targets,
     };
-    let stored = events::ingest_all(&pool, caller.project_id, &batch, via).await;
-    let stored = match stored {
+    let stored = match ingest::send_batch(&pool, routes, sender(&caller), units, &inputs).await {
         Ok(stored) => stored,
-        Err(e) => {
-            // Nothing was stored: the units counted for the batch's other events go back.
-            if extra > 0 {
-                let _ = rate_counters::hit_by(&pool, &rate.bucket, rate.window, -extra).await;
-            }
-            return Err(e.into());
+        Err(Refused::Invalid(e)) => return Err(e.into()),
+        Err(Refused::OverRate {
+            message,
+            retry_after,
+        }) => {
+            let mut r = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message)
+                .into_response();
+            r.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, retry_after.into());
+            return Ok(r);
         }
     };
+    let extra = (inputs.len() - 1) as u32;
     let data = stored
         .into_iter()
         .map(|e| EventAccepted {
@@ -367,7 +241,7 @@ pub async fn create_batch(
         })
         .collect();
     let mut r = (StatusCode::ACCEPTED, Json(EventBatchAccepted { data })).into_response();
-    r.extensions_mut().insert(super::ExtraUnits(extra as u32));
+    r.extensions_mut().insert(super::ExtraUnits(extra));
     Ok(r)
 }
 
@@ -395,40 +269,17 @@ pub async fn create(
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateEvent>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let header_key = match headers.get("idempotency-key") {
-        None => None,
-        Some(v) => {
-            let k = v
-                .to_str()
-                .map_err(|_| ApiError::invalid("Idempotency-Key: only visible ASCII characters"))?;
-            if k.len() > MAX_KEY {
-                return Err(ApiError::invalid(format!(
-                    "Idempotency-Key: at most {MAX_KEY} characters"
-                )));
-            }
-            Some(k.to_string())
-        }
-    };
-    let item = check_item(&body, "", caller.data_depth)?;
-    let typed = [(String::new(), item.event_type.as_str(), &*item.data)];
-    super::schemas::conform(&pool, &targets, &caller, &typed).await?;
-    let client_id = item.key.or(header_key.filter(|k| !k.is_empty()));
-    let event = events::NewEvent {
-        event_type: &item.event_type,
-        data_json: &item.data,
-        client_id: client_id.as_deref(),
-        ordering_key: item.ordering_key,
-        subjects: item.subjects,
-    };
-    let via = events::Via {
+    let header = headers
+        .get("idempotency-key")
+        .map(|v| v.to_str().map_err(|_| ()));
+    let header_key = event_input::header_key(header)?;
+    let routes = Routes {
         handoff: handoff.as_deref(),
         group: group.as_deref(),
-        targets: Some((&targets, caller.endpoints_version)),
+        targets: &targets,
     };
-    let ingested = events::ingest_all(&pool, caller.project_id, &[event], via)
-        .await?
-        .pop()
-        .ok_or(AppError::NotFound)?;
+    let ingested =
+        ingest::send_one(&pool, routes, sender(&caller), input(&body), header_key).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(EventAccepted {

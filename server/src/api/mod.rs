@@ -8,7 +8,6 @@ pub mod events;
 pub mod openapi;
 pub mod paging;
 pub mod replays;
-pub mod schema_gate;
 pub mod schemas;
 pub mod webhooks;
 

@@ -1,12 +1,11 @@
-//! `/event-types/{type}/schema`: a JSON Schema (draft 2020-12) per event type, and the
-//! check `POST /events` makes against it (see [`app::core::schema`]).
-
-use std::sync::Arc;
+//! `/event-types/{type}/schema`: a JSON Schema (draft 2020-12) per event type, set and
+//! removed through [`app::ops::schemas`], which also holds the check ingest makes.
 
 use app::{
     core::{event_type::EventType, permissions::Action, schema},
-    db::{audit, schemas, targets::TargetCache},
+    db::schemas,
     error::AppError,
+    ops,
 };
 use axum::{
     body::Bytes,
@@ -18,7 +17,7 @@ use axum::{
 use serde::Serialize;
 use sqlx::PgPool;
 
-use super::{error::ApiErrorBody, schema_gate as gate, ApiError, Caller};
+use super::{error::ApiErrorBody, ApiError, Caller};
 
 /// A schema as set.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -58,27 +57,7 @@ pub async fn put(
         ));
     }
     let text = std::str::from_utf8(&body).map_err(|_| ApiError::invalid("schema: not UTF-8"))?;
-    let owned = text.to_string();
-    gate::run(caller.project_id, move || {
-        schema::compile(&owned).map(|_| ())
-    })
-    .await?
-    .map_err(ApiError::invalid)?;
-    let mut tx = pool.begin().await?;
-    let (stored, created) = schemas::put(&mut tx, caller.project_id, t.as_str(), text).await?;
-    audit::record(
-        &mut *tx,
-        &access,
-        if created {
-            "schema.create"
-        } else {
-            "schema.update"
-        },
-        t.as_str(),
-        serde_json::json!({"version": stored.version, "bytes": text.len()}),
-    )
-    .await?;
-    tx.commit().await?;
+    let (stored, created) = ops::schemas::set(&pool, &access, &t, text).await?;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -134,79 +113,6 @@ pub async fn delete(
 ) -> Result<StatusCode, ApiError> {
     let access = caller.access(Action::EditEndpoint)?;
     let t = event_type(&t)?;
-    let mut tx = pool.begin().await?;
-    if !schemas::delete(&mut tx, caller.project_id, t.as_str()).await? {
-        return Err(AppError::NotFound.into());
-    }
-    audit::record(
-        &mut *tx,
-        &access,
-        "schema.delete",
-        t.as_str(),
-        serde_json::json!({}),
-    )
-    .await?;
-    tx.commit().await?;
+    ops::schemas::remove(&pool, &access, &t).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// Refuses the first event whose `data` fails its type's schema (`at` prefixes the
-/// message, `events[3].` in a batch). Items are (at, event type, data as JSON text).
-/// A project without schemas costs nothing; otherwise each type's compiled schema is
-/// kept for the project's version.
-pub(crate) async fn conform(
-    pool: &PgPool,
-    cache: &Arc<TargetCache>,
-    caller: &Caller,
-    items: &[(String, &str, &str)],
-) -> Result<(), ApiError> {
-    if caller.event_schemas == 0 {
-        return Ok(());
-    }
-    let (project, version) = (caller.project_id, caller.endpoints_version);
-    let mut work = Vec::new();
-    for (at, t, data) in items {
-        let compiled = match cache.schemas.get(project, version, t) {
-            Some(s) => s,
-            None => {
-                let text = schemas::get(pool, project, t).await?.map(|s| s.schema);
-                let s = match text {
-                    Some(text) => gate::run(project, move || schema::stored(&text)).await?,
-                    None => None,
-                };
-                cache.schemas.put(project, version, t, s.clone());
-                s
-            }
-        };
-        if let Some(compiled) = compiled {
-            work.push((at.clone(), compiled, data.to_string()));
-        }
-    }
-    if work.is_empty() {
-        return Ok(());
-    }
-    gate::run(project, move || check_all(&work))
-        .await?
-        .map_err(ApiError::invalid)
-}
-
-/// Checks each event against its schema, once their summed cost is within the budget.
-fn check_all(work: &[(String, Arc<schema::Schema>, String)]) -> Result<(), String> {
-    let mut parsed = Vec::with_capacity(work.len());
-    let mut cost = 0u64;
-    for (at, compiled, data) in work {
-        let value: serde_json::Value =
-            serde_json::from_str(data).map_err(|e| format!("{at}data: {e}"))?;
-        cost = cost.saturating_add(compiled.cost_of(&value));
-        parsed.push((at, compiled, value));
-    }
-    if cost > schema::CHECK_BUDGET {
-        return Err(schema::too_costly(cost));
-    }
-    for (at, compiled, value) in parsed {
-        if let Some(failure) = compiled.check_within_budget(&value) {
-            return Err(format!("{at}{failure}"));
-        }
-    }
-    Ok(())
 }
