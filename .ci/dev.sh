@@ -21,7 +21,8 @@ MDBOOK_VERSION=0.5.4
 SQLX_CLI_VERSION=0.8.6   # the sqlx crate's version in Cargo.lock
 SITE="$CARGO_TARGET_DIR/site"
 
-log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+# Bold only on a terminal: a log file or CI's output keeps plain text.
+if [ -t 2 ]; then log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }; else log() { printf '==> %s\n' "$*" >&2; }; fi
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 apt_install() {
@@ -193,6 +194,15 @@ publish_site() {
 
 run() {
   build
+  # On the private demo database, secrets are sealed under a key made once and kept
+  # beside it (a deployment sets POSTHORN_ENCRYPTION_KEY itself).
+  if [ -z "${DATABASE_URL:-}" ] && [ -z "${POSTHORN_ENCRYPTION_KEY:-}" ]; then
+    local key_file="$ROOT/.tools/demo-encryption-key"
+    if [ ! -s "$key_file" ]; then
+      mkdir -p "$ROOT/.tools" && (umask 077 && head -c 32 /dev/urandom | base64 >"$key_file")
+    fi
+    export POSTHORN_ENCRYPTION_KEY="$(cat "$key_file")"
+  fi
   ensure_database
   "$POSTHORN_BIN" migrate
   "$POSTHORN_BIN" seed-demo
