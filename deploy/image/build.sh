@@ -3,10 +3,10 @@
 #   deploy/image/build.sh posthorn BINARY SITE_DIR [TAG…]   the product (FROM scratch)
 #   deploy/image/build.sh postgres [TAG…]                   the demo's PostgreSQL
 #   deploy/image/build.sh release    both, from the release build (`make image`):
-#     localhost/posthorn:latest and :<version>, localhost/posthorn-postgres:<major>
+#     localhost/posthorn:latest and :<version>, localhost/posthorn-postgres:15
 # Each root file system holds its programs, exactly the shared libraries `ldd` lists for
 # them, and the few files they read (CA bundle, passwd). Same inputs, same image: file
-# times and the image's dates are pinned (--timestamp 0), names are copied in sorted order.
+# times and the image's dates are pinned (--timestamp 0).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -44,10 +44,16 @@ base_files() {
 # dates and owners do not reach the image.
 settle() { find "$1" -exec touch -h -d @0 {} +; }
 
+# A build folder of its own, so that builds at the same time do not mix (the layer cache
+# goes by content, not by folder).
+context() { mkdir -p "$WORK" && mktemp -d "$WORK/context.XXXXXX"; }
+
 bud() {
   local context="$1" containerfile="$2"; shift 2
   local tags=()
   for t in "$@"; do tags+=(--tag "$t"); done
+  # Another label, another image of the same files (a test's "new release").
+  [ -z "${POSTHORN_IMAGE_LABEL:-}" ] || tags+=(--label "posthorn.build=$POSTHORN_IMAGE_LABEL")
   buildah bud --quiet --layers --timestamp 0 --format oci -f "$containerfile" "${tags[@]}" "$context"
 }
 
@@ -55,8 +61,8 @@ build_posthorn() {
   local binary="$1" site="$2"; shift 2
   [ -x "$binary" ] || { echo "no binary at $binary (make build first)" >&2; exit 1; }
   [ -f "$site/hash.txt" ] || { echo "no site at $site (make build first)" >&2; exit 1; }
-  local ctx="$WORK/posthorn"
-  rm -rf "$ctx" && mkdir -p "$ctx/base" "$ctx/app/usr/bin" "$ctx/app/usr/share/posthorn"
+  local ctx; ctx="$(context)"
+  mkdir -p "$ctx/base" "$ctx/app/usr/bin" "$ctx/app/usr/share/posthorn"
   # Two layers: what changes with Debian (libraries, certificates), then the product.
   copy_libraries "$ctx/base" "$binary"
   base_files "$ctx/base" posthorn "$APP_UID"
@@ -66,16 +72,17 @@ build_posthorn() {
   cp "$HERE/Containerfile" "$ctx/Containerfile"
   log "buildah bud posthorn → $*"
   bud "$ctx" "$ctx/Containerfile" "$@"
+  rm -rf "$ctx"
 }
 
 build_postgres() {
+  ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || apt_install postgresql
   local bin
   bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)"
   local dir="${bin%/bin}" version="${bin%/bin}"
   version="${version##*/}"
-  local ctx="$WORK/postgres" sh
-  sh="$(readlink -f /bin/sh)"
-  rm -rf "$ctx"
+  local ctx sh
+  ctx="$(context)"; sh="$(readlink -f /bin/sh)"
   mkdir -p "$ctx/root/bin" "$ctx/root$dir/lib" "$ctx/data/data" \
     "$ctx/root/usr/share/postgresql" "$ctx/root/usr/local/bin"
   cp -r "$bin" "$ctx/root$dir/bin"
@@ -94,14 +101,14 @@ build_postgres() {
   sed "s|@PG_UID@|$PG_UID|g" "$HERE/postgres.Containerfile" >"$ctx/Containerfile"
   log "buildah bud postgres $version → $*"
   bud "$ctx" "$ctx/Containerfile" "$@"
+  rm -rf "$ctx"
 }
 
-ensure_buildah() {
-  command -v buildah >/dev/null && return
-  log "installing buildah (apt)"
+apt_install() {
+  log "installing $* (apt)"
   local sudo=(); [ "$(id -u)" = 0 ] || sudo=(sudo)
-  "${sudo[@]}" apt-get install -y buildah >/dev/null 2>&1 \
-    || { "${sudo[@]}" apt-get update >/dev/null && "${sudo[@]}" apt-get install -y buildah >/dev/null; }
+  "${sudo[@]}" apt-get install -y "$@" >/dev/null 2>&1 \
+    || { "${sudo[@]}" apt-get update >/dev/null && "${sudo[@]}" apt-get install -y "$@" >/dev/null; }
 }
 
 # What `make image` runs after the release build.
@@ -110,13 +117,12 @@ build_release() {
   version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -n1)"
   build_posthorn "$target/release/posthorn" "$target/site" \
     localhost/posthorn:latest "localhost/posthorn:$version"
-  local pg; pg="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)"; pg="${pg%/bin}"
-  build_postgres "localhost/posthorn-postgres:${pg##*/}"
+  build_postgres localhost/posthorn-postgres:15
   buildah images --format '{{.Name}}:{{.Tag}} {{.ID}} {{.Size}}' | grep -E '/posthorn(-postgres)?:' >&2
   log "images built in $((SECONDS - started)) s"
 }
 
-ensure_buildah
+command -v buildah >/dev/null || apt_install buildah
 case "${1:-}" in
   release) build_release ;;
   posthorn) shift; build_posthorn "$@" ;;

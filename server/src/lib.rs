@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod api;
 pub mod cli;
 pub mod dispatcher;
+pub mod health;
 pub mod inspector;
 pub mod maintenance;
 pub mod metrics;

@@ -69,6 +69,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
+        .merge(crate::health::router())
         .nest_service("/pkg", assets(&state.leptos_options))
         .nest("/public/v1", crate::api::router(state.clone()))
         .nest("/operator/v1", crate::operator::router(state.clone()))
