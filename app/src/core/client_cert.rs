@@ -1,13 +1,26 @@
 //! Client certificates for mutual TLS: an endpoint's certificate (with its chain) and
 //! key, as PEM, checked when they are set so that a delivery never finds them unusable.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
+use regex::Regex;
 use rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
 
-/// Each of the two PEM texts at most (a leaf, a few intermediates, an RSA-4096 key).
-pub const MAX_PEM_BYTES: usize = 16 * 1024;
+/// Each of the two PEM texts at most, in characters (a leaf, a few intermediates, an
+/// RSA-4096 key), as the documents' `maxLength` counts them.
+pub const MAX_PEM_CHARS: usize = 16 * 1024;
 /// Certificates in the chain at most, the endpoint's own first.
 pub const MAX_CHAIN: usize = 5;
+
+/// What the certificate text must hold before it is read (the documents give the
+/// pattern as is): no NUL, and a `CERTIFICATE` block whose `BEGIN` starts a line.
+pub const CERT_PATTERN: &str = r"^([^\x00]*\n)?-----BEGIN CERTIFICATE-----[ \r]*\n[A-Za-z0-9+/=\s]*-----END CERTIFICATE-----[^\x00]*$";
+/// The same for the key: a PKCS#8, RSA or EC `PRIVATE KEY` block.
+pub const KEY_PATTERN: &str = r"^([^\x00]*\n)?-----BEGIN (RSA |EC )?PRIVATE KEY-----[ \r]*\n[A-Za-z0-9+/=\s]*-----END (RSA |EC )?PRIVATE KEY-----[^\x00]*$";
+
+static CERT_BLOCK: LazyLock<Regex> = LazyLock::new(|| Regex::new(CERT_PATTERN).expect("valid"));
+static KEY_BLOCK: LazyLock<Regex> = LazyLock::new(|| Regex::new(KEY_PATTERN).expect("valid"));
 
 /// A checked certificate and key, and what is shown of them.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,11 +36,24 @@ pub struct ClientCert {
 /// not yet expired, and the key the one its public key belongs to. The error says what
 /// is wrong, for a `422`.
 pub fn check(cert_pem: &str, key_pem: &str, now: DateTime<Utc>) -> Result<ClientCert, String> {
-    if cert_pem.len() > MAX_PEM_BYTES || key_pem.len() > MAX_PEM_BYTES {
+    if cert_pem.chars().count() > MAX_PEM_CHARS || key_pem.chars().count() > MAX_PEM_CHARS {
         return Err(format!(
-            "client_certificate: cert and key are each at most {} KiB of PEM",
-            MAX_PEM_BYTES / 1024
+            "client_certificate: cert and key are each at most {MAX_PEM_CHARS} characters of PEM"
         ));
+    }
+    if !CERT_BLOCK.is_match(cert_pem) {
+        return Err(
+            "client_certificate.cert: no `BEGIN CERTIFICATE` block (PEM text, \
+                    without NUL characters)"
+                .into(),
+        );
+    }
+    if !KEY_BLOCK.is_match(key_pem) {
+        return Err(
+            "client_certificate.key: no PEM private key block (PKCS#8, RSA or EC, \
+                    without NUL characters)"
+                .into(),
+        );
     }
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
         .collect::<Result<_, _>>()
@@ -119,10 +145,14 @@ mod tests {
         assert!(check(&cert, "hello", Utc::now())
             .unwrap_err()
             .contains("no PEM private key"));
-        let huge = "x".repeat(MAX_PEM_BYTES + 1);
+        let nul = format!("{cert}\0");
+        assert!(check(&nul, &other_key, Utc::now())
+            .unwrap_err()
+            .contains("NUL"));
+        let huge = "x".repeat(MAX_PEM_CHARS + 1);
         assert!(check(&huge, &other_key, Utc::now())
             .unwrap_err()
-            .contains("at most 16 KiB"));
+            .contains("at most 16384 characters"));
         let six = cert.repeat(6);
         assert!(check(&six, &other_key, Utc::now())
             .unwrap_err()
@@ -137,5 +167,22 @@ mod tests {
         let posing = format!("ph2:0badc0de:AAAA\n{key}");
         let kept = check(&cert, &posing, Utc::now()).map(|c| c.key_pem);
         assert_eq!(kept, Ok(key));
+    }
+
+    /// Whatever the checks accept matches the documents' patterns, and a text that misses
+    /// them is refused by the pattern's own message.
+    #[test]
+    fn what_is_accepted_matches_the_documents_patterns() {
+        let (cert, key) = pair("e.example", (2040, 1, 1));
+        let (crlf, crlf_key) = (cert.replace('\n', "\r\n"), key.replace('\n', "\r\n"));
+        let (bagged, bagged_key) = (format!("subject=CN = e\n{cert}\n"), format!("Bag\n{key}"));
+        for (c, k) in [(&cert, &key), (&crlf, &crlf_key), (&bagged, &bagged_key)] {
+            assert!(check(c, k, Utc::now()).is_ok());
+            assert!(CERT_BLOCK.is_match(c) && KEY_BLOCK.is_match(k));
+        }
+        let inline = format!("text {cert}");
+        let e = check(&inline, &key, Utc::now()).unwrap_err();
+        assert!(e.contains("no `BEGIN CERTIFICATE` block"), "{e}");
+        assert!(!KEY_BLOCK.is_match(&cert) && !CERT_BLOCK.is_match(&key));
     }
 }

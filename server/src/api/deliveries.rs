@@ -2,6 +2,7 @@
 
 use app::{
     core::cursor::Cursor,
+    core::event_type::EventType,
     core::permissions::Action,
     core::status::{DeliveryStatus as Status, ErrorKind, Trigger},
     core::text::no_nul,
@@ -21,52 +22,9 @@ use sqlx::PgPool;
 use super::{
     error::ApiErrorBody,
     page_limit,
-    paging::{cut_page, PageMeta},
+    paging::{check_event_id, cut_page, event_id_schema, PageMeta},
     parse_cursor, parse_id, parse_since, ApiError, ApiQuery, Caller,
 };
-
-/// Attempt statuses, for the document (the rows carry them as text).
-#[derive(utoipa::ToSchema)]
-#[schema(rename_all = "snake_case")]
-#[allow(dead_code)] // describes `Delivery::status`; never built itself
-pub enum DeliveryStatus {
-    Pending,
-    InFlight,
-    Succeeded,
-    Failed,
-    DeadLetter,
-}
-
-/// What started an attempt, for the document.
-#[derive(utoipa::ToSchema)]
-#[schema(rename_all = "snake_case")]
-#[allow(dead_code)]
-pub enum DeliveryTrigger {
-    Auto,
-    ManualRetry,
-    Redirect,
-    Test,
-}
-
-/// Why an attempt failed, for the document.
-#[derive(utoipa::ToSchema)]
-#[schema(rename_all = "snake_case")]
-#[allow(dead_code)]
-pub enum DeliveryErrorKind {
-    Timeout,
-    Connect,
-    Dns,
-    Tls,
-    /// Any other network failure.
-    Io,
-    HttpStatus,
-    RefusedTarget,
-    EndpointDeleted,
-    /// The attempt itself broke on our side; it is retried on the schedule.
-    Internal,
-    /// The event's data was erased: nothing left to send (or, in flight, to keep).
-    Erased,
-}
 
 /// One delivery attempt, as lists and retries return it. Fields without a value are
 /// `null`, never left out, hence `required` on the optional ones.
@@ -76,18 +34,16 @@ pub struct Delivery {
     /// `req_` + 26 characters, new for every attempt.
     pub request_id: String,
     pub event_id: String,
-    #[schema(pattern = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$", max_length = 128)]
+    #[schema(value_type = EventType, inline)]
     pub event_type: String,
     pub endpoint_id: i64,
     pub target_url: String,
     /// 1 for the first attempt; manual retries continue the count.
     pub attempt: i32,
-    #[schema(value_type = DeliveryTrigger)]
     pub trigger: Trigger,
     /// Who started a manual attempt.
     #[schema(required = true)]
     pub triggered_by: Option<String>,
-    #[schema(value_type = DeliveryStatus)]
     pub status: Status,
     pub scheduled_at: DateTime<Utc>,
     /// When the request went out (for a throttled endpoint, its start slot); while the
@@ -101,7 +57,7 @@ pub struct Delivery {
     pub duration_ms: Option<i32>,
     #[schema(required = true)]
     pub response_status: Option<i16>,
-    #[schema(required = true, value_type = Option<DeliveryErrorKind>)]
+    #[schema(required = true)]
     pub error_kind: Option<ErrorKind>,
     #[schema(required = true)]
     pub error: Option<String>,
@@ -176,9 +132,10 @@ pub struct ListDeliveries {
     /// Only attempts created at or after this RFC 3339 time.
     #[param(format = DateTime)]
     pub since: Option<String>,
-    #[param(value_type = Option<DeliveryStatus>)]
+    #[param(value_type = Option<Status>)]
     pub status: Option<String>,
     /// Only attempts of this event.
+    #[param(schema_with = event_id_schema)]
     pub event_id: Option<String>,
     /// Only attempts of events with this ordering key.
     #[param(min_length = 1, max_length = 255, pattern = r"^[^\u0000]+$")]
@@ -208,6 +165,9 @@ pub async fn list(
             })
         })
         .transpose()?;
+    if let Some(id) = &q.event_id {
+        check_event_id("event_id", id)?;
+    }
     if let Some(k) = &q.ordering_key {
         let n = k.chars().count();
         if n == 0 || n > 255 {

@@ -64,10 +64,21 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/deliveries/{id}/retry", post(deliveries::retry))
         .route("/openapi.json", get(openapi::document))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
+        .layer(middleware::from_fn(refuse_nul_in_path))
         .layer(middleware::from_fn_with_state(
             state,
             authenticate_and_limit,
         ))
+}
+
+/// No id or name holds a NUL (PostgreSQL text cannot), so a path with one (`%00`) names
+/// nothing: it is answered 404 here, after the key is checked and before any handler
+/// could take it to a query. Both APIs use it.
+pub async fn refuse_nul_in_path(req: Request, next: Next) -> Response {
+    if req.uri().path().contains("%00") {
+        return ApiError::from(app::error::AppError::NotFound).into_response();
+    }
+    next.run(req).await
 }
 
 /// The minute's counter this request was counted in, for handlers that cost more than one

@@ -41,6 +41,36 @@ pub fn cut_page<T>(
     (rows.last().map(key).or(after), has_more)
 }
 
+/// The shape of every event id (`evt_` and 24 of the ULID's characters, see
+/// [`app::core::ids::new_event_id`]); the documents give it to event-id parameters.
+pub const EVENT_ID_PATTERN: &str = "^evt_[0-9A-HJKMNP-TV-Z]{24}$";
+
+/// An event id a caller filters by: one of [`EVENT_ID_PATTERN`]'s shape, or a 422 naming
+/// the parameter. Nothing else can exist, and nothing else reaches a query (a NUL would
+/// make PostgreSQL fail instead of matching nothing).
+pub fn check_event_id(field: &str, id: &str) -> Result<(), ApiError> {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    let shaped = id
+        .strip_prefix("evt_")
+        .is_some_and(|rest| rest.len() == 24 && rest.bytes().all(|b| ALPHABET.contains(&b)));
+    if shaped {
+        return Ok(());
+    }
+    let shown: String = id.chars().take(40).flat_map(char::escape_debug).collect();
+    Err(ApiError::invalid(format!(
+        "{field}: an event id is `evt_` and 24 characters (0-9, A-Z without I, L, O, U), not `{shown}`"
+    )))
+}
+
+/// An event id, as the documents give it.
+pub fn event_id_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(EVENT_ID_PATTERN))
+        .examples([serde_json::json!("evt_01JD8X0000000000000000AB")])
+        .build()
+}
+
 /// Ids that are not numbers are simply unknown.
 pub fn parse_id(id: &str) -> Result<i64, ApiError> {
     id.parse()

@@ -2,7 +2,10 @@
 
 use app::{
     core::permissions::Action,
-    core::{endpoint_url::parse_endpoint_url, event_type::parse_subscription},
+    core::{
+        endpoint_url::parse_endpoint_url,
+        event_type::{self, parse_subscription},
+    },
     db::endpoints::{self},
     model::EndpointView,
     ops,
@@ -23,16 +26,13 @@ use sqlx::PgPool;
 
 use super::{error::ApiErrorBody, parse_id, ApiError, ApiJson, Caller};
 
-/// What [`parse_subscription`] accepts: an event type, or `*` for every type.
-const SUBSCRIPTION_PATTERN: &str = r"^(\*|[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+)$";
-
 /// The schema of an endpoint's `events` list; `nullable` for the optional field of a patch.
 fn subscription_schema(nullable: bool) -> utoipa::openapi::Array {
     use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
     let item = ObjectBuilder::new()
         .schema_type(Type::String)
-        .pattern(Some(SUBSCRIPTION_PATTERN))
-        .max_length(Some(128));
+        .pattern(Some(event_type::SUBSCRIPTION_PATTERN))
+        .max_length(Some(event_type::MAX_LEN));
     let array_type = if nullable {
         SchemaType::from_iter([Type::Array, Type::Null])
     } else {
@@ -170,14 +170,41 @@ pub struct CreateWebhook {
     pub filter: Option<String>,
 }
 
-/// A client certificate and its key, PEM (each at most 16 KiB; the certificate first,
+/// A client certificate and its key, PEM (each at most 16384 characters; the certificate first,
 /// then up to 4 of its chain). The key must belong to the certificate, which must not
 /// have expired.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClientCertificateIn {
+    #[schema(schema_with = cert_schema)]
     pub cert: String,
+    #[schema(schema_with = key_schema)]
     pub key: String,
+}
+
+/// A PEM text as [`app::core::client_cert::check`] first matches it.
+fn pem_schema(pattern: &str, description: &str) -> utoipa::openapi::Object {
+    use app::core::client_cert::MAX_PEM_CHARS;
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(pattern))
+        .max_length(Some(MAX_PEM_CHARS))
+        .description(Some(description))
+        .build()
+}
+
+fn cert_schema() -> utoipa::openapi::Object {
+    pem_schema(
+        app::core::client_cert::CERT_PATTERN,
+        "PEM `CERTIFICATE` blocks: the endpoint's certificate, then its chain.",
+    )
+}
+
+fn key_schema() -> utoipa::openapi::Object {
+    pem_schema(
+        app::core::client_cert::KEY_PATTERN,
+        "The certificate's key: a PEM `PRIVATE KEY` block (PKCS#8, RSA or EC), unencrypted.",
+    )
 }
 
 /// What is shown of an endpoint's client certificate.
@@ -243,17 +270,20 @@ pub struct UpdateWebhook {
 
 /// JSON's integers include `5.0`, as JSON Schema's `integer` does; `5.5` is refused.
 pub(crate) fn whole<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    let n = Option::<serde_json::Number>::deserialize(d)?;
-    n.map(|n| {
-        n.as_i64()
-            .or_else(|| {
-                n.as_f64()
-                    .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
-                    .map(|f| f as i64)
-            })
-            .ok_or_else(|| serde::de::Error::custom(format!("`{n}` is not a whole number")))
-    })
-    .transpose()
+    Option::<serde_json::Number>::deserialize(d)?
+        .map(|n| whole_number(&n))
+        .transpose()
+}
+
+/// [`whole`] for a number already read.
+pub(crate) fn whole_number<E: serde::de::Error>(n: &serde_json::Number) -> Result<i64, E> {
+    n.as_i64()
+        .or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                .map(|f| f as i64)
+        })
+        .ok_or_else(|| E::custom(format!("`{n}` is not a whole number")))
 }
 
 /// A whole number that may be absent (outer `None`) or null (`Some(None)`).

@@ -42,6 +42,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/projects/{id}/portal-links", post(access::portal_link))
         .route("/openapi.json", get(openapi::document))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
+        .layer(middleware::from_fn(crate::api::refuse_nul_in_path))
         .layer(middleware::from_fn_with_state(
             state,
             authenticate_and_audit,

@@ -10,6 +10,7 @@ mod accounts;
 mod alert_mail;
 mod alerts;
 mod api;
+mod api_document;
 mod api_limits;
 mod dispatcher;
 mod ed25519;

@@ -1,0 +1,184 @@
+//! The API documents state what the server checks, from the same sources: ids that cannot
+//! exist are refused before any query, no PostgreSQL text reaches a client, and the
+//! patterns (event types, event ids, PEM blocks) and enums are the domain's own.
+
+use crate::common;
+
+use app::core::{
+    client_cert::{CERT_PATTERN, KEY_PATTERN, MAX_PEM_CHARS},
+    event_type,
+    status::{DeliveryStatus, ErrorKind, Trigger},
+};
+use common::{api_calls::Api, TestApp};
+use serde_json::{json, Value};
+use server::api::{paging::EVENT_ID_PATTERN, ApiError};
+
+/// PostgreSQL's words for a NUL it cannot store, which no answer may carry.
+fn carries_postgres_text(body: &Value) -> bool {
+    let text = body.to_string();
+    ["UTF8", "0x00", "invalid byte sequence", "SQLSTATE"]
+        .iter()
+        .any(|w| text.contains(w))
+}
+
+async fn operator_call(app: &TestApp, key: &str, path: &str) -> (u16, Value) {
+    let r = reqwest::Client::new()
+        .get(format!("{}/operator/v1{path}", app.base))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn ids_that_cannot_exist_are_refused_before_any_query() {
+    let app = TestApp::spawn().await;
+    let (_, key) = app.project("business").await;
+    let api = Api::new(&app, &key);
+    let unknown = "evt_01JD8X0000000000000000AB";
+    let (s, _, v) = api
+        .send("GET", &format!("/deliveries?event_id={unknown}"), None)
+        .await;
+    assert_eq!(
+        (s.as_u16(), v["data"].as_array().map(Vec::len)),
+        (200, Some(0))
+    );
+    for bad in [
+        "%00",
+        "evt_01JD8X0000000000000000A%00",
+        "evt_nope",
+        "evt_01jd8x0000000000000000ab",
+    ] {
+        let (s, _, v) = api
+            .send("GET", &format!("/deliveries?event_id={bad}"), None)
+            .await;
+        assert_eq!(
+            (s.as_u16(), v["error"]["code"].as_str()),
+            (422, Some("invalid")),
+            "{bad}: {v}"
+        );
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("event_id: an event id is `evt_`"),
+            "{message}"
+        );
+        assert!(!carries_postgres_text(&v), "{v}");
+    }
+    // A NUL in a path id names nothing, whichever the route.
+    for (method, path) in [
+        ("GET", "/events/evt_%00"),
+        ("DELETE", "/events/%00/data"),
+        ("GET", "/erasures/1%00"),
+        ("GET", "/event-types/a.b%00/schema"),
+        ("GET", "/webhooks/%00"),
+    ] {
+        let (s, _, v) = api.send(method, path, None).await;
+        assert_eq!(s, 404, "{method} {path}: {v}");
+        assert!(!carries_postgres_text(&v), "{v}");
+    }
+    let operator = app::db::operator_keys::create(&app.pool, "document")
+        .await
+        .unwrap();
+    let (s, v) = operator_call(&app, &operator, "/projects/%00/usage").await;
+    assert_eq!(s, 404, "{v}");
+    // The key is still checked first.
+    let (s, _) = operator_call(&app, "pho_forged", "/projects/%00").await;
+    assert_eq!(s, 401);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_value_postgresql_refuses_is_answered_in_our_words() {
+    let app = TestApp::spawn().await;
+    let refused = sqlx::query("SELECT $1::text")
+        .bind("a\0b")
+        .execute(&app.pool)
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("0x00"), "{refused}");
+    let e = ApiError::from(app::error::AppError::from(refused));
+    assert_eq!((e.status.as_u16(), e.code), (422, "invalid"));
+    assert!(!carries_postgres_text(&json!(e.message)), "{}", e.message);
+    // A certificate text with a NUL after its block is refused by the check, not stored.
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["nul.example".to_string()]).unwrap();
+    let cert = params.self_signed(&key).unwrap().pem();
+    let (_, api_key) = app.project("business").await;
+    let (s, _, v) = Api::new(&app, &api_key)
+        .send(
+            "POST",
+            "/webhooks",
+            Some(json!({"url": "https://example.com/h", "events": ["*"],
+                "client_certificate": {"cert": format!("{cert}\u{0}"), "key": key.serialize_pem()}})),
+        )
+        .await;
+    assert_eq!(s, 422, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("client_certificate.cert"),
+        "{v}"
+    );
+    assert!(!carries_postgres_text(&v), "{v}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_document_states_the_domains_patterns_and_enums() {
+    let app = TestApp::spawn().await;
+    let doc: Value = reqwest::get(format!("{}/public/v1/openapi.json", app.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let schemas = &doc["components"]["schemas"];
+    let pem = &schemas["ClientCertificateIn"]["properties"];
+    assert_eq!(pem["cert"]["pattern"], json!(CERT_PATTERN));
+    assert_eq!(pem["key"]["pattern"], json!(KEY_PATTERN));
+    assert_eq!(pem["cert"]["maxLength"], json!(MAX_PEM_CHARS));
+    let params = doc["paths"]["/deliveries"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    let event_id = params.iter().find(|p| p["name"] == "event_id").unwrap();
+    assert_eq!(event_id["schema"]["pattern"], json!(EVENT_ID_PATTERN));
+    assert_eq!(event_id["required"], json!(false));
+    let delivery = &schemas["Delivery"]["properties"];
+    assert_eq!(delivery["event_type"]["pattern"], json!(event_type::PATTERN));
+    assert_eq!(delivery["event_type"]["maxLength"], json!(event_type::MAX_LEN));
+    let items = &schemas["CreateWebhook"]["properties"]["events"]["items"];
+    assert_eq!(items["pattern"], json!(event_type::SUBSCRIPTION_PATTERN));
+    // The enums are the domain's: every value it stores, under the document's names.
+    let named = |name: &str, values: Vec<&str>| {
+        assert_eq!(schemas[name]["enum"], json!(values), "{name}");
+    };
+    named(
+        "DeliveryStatus",
+        DeliveryStatus::ALL.map(DeliveryStatus::as_str).to_vec(),
+    );
+    named(
+        "DeliveryTrigger",
+        Trigger::ALL.map(Trigger::as_str).to_vec(),
+    );
+    named(
+        "DeliveryErrorKind",
+        ErrorKind::ALL.map(ErrorKind::as_str).to_vec(),
+    );
+    assert_eq!(
+        delivery["trigger"]["$ref"],
+        json!("#/components/schemas/DeliveryTrigger")
+    );
+    // The error body the documents describe is the one sent.
+    let (_, _, v) = Api::new(&app, "phk_wrong")
+        .send("GET", "/webhooks", None)
+        .await;
+    let detail = &schemas["ApiErrorDetail"]["required"];
+    assert_eq!(detail, &json!(["code", "message"]));
+    assert!(
+        v["error"]["code"].is_string() && v["error"]["message"].is_string(),
+        "{v}"
+    );
+    app.stop().await;
+}
