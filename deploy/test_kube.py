@@ -139,6 +139,12 @@ def check_demo(ix: dict) -> None:
     url = secret_value(ix[("Secret", "posthorn-secrets")], "DATABASE_URL")
     assert f":{port}/" in url, f"the demo's DATABASE_URL reaches its database: {url}"
     assert containers(ix[("Job", "posthorn-migrate")])[0]["args"] == ["seed-demo"]
+    # On the host's network the server listens on loopback: its probes must go there.
+    server = containers(ix[("Deployment", "posthorn-server")])[0]
+    addr = ix[("ConfigMap", "posthorn-config")]["data"]["LEPTOS_SITE_ADDR"]
+    assert addr.startswith("127.0.0.1:"), addr
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert server[probe]["httpGet"].get("host") == "127.0.0.1", f"demo {probe} host"
 
 
 def check_production(ix: dict) -> None:
