@@ -23,6 +23,7 @@ import base64
 import copy
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -407,5 +408,6 @@ def run(docs: list[dict]) -> None:
         receiver.close()
         if os.environ.get("POSTHORN_KUBE_KEEP") != "1":
             clean(podman, demo)
+            shutil.rmtree(work, ignore_errors=True)
     log(f"kube play scenario passed in {time.time() - started:.1f} s")
 
