@@ -187,14 +187,39 @@ mod tests {
     #[test]
     fn keys_and_subjects_are_bounded_and_free_of_nul() {
         let long = "k".repeat(MAX_KEY + 1);
-        let e = check(EventInput { id: Some(&long), ..input("a.b", "{}") }, "", 8).unwrap_err();
+        let e = check(
+            EventInput {
+                id: Some(&long),
+                ..input("a.b", "{}")
+            },
+            "",
+            8,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("at most 255"), "{e}");
-        let e = check(EventInput { ordering_key: Some(""), ..input("a.b", "{}") }, "", 8)
-            .unwrap_err();
-        assert_eq!(e.to_string(), "ordering_key: between 1 and 255 characters, not 0");
+        let e = check(
+            EventInput {
+                ordering_key: Some(""),
+                ..input("a.b", "{}")
+            },
+            "",
+            8,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ordering_key: between 1 and 255 characters, not 0"
+        );
         let subjects = vec!["user:1".to_string(), "a\0b".to_string()];
-        let e = check(EventInput { subjects: Some(&subjects), ..input("a.b", "{}") }, "", 8)
-            .unwrap_err();
+        let e = check(
+            EventInput {
+                subjects: Some(&subjects),
+                ..input("a.b", "{}")
+            },
+            "",
+            8,
+        )
+        .unwrap_err();
         assert_eq!(e.to_string(), "subjects[1]: must not contain NUL");
         assert!(check_subject("").is_err() && check_subject("user:42").is_ok());
         assert!(header_key(Some(Err(()))).is_err());

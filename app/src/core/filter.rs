@@ -343,6 +343,23 @@ fn type_name(v: &cel::Value) -> &'static str {
     }
 }
 
+/// Why an endpoint's filter as it is now keeps the event out (None: it passes, or there
+/// is no filter): what Retry and bulk replay ask before they send again. A filter that
+/// no longer compiles keeps everything out, as at ingest.
+pub fn keeps_out(
+    filter: Option<&str>,
+    event_type: &str,
+    data_json: &str,
+    subjects: &[String],
+) -> Option<String> {
+    let f = match compiled(filter?) {
+        Ok(f) => f,
+        Err(_) => never(),
+    };
+    f.eval(&Input::parse(event_type, data_json, subjects))
+        .reason()
+}
+
 #[cfg(test)]
 #[path = "filter_tests.rs"]
 mod tests;

@@ -365,3 +365,31 @@ pub async fn names(pool: &PgPool, project_id: i64) -> AppResult<Vec<(i64, String
     .fetch_all(pool)
     .await?)
 }
+
+/// The endpoint's filter as it is now, with what it judges of the event: its type,
+/// data (JSON text) and subjects. None when either is not the project's.
+#[derive(sqlx::FromRow)]
+pub struct FilterNow {
+    pub filter: Option<String>,
+    pub event_type: String,
+    pub data: String,
+    pub subjects: Option<Vec<String>>,
+}
+
+pub async fn filter_now(
+    tx: &mut sqlx::PgConnection,
+    project_id: i64,
+    endpoint_id: i64,
+    event_id: &str,
+) -> AppResult<Option<FilterNow>> {
+    Ok(sqlx::query_as::<_, FilterNow>(
+        "SELECT e.filter, ev.event_type, ev.data::text AS data, ev.subjects
+           FROM endpoints e, events ev
+          WHERE e.id = $1 AND e.project_id = $3 AND ev.event_id = $2 AND ev.project_id = $3",
+    )
+    .bind(endpoint_id)
+    .bind(event_id)
+    .bind(project_id)
+    .fetch_optional(tx)
+    .await?)
+}

@@ -112,31 +112,16 @@ pub async fn redirect(
 /// Retry sends to the endpoint as it is now: an event its filter now keeps out is not
 /// sent again (Redirect, to an inspector bin, still is).
 async fn refuse_filtered(tx: &mut sqlx::PgConnection, row: &DeliveryRow) -> AppResult<()> {
-    #[derive(sqlx::FromRow)]
-    struct Now {
-        filter: Option<String>,
-        event_type: String,
-        data: String,
-        subjects: Option<Vec<String>>,
-    }
-    let found: Option<Now> = sqlx::query_as(
-        "SELECT e.filter, ev.event_type, ev.data::text AS data, ev.subjects
-           FROM endpoints e, events ev
-          WHERE e.id = $1 AND e.project_id = $3 AND ev.event_id = $2 AND ev.project_id = $3",
-    )
-    .bind(row.endpoint_id)
-    .bind(&row.event_id)
-    .bind(row.project_id)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let found = endpoints::filter_now(tx, row.project_id, row.endpoint_id, &row.event_id).await?;
     let Some(now) = found else {
         return Ok(());
     };
-    match crate::db::targets::passes_now(
+    let subjects = now.subjects.as_deref().unwrap_or_default();
+    match crate::core::filter::keeps_out(
         now.filter.as_deref(),
         &now.event_type,
         &now.data,
-        now.subjects.as_deref().unwrap_or_default(),
+        subjects,
     ) {
         None => Ok(()),
         Some(why) => Err(AppError::Conflict(format!(

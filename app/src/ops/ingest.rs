@@ -55,7 +55,10 @@ pub struct Units<'a> {
 pub enum Refused {
     Invalid(AppError),
     /// The batch needs more of the minute's units than are left: nothing was stored.
-    OverRate { message: String, retry_after: i64 },
+    OverRate {
+        message: String,
+        retry_after: i64,
+    },
 }
 
 impl From<AppError> for Refused {
@@ -133,7 +136,13 @@ pub async fn send_batch(
     // Checked against their types' schemas once the batch is within the rate limit (past
     // it, a tenant costs no checks).
     let typed: Vec<(String, &str, &str)> = (items.iter().enumerate())
-        .map(|(i, item)| (format!("events[{i}]."), item.event_type.as_str(), &*item.data))
+        .map(|(i, item)| {
+            (
+                format!("events[{i}]."),
+                item.event_type.as_str(),
+                &*item.data,
+            )
+        })
         .collect();
     if let Err(e) = conform(pool, routes.targets, sender.schemas, &typed).await {
         give_back().await;

@@ -39,8 +39,8 @@ pub async fn set(
     .await?
     .map_err(AppError::Invalid)?;
     let mut tx = pool.begin().await?;
-    let (stored, created) = schemas::put(&mut tx, access.project_id, event_type.as_str(), text)
-        .await?;
+    let (stored, created) =
+        schemas::put(&mut tx, access.project_id, event_type.as_str(), text).await?;
     let action = if created {
         "schema.create"
     } else {
@@ -60,7 +60,14 @@ pub async fn remove(pool: &PgPool, access: &Access, event_type: &EventType) -> A
         return Err(AppError::NotFound);
     }
     let detail = serde_json::json!({});
-    audit::record(&mut *tx, access, "schema.delete", event_type.as_str(), detail).await?;
+    audit::record(
+        &mut *tx,
+        access,
+        "schema.delete",
+        event_type.as_str(),
+        detail,
+    )
+    .await?;
     tx.commit().await?;
     Ok(())
 }

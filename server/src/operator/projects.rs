@@ -4,14 +4,11 @@ use app::{
     core::{
         cursor::Cursor,
         limits::{Limit, Limits},
-        operator::{
-            check_accent, check_frame_ancestors, check_limit_overrides, check_logo_url,
-            check_optional_text, check_text, override_of, window_days, API_REQUESTS_PER_MINUTE,
-        },
+        operator::{override_of, window_days, API_REQUESTS_PER_MINUTE},
         ratelimit::Plan,
     },
-    db::tenants::{self, Tenant, TenantFields},
-    model::Brand,
+    db::tenants::{self, Tenant},
+    ops::projects::{self, BrandInput, ProjectInput},
 };
 use axum::{
     extract::{Path, State},
@@ -293,59 +290,27 @@ impl Project {
     }
 }
 
-fn check_brand(b: BrandIn) -> Result<Brand, ApiError> {
-    let name = b
-        .name
-        .map(|n| check_text("brand.name", &n, 100))
-        .transpose()
-        .map_err(ApiError::invalid)?;
-    if let Some(a) = &b.accent {
-        check_accent(a).map_err(ApiError::invalid)?;
-    }
-    if let Some(l) = &b.logo_url {
-        check_logo_url(l).map_err(ApiError::invalid)?;
-    }
-    Ok(Brand {
-        name,
-        accent: b.accent,
-        logo_url: b.logo_url,
-    })
-}
-
-/// Checks every field given; returns what to store.
-fn fields(
+/// The request's fields as the use case takes them.
+fn input(
     name: Option<String>,
     uid: Option<String>,
     plan: Option<String>,
     limits: Option<LimitOverrides>,
     frame_ancestors: Option<Vec<String>>,
     brand: Option<BrandIn>,
-) -> Result<TenantFields, ApiError> {
-    let text = |field: &str, v: Option<String>, max: usize| {
-        check_optional_text(field, v, max).map_err(ApiError::invalid)
-    };
-    if let Some(p) = &plan {
-        Plan::parse(p).ok_or_else(|| ApiError::invalid("plan: trial or business"))?;
-    }
-    let overrides = limits
-        .map(|l| {
-            let v = serde_json::to_value(l).unwrap_or_default();
-            check_limit_overrides(&v).map(|_| v)
-        })
-        .transpose()
-        .map_err(ApiError::invalid)?;
-    let frame_ancestors = frame_ancestors
-        .map(|list| check_frame_ancestors(&list))
-        .transpose()
-        .map_err(ApiError::invalid)?;
-    Ok(TenantFields {
-        name: text("name", name, 200)?,
-        uid: text("uid", uid, 255)?.map(Some),
+) -> ProjectInput {
+    ProjectInput {
+        name,
+        uid,
         plan,
-        overrides,
+        limits: limits.map(|l| serde_json::to_value(l).unwrap_or_default()),
         frame_ancestors,
-        brand: brand.map(check_brand).transpose()?,
-    })
+        brand: brand.map(|b| BrandInput {
+            name: b.name,
+            accent: b.accent,
+            logo_url: b.logo_url,
+        }),
+    }
 }
 
 #[utoipa::path(post, path = "/projects", request_body = CreateProject,
@@ -354,15 +319,15 @@ pub async fn create(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<CreateProject>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let f = fields(
+    let f = input(
         Some(body.name),
         body.uid,
         body.plan,
         body.limits,
         body.frame_ancestors,
         body.brand,
-    )?;
-    let t = tenants::create(&state.pool, &f).await?;
+    );
+    let t = projects::create(&state.pool, f).await?;
     Ok((StatusCode::CREATED, Json(Project::from_tenant(t, &state))))
 }
 
@@ -419,15 +384,15 @@ pub async fn update(
     ApiJson(body): ApiJson<UpdateProject>,
 ) -> Result<Json<Project>, ApiError> {
     let id = parse_id(&id)?;
-    let f = fields(
+    let f = input(
         body.name,
         body.uid,
         body.plan,
         body.limits,
         body.frame_ancestors,
         body.brand,
-    )?;
-    let t = tenants::update(&state.pool, id, &f).await?;
+    );
+    let t = projects::update(&state.pool, id, f).await?;
     Ok(Json(Project::from_tenant(t, &state)))
 }
 
@@ -439,6 +404,6 @@ pub async fn delete(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    tenants::delete(&state.pool, parse_id(&id)?).await?;
+    projects::delete(&state.pool, parse_id(&id)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }

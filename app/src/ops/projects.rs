@@ -1,0 +1,95 @@
+//! The operator's projects: made, changed and deleted through the operator API (and the
+//! same rules for anything else that writes them). Every field given is checked here
+//! ([`crate::core::operator`]) before [`crate::db::tenants`] stores it.
+
+use sqlx::PgPool;
+
+use crate::{
+    core::{
+        operator::{
+            check_accent, check_frame_ancestors, check_limit_overrides, check_logo_url,
+            check_optional_text, check_text,
+        },
+        ratelimit::Plan,
+    },
+    db::tenants::{self, Tenant, TenantFields},
+    error::{AppError, AppResult},
+    model::Brand,
+};
+
+/// A project's fields as a request gives them: any subset; `limits` replaces the
+/// overrides whole.
+#[derive(Debug, Default)]
+pub struct ProjectInput {
+    pub name: Option<String>,
+    pub uid: Option<String>,
+    pub plan: Option<String>,
+    /// The overrides by limit name (SPEC "Limits"), as JSON.
+    pub limits: Option<serde_json::Value>,
+    pub frame_ancestors: Option<Vec<String>>,
+    pub brand: Option<BrandInput>,
+}
+
+#[derive(Debug, Default)]
+pub struct BrandInput {
+    pub name: Option<String>,
+    pub accent: Option<String>,
+    pub logo_url: Option<String>,
+}
+
+pub async fn create(pool: &PgPool, input: ProjectInput) -> AppResult<Tenant> {
+    tenants::create(pool, &fields(input)?).await
+}
+
+pub async fn update(pool: &PgPool, id: i64, input: ProjectInput) -> AppResult<Tenant> {
+    tenants::update(pool, id, &fields(input)?).await
+}
+
+/// The project is gone at once: its id answers 404, its keys and sessions stop working,
+/// nothing more is sent for it. Its data is purged in the background.
+pub async fn delete(pool: &PgPool, id: i64) -> AppResult<()> {
+    tenants::delete(pool, id).await
+}
+
+fn brand(b: BrandInput) -> AppResult<Brand> {
+    let name = (b.name.map(|n| check_text("brand.name", &n, 100)))
+        .transpose()
+        .map_err(AppError::Invalid)?;
+    if let Some(a) = &b.accent {
+        check_accent(a).map_err(AppError::Invalid)?;
+    }
+    if let Some(l) = &b.logo_url {
+        check_logo_url(l).map_err(AppError::Invalid)?;
+    }
+    Ok(Brand {
+        name,
+        accent: b.accent,
+        logo_url: b.logo_url,
+    })
+}
+
+/// Checks every field given; returns what to store.
+fn fields(input: ProjectInput) -> AppResult<TenantFields> {
+    let text = |field: &str, v: Option<String>, max: usize| {
+        check_optional_text(field, v, max).map_err(AppError::Invalid)
+    };
+    if let Some(p) = &input.plan {
+        Plan::parse(p).ok_or_else(|| AppError::Invalid("plan: trial or business".into()))?;
+    }
+    let overrides = (input.limits)
+        .map(|v| check_limit_overrides(&v).map(|_| v))
+        .transpose()
+        .map_err(AppError::Invalid)?;
+    let frame_ancestors = (input.frame_ancestors)
+        .map(|list| check_frame_ancestors(&list))
+        .transpose()
+        .map_err(AppError::Invalid)?;
+    Ok(TenantFields {
+        name: text("name", input.name, 200)?,
+        uid: text("uid", input.uid, 255)?.map(Some),
+        plan: input.plan,
+        overrides,
+        frame_ancestors,
+        brand: input.brand.map(brand).transpose()?,
+    })
+}
