@@ -23,6 +23,8 @@ pub mod ctx;
 pub mod db;
 #[cfg(feature = "ssr")]
 pub mod ops;
+#[cfg(feature = "ssr")]
+pub mod queue;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};

@@ -1,20 +1,69 @@
 //! The queue (`delivery_queue`): claim due rows with a lease, renew leases, hand back
 //! what a stopping worker did not finish; outcomes are recorded in batches by
-//! [`outcomes`] (each moves its row into `delivery_log`). Claims, releases and renewals change no indexed
+//! [`super::outcomes`] (each moves its row into `delivery_log`). Claims, releases and renewals change no indexed
 //! column of the queue, so where the page has room (the fill factor keeps it for a
 //! claim) they are HOT updates and write no index entries.
 
-mod outcomes;
-
-use app::core::throttle::{BOOKING_HORIZON, SLOT_LEAD};
+use crate::core::throttle::{BOOKING_HORIZON, SLOT_LEAD};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-pub use app::db::handoff::Claimed;
-pub use outcomes::{record, NextAttempt, Outcome};
+use super::outcomes::NextAttempt;
+
+/// An attempt leased to one dispatcher, with everything needed to send it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Claimed {
+    pub id: i64,
+    pub created_at: DateTime<Utc>,
+    pub project_id: i64,
+    pub event_id: String,
+    pub event_type: String,
+    pub endpoint_id: i64,
+    pub target_url: String,
+    pub attempt: i32,
+    pub trigger: crate::core::status::Trigger,
+    pub request_id: String,
+    pub chain_started_at: Option<DateTime<Utc>>,
+    pub lease_expires_at: DateTime<Utc>,
+    pub event_created_at: DateTime<Utc>,
+    pub data: String,
+    pub endpoint_url: String,
+    pub secret: String,
+    pub previous_secret: Option<String>,
+    pub custom_headers: sqlx::types::Json<Vec<(String, crate::core::sealed::StoredValue)>>,
+    /// The endpoint's client certificate (PEM) and its key (sealed), if it has one.
+    pub client_cert: Option<String>,
+    pub client_key: Option<String>,
+    pub signature_scheme: String,
+    /// The endpoint's ed25519 key, sealed, if it has one.
+    pub signing_key: Option<String>,
+    pub scheme_switched_at: Option<DateTime<Utc>>,
+    /// The start slot booked for it when the endpoint is throttled.
+    pub start_at: Option<DateTime<Utc>>,
+    /// Its event was erased: there is nothing left to send, and it ends as a dead letter.
+    pub erased: bool,
+}
+
+impl Claimed {
+    /// The attempt after this one, due `at` with a new request id: what a retryable
+    /// failure schedules.
+    pub fn follow_up(&self, at: DateTime<Utc>, request_id: String) -> NextAttempt {
+        NextAttempt {
+            project_id: self.project_id,
+            event_id: self.event_id.clone(),
+            event_type: self.event_type.clone(),
+            endpoint_id: self.endpoint_id,
+            target_url: self.endpoint_url.clone(),
+            attempt: self.attempt.saturating_add(1),
+            scheduled_at: at,
+            request_id,
+        }
+    }
+}
 
 /// The fair shares a claim respects: how many rows one endpoint and one project may hold
 /// in this worker at once, and how many they already hold.
+#[derive(Clone, Copy)]
 pub struct Caps<'a> {
     pub per_endpoint: i64,
     pub per_project: i64,
@@ -176,7 +225,7 @@ pub fn claim_pool(pool: &PgPool) -> PgPool {
         // (seconds each).
         ("jit", "off"),
     ]);
-    app::db::pool_options(1).connect_lazy_with(options)
+    crate::db::pool_options(1).connect_lazy_with(options)
 }
 
 /// Claims up to `limit` due rows, skipping rows other workers hold, and taking no more

@@ -8,41 +8,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-
-/// An attempt leased to one dispatcher, with everything needed to send it.
-#[derive(Clone, Debug, sqlx::FromRow)]
-pub struct Claimed {
-    pub id: i64,
-    pub created_at: DateTime<Utc>,
-    pub project_id: i64,
-    pub event_id: String,
-    pub event_type: String,
-    pub endpoint_id: i64,
-    pub target_url: String,
-    pub attempt: i32,
-    pub trigger: crate::core::status::Trigger,
-    pub request_id: String,
-    pub chain_started_at: Option<DateTime<Utc>>,
-    pub lease_expires_at: DateTime<Utc>,
-    pub event_created_at: DateTime<Utc>,
-    pub data: String,
-    pub endpoint_url: String,
-    pub secret: String,
-    pub previous_secret: Option<String>,
-    pub custom_headers: sqlx::types::Json<Vec<(String, crate::core::sealed::StoredValue)>>,
-    /// The endpoint's client certificate (PEM) and its key (sealed), if it has one.
-    pub client_cert: Option<String>,
-    pub client_key: Option<String>,
-    pub signature_scheme: String,
-    /// The endpoint's ed25519 key, sealed, if it has one.
-    pub signing_key: Option<String>,
-    pub scheme_switched_at: Option<DateTime<Utc>>,
-    /// The start slot booked for it when the endpoint is throttled.
-    pub start_at: Option<DateTime<Utc>>,
-    /// Its event was erased: there is nothing left to send, and it ends as a dead letter.
-    pub erased: bool,
-}
+pub use super::claim::Claimed;
 
 /// The dispatcher is claiming, and the claim may take the room asked for.
 #[derive(Debug)]

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use sqlx::PgConnection;
 
-use super::attempts::{Lane, NewAttempt};
+use super::enqueue::{Lane, NewAttempt};
 
 /// A lane: (endpoint, ordering key).
 pub type LaneId = (i64, String);
@@ -230,7 +230,7 @@ pub async fn release_deferred(pool: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
         .await?;
     tx.commit().await?;
     if released > 0 {
-        super::wakeup::wake_dispatchers(pool).await;
+        crate::db::wakeup::wake_dispatchers(pool).await;
     }
     Ok(released)
 }

@@ -2,12 +2,13 @@
 //! statement, with the endpoints' health, dead-letter tallies, follow-up attempts and
 //! the lanes their ends free, in one transaction.
 
-use app::{
+use super::{
+    enqueue::{self, Lane, NewAttempt},
+    lanes,
+};
+use crate::{
     core::status::{DeliveryStatus, ErrorKind, Trigger},
-    db::{
-        attempts::{self, Lane},
-        endpoint_health::Health,
-    },
+    db::endpoint_health::Health,
 };
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
@@ -42,6 +43,33 @@ pub struct NextAttempt {
     pub attempt: i32,
     pub scheduled_at: DateTime<Utc>,
     pub request_id: String,
+}
+
+impl NextAttempt {
+    /// The follow-up as it is queued: automatic, continuing the chain that began at
+    /// `chain_started_at`, in its key's lane if the attempt before it was.
+    pub fn queued(
+        &self,
+        chain_started_at: DateTime<Utc>,
+        ordering_key: Option<String>,
+        lane: Lane,
+    ) -> NewAttempt {
+        NewAttempt {
+            project_id: self.project_id,
+            event_id: self.event_id.clone(),
+            event_type: self.event_type.clone(),
+            endpoint_id: self.endpoint_id,
+            target_url: self.target_url.clone(),
+            attempt: self.attempt,
+            trigger: Trigger::Auto,
+            triggered_by: None,
+            scheduled_at: Some(self.scheduled_at),
+            chain_started_at: Some(chain_started_at),
+            request_id: self.request_id.clone(),
+            ordering_key,
+            lane,
+        }
+    }
 }
 
 /// Writes a batch of outcomes and their follow-up attempts in one transaction: one
@@ -172,7 +200,7 @@ static MOVE: std::sync::LazyLock<String> =
 
 /// Successes that end their chains outside any lane, with their endpoints' health
 /// (a success clears `failing_since`, locked in id order as
-/// [`app::db::endpoint_health::note`] does, and skipped while someone else holds the
+/// [`crate::db::endpoint_health::note`] does, and skipped while someone else holds the
 /// endpoint's row, as there): nothing else to write, so one statement. Returns the ids
 /// moved.
 static MOVE_SUCCESSES: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -211,7 +239,7 @@ async fn record_in_transaction(
         .iter()
         .filter_map(|o| Some((o, *recorded.get(&o.id)?)))
         .collect();
-    app::db::endpoint_health::note(&mut tx, &health_of(&written)).await?;
+    crate::db::endpoint_health::note(&mut tx, &health_of(&written)).await?;
     let dead: Vec<(i64, String)> = written
         .iter()
         .filter(|(o, r)| {
@@ -219,9 +247,9 @@ async fn record_in_transaction(
         })
         .map(|(_, r)| (r.endpoint_id, r.event_id.clone()))
         .collect();
-    app::db::endpoint_health::tally_dead_letters(&mut tx, &dead).await?;
+    crate::db::endpoint_health::tally_dead_letters(&mut tx, &dead).await?;
     // A chain in a lane that ended here frees its lane for the next event.
-    let ended: Vec<app::db::lanes::EndedLane> = written
+    let ended: Vec<lanes::EndedLane> = written
         .iter()
         .filter(|(o, r)| o.next.is_none() || r.erased)
         .filter_map(|(_, r)| match (&r.ordering_key, r.lane_seq) {
@@ -234,29 +262,18 @@ async fn record_in_transaction(
         .filter(|(_, r)| !r.erased)
         .filter_map(|(o, r)| o.next.as_ref().map(|n| (n, o.chain_started_at, *r)))
         .collect();
-    let next: Vec<attempts::NewAttempt> = next
+    let next: Vec<NewAttempt> = next
         .into_iter()
-        .map(|(n, chain_started_at, r)| attempts::NewAttempt {
-            project_id: n.project_id,
-            event_id: n.event_id.clone(),
-            event_type: n.event_type.clone(),
-            endpoint_id: n.endpoint_id,
-            target_url: n.target_url.clone(),
-            attempt: n.attempt,
-            trigger: Trigger::Auto,
-            triggered_by: None,
-            scheduled_at: Some(n.scheduled_at),
-            chain_started_at: Some(chain_started_at),
-            request_id: n.request_id.clone(),
-            ordering_key: r.ordering_key.clone(),
-            lane: r.lane_seq.map_or(Lane::Off, Lane::Continue),
+        .map(|(n, chain_started_at, r)| {
+            let lane = r.lane_seq.map_or(Lane::Off, Lane::Continue);
+            n.queued(chain_started_at, r.ordering_key.clone(), lane)
         })
         .collect();
-    attempts::insert(&mut tx, &next).await?;
-    let released = app::db::lanes::advance(&mut tx, &ended).await?;
+    enqueue::insert(&mut tx, &next).await?;
+    let released = lanes::advance(&mut tx, &ended).await?;
     tx.commit().await?;
     if released > 0 {
-        app::db::wakeup::wake_dispatchers(&mut *conn).await;
+        crate::db::wakeup::wake_dispatchers(&mut *conn).await;
     }
     Ok(updated.len() as u64)
 }

@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 use sqlx::PgPool;
 
 /// The dispatcher of this process, if it takes attempts straight from ingest.
-type Handoff = Option<std::sync::Arc<dyn app::db::handoff::Handoff>>;
+type Handoff = Option<std::sync::Arc<dyn app::queue::handoff::Handoff>>;
 /// The writers that take concurrent requests' lone events together, if any.
 type Group = Option<std::sync::Arc<app::db::group_commit::GroupCommit>>;
 

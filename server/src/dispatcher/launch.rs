@@ -13,7 +13,7 @@ use tokio::{
 
 use super::{
     ms_until,
-    outcomes::{HandBackOnDrop, Report},
+    outcome_writer::{HandBackOnDrop, Report},
     panic_message,
     queue::{Claimed, Outcome},
     sender::Sender,

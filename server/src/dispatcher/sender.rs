@@ -25,7 +25,7 @@ mod clients;
 use super::{
     egress::Failure,
     guard::{is_public, RefusedTarget},
-    queue::{Claimed, NextAttempt, Outcome},
+    queue::{Claimed, Outcome},
 };
 
 /// Response bodies are kept up to this many bytes.
@@ -320,16 +320,7 @@ impl Sender {
             Next::DeadLetter => (DeliveryStatus::DeadLetter, None),
             Next::RetryAt(at) => (
                 DeliveryStatus::Failed,
-                Some(NextAttempt {
-                    project_id: row.project_id,
-                    event_id: row.event_id.clone(),
-                    event_type: row.event_type.clone(),
-                    endpoint_id: row.endpoint_id,
-                    target_url: row.endpoint_url.clone(),
-                    attempt: row.attempt.saturating_add(1),
-                    scheduled_at: at,
-                    request_id: new_request_id(),
-                }),
+                Some(row.follow_up(at, new_request_id())),
             ),
         };
         // Text from the receiver is stored as text: PostgreSQL refuses NUL characters, and

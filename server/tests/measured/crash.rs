@@ -95,7 +95,7 @@ async fn all_delivered(pool: &sqlx::PgPool, events: i64, within: Duration) {
 
 #[tokio::test]
 async fn a_killed_dispatcher_loses_no_delivery() {
-    let _alone = crate::shared();
+    let _alone = crate::shared().await;
     let db = TestDb::new().await;
     let app = TestApp::spawn_on(db, |_| {}, false).await;
     let rx = Receiver::start().await;
@@ -167,7 +167,7 @@ async fn a_killed_dispatcher_loses_no_delivery() {
 
 #[tokio::test]
 async fn two_dispatchers_never_send_the_same_attempt() {
-    let _alone = crate::shared();
+    let _alone = crate::shared().await;
     let db = TestDb::new().await;
     let app = TestApp::spawn_on(db, |_| {}, false).await;
     let rx = Receiver::start().await;
@@ -213,7 +213,7 @@ async fn two_dispatchers_never_send_the_same_attempt() {
 /// them, with the request ids they were given.
 #[tokio::test]
 async fn a_server_killed_after_handing_off_attempts_loses_none() {
-    let _alone = crate::shared();
+    let _alone = crate::shared().await;
     let db = TestDb::new().await;
     let app = TestApp::spawn_on(db, |_| {}, false).await;
     let rx = Receiver::start().await;
@@ -269,7 +269,7 @@ async fn a_server_killed_after_handing_off_attempts_loses_none() {
 /// every `202` answered is delivered, by another dispatcher once the leases run out.
 #[tokio::test]
 async fn a_server_killed_while_grouping_requests_loses_no_accepted_event() {
-    let _alone = crate::shared();
+    let _alone = crate::shared().await;
     let db = TestDb::new().await;
     let app = TestApp::spawn_on(db, |_| {}, false).await;
     let rx = Receiver::start().await;

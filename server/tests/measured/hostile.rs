@@ -177,7 +177,7 @@ fn hostile_config(cfg: &mut app::cfg::Config) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_receivers_neither_stop_nor_slow_another_project() {
-    let _alone = crate::shared();
+    let _alone = crate::shared().await;
     let _turn = ONE_AT_A_TIME.lock().await;
     let app = TestApp::spawn_with(hostile_config).await;
     let (healthy, _) = app.project("business").await;
@@ -351,7 +351,7 @@ async fn hostile_receivers_neither_stop_nor_slow_another_project() {
 /// the dispatcher it never claimed again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_absurd_retry_after_does_not_stop_delivery_for_everyone() {
-    let _alone = crate::shared();
+    let _alone = crate::shared().await;
     let _turn = ONE_AT_A_TIME.lock().await;
     let app = TestApp::spawn_with(|cfg| {
         cfg.concurrency = 4; // at most 8 held rows: a handful of leaks would stop it
@@ -391,7 +391,7 @@ async fn an_absurd_retry_after_does_not_stop_delivery_for_everyone() {
 /// internal failure and retried; its slot and row are freed and the next attempts flow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_inside_an_attempt_leaks_no_slot_and_no_row() {
-    let _alone = crate::shared();
+    let _alone = crate::shared().await;
     let _turn = ONE_AT_A_TIME.lock().await;
     let db = TestDb::new().await;
     let mut cfg = test_config(&db.url);
@@ -459,7 +459,7 @@ async fn a_panic_inside_an_attempt_leaks_no_slot_and_no_row() {
 /// endpoint cannot take it, or its project, past its share.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_concurrent_requests_stays_within_the_shares() {
-    let _alone = crate::shared();
+    let _alone = crate::shared().await;
     let _turn = ONE_AT_A_TIME.lock().await;
     let app = TestApp::spawn_with(|cfg| {
         cfg.per_endpoint_concurrency = 4;

@@ -24,7 +24,7 @@ fn peak_resident_mib(pid: u32) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_readers_of_a_full_bin_keep_the_server_small() {
-    let _alone = crate::solo();
+    let _alone = crate::solo().await;
     let db = TestDb::new().await;
     let port = common::process::free_port();
     let base = format!("http://127.0.0.1:{port}");

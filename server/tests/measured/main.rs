@@ -13,16 +13,17 @@ mod pg_restart;
 mod throttle_fairness;
 mod throttle_timing;
 
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-static SOLO: RwLock<()> = RwLock::new(());
+// Tokio's lock: each test has a runtime of its own, and a guard is held across awaits.
+static SOLO: RwLock<()> = RwLock::const_new(());
 
 /// Held for the whole of a test that measures: no other test of this binary runs meanwhile.
-pub fn solo() -> RwLockWriteGuard<'static, ()> {
-    SOLO.write().unwrap_or_else(|e| e.into_inner())
+pub async fn solo() -> RwLockWriteGuard<'static, ()> {
+    SOLO.write().await
 }
 
 /// Held by the others: they may run beside each other, not beside a solo test.
-pub fn shared() -> RwLockReadGuard<'static, ()> {
-    SOLO.read().unwrap_or_else(|e| e.into_inner())
+pub async fn shared() -> RwLockReadGuard<'static, ()> {
+    SOLO.read().await
 }

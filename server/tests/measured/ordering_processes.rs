@@ -62,7 +62,7 @@ async fn send_keys(api: &Api, slow_ms: u64) -> Vec<Vec<String>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_dispatcher_processes_and_a_kill_keep_each_keys_order() {
-    let _alone = crate::shared();
+    let _alone = crate::shared().await;
     let app = TestApp::spawn_on(TestDb::new().await, |_| {}, false).await;
     let rx = Rx::start().await;
     let api = setup(&app, &rx).await;
@@ -118,7 +118,7 @@ async fn two_dispatcher_processes_and_a_kill_keep_each_keys_order() {
 /// One key is sequential by design; many keys must still fill the endpoint's share.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_thousand_keys_reach_the_endpoints_concurrency() {
-    let _alone = crate::shared();
+    let _alone = crate::shared().await;
     let app = TestApp::spawn_with(|cfg| {
         cfg.plan_limits = app::core::ratelimit::PlanLimits::parse("business=100000").unwrap();
     })

@@ -117,7 +117,7 @@ impl Drop for Cluster {
 
 #[tokio::test]
 async fn a_postgres_restart_under_load_loses_no_delivery() {
-    let _alone = crate::shared();
+    let _alone = crate::shared().await;
     let cluster = Cluster::start();
     let db = TestDb::on(&cluster.url()).await;
     let app = TestApp::spawn_on(db, |_| {}, true).await;

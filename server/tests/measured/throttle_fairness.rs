@@ -24,7 +24,7 @@ async fn slots_missed(app: &TestApp) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_throttled_endpoint_keeps_its_rate_while_two_other_tenants_hang() {
-    let _alone = crate::solo();
+    let _alone = crate::solo().await;
     // Two tenants at their shares fill every concurrency slot of the dispatcher.
     let app = TestApp::spawn_with(|cfg| {
         cfg.concurrency = 8;

@@ -28,7 +28,7 @@ fn dispatcher(db_url: &str, log: &std::path::Path) -> Child {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixty_events_at_five_per_second_are_spaced_evenly_across_two_dispatchers() {
-    let _alone = crate::solo();
+    let _alone = crate::solo().await;
     // Two `posthorn dispatch` processes and no dispatcher in this process: the receiver's
     // clock reads arrivals without competing with a dispatcher for this runtime's threads.
     let app = TestApp::spawn_on(TestDb::new().await, |_| {}, false).await;
