@@ -165,7 +165,7 @@ pub struct EndpointView {
     pub rate_limit: Option<i32>,
     /// The client certificate presented to the receiver, by subject and expiry (its key
     /// never leaves the server). Not sent to the browser: the card's certificate block is
-    /// built on the server (`core::cert_card`).
+    /// built on the server (`components::cert_card`).
     #[serde(skip)]
     pub client_cert_subject: Option<String>,
     #[serde(skip)]

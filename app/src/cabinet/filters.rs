@@ -1,5 +1,5 @@
 //! An endpoint's filter from its card: saved and tried by plain forms (no script), shown
-//! with the recent events it kept out (see `core::filter_card`).
+//! with the recent events it kept out (see `components::filter_card`).
 
 use leptos::prelude::*;
 
@@ -70,7 +70,7 @@ async fn back(notes: &[(&str, String)]) {
 pub(crate) struct FilterCards {
     kept_out: Vec<crate::db::filtered::KeptOut>,
     query: Vec<(String, String)>,
-    tried: Option<(i64, crate::core::filter_card::Tried)>,
+    tried: Option<(i64, crate::components::filter_card::Tried)>,
     editable: bool,
 }
 
@@ -83,7 +83,7 @@ impl FilterCards {
         query: &[(String, String)],
         days: u32,
     ) -> Result<FilterCards, ServerFnError> {
-        use crate::core::{filter, filter_card};
+        use crate::{components::filter_card, core::filter};
         let kept_out = crate::db::filtered::kept_out(pool, access.project_id, days).await?;
         let named = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         let editable = access
@@ -137,7 +137,7 @@ impl FilterCards {
         ep: &crate::model::EndpointView,
         now: chrono::DateTime<chrono::Utc>,
     ) -> String {
-        use crate::core::filter_card;
+        use crate::components::filter_card;
         use leptos::server_fn::ServerFn;
         let kept_out = self
             .kept_out

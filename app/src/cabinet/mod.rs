@@ -33,7 +33,7 @@ pub struct EndpointStats {
     /// This endpoint receives the project's `endpoint.disabled` notices.
     pub is_ops: bool,
     /// Its client certificate and filter and the forms for them, as HTML (see
-    /// `core::cert_card`, `core::filter_card`).
+    /// `components::cert_card`, `components::filter_card`).
     pub cert_html: String,
 }
 
@@ -101,8 +101,8 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
                         .map(|r| r.3 as f64 / r.2 as f64)
                 })
                 .collect();
-            let mut cert_html = crate::core::cert_card::html(
-                &crate::core::cert_card::CertCard {
+            let mut cert_html = crate::components::cert_card::html(
+                &crate::components::cert_card::CertCard {
                     id: endpoint.id,
                     subject: endpoint.client_cert_subject.as_deref(),
                     not_after: endpoint.client_cert_not_after,

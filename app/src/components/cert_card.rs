@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::alerts::escape_html;
+use crate::core::alerts::escape_html;
 
 /// What the card shows for one endpoint.
 pub struct CertCard<'a> {

@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{
+use crate::core::{
     alerts::escape_html,
     text::{absolute, relative},
 };
@@ -98,29 +98,36 @@ pub fn html(card: &FilterCard<'_>, now: DateTime<Utc>) -> String {
         text = escape_html(card.draft.or(card.filter).unwrap_or("")),
     ));
     if let Some(t) = &card.tried {
-        html.push_str("<div class=\"epfilter-try\" data-testid=\"filter-try-result\">");
-        match &t.outcome {
-            Err(e) => html.push_str(&format!(
-                "<p class=\"error\" role=\"alert\">{}</p>",
-                escape_html(e)
-            )),
-            Ok(events) if events.is_empty() => html.push_str(
-                "<p class=\"muted\">No recent events of this endpoint's types to try it on.</p>",
-            ),
-            Ok(events) => {
-                let sent = events.iter().filter(|e| e.skipped.is_none()).count();
-                html.push_str(&format!(
-                    "<p>Of the last {} events of its types, it would send <b>{sent}</b> \
-                     and keep out <b>{}</b> (not saved yet).</p>",
-                    events.len(),
-                    events.len() - sent
-                ));
-                html.push_str(&table(events, "filter-try", now));
-            }
-        }
-        html.push_str("</div>");
+        html.push_str(&tried(t, now));
     }
     html.push_str("</details>");
+    html
+}
+
+/// What a filter tried in the form would do to the recent events, or why it does not
+/// compile.
+fn tried(t: &Tried, now: DateTime<Utc>) -> String {
+    let mut html = String::from("<div class=\"epfilter-try\" data-testid=\"filter-try-result\">");
+    match &t.outcome {
+        Err(e) => html.push_str(&format!(
+            "<p class=\"error\" role=\"alert\">{}</p>",
+            escape_html(e)
+        )),
+        Ok(events) if events.is_empty() => html.push_str(
+            "<p class=\"muted\">No recent events of this endpoint's types to try it on.</p>",
+        ),
+        Ok(events) => {
+            let sent = events.iter().filter(|e| e.skipped.is_none()).count();
+            html.push_str(&format!(
+                "<p>Of the last {} events of its types, it would send <b>{sent}</b> \
+                 and keep out <b>{}</b> (not saved yet).</p>",
+                events.len(),
+                events.len() - sent
+            ));
+            html.push_str(&table(events, "filter-try", now));
+        }
+    }
+    html.push_str("</div>");
     html
 }
 

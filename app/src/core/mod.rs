@@ -4,8 +4,6 @@
 pub mod alert_mail;
 pub mod alerts;
 pub mod capture_source;
-#[cfg(feature = "ssr")]
-pub mod cert_card;
 pub mod classify;
 #[cfg(feature = "ssr")]
 pub mod client_cert;
@@ -21,8 +19,6 @@ pub mod event_type;
 pub mod explain;
 #[cfg(feature = "ssr")]
 pub mod filter;
-#[cfg(feature = "ssr")]
-pub mod filter_card;
 #[cfg(feature = "ssr")]
 pub mod filter_check;
 pub mod id_search;
