@@ -155,167 +155,72 @@ impl Config {
     }
 
     /// Reads the configuration through `lookup` (the environment, or a test's values).
+    /// The values checked across variables are read first, in this order, so that of
+    /// several bad values the first one here is the one reported.
     pub fn from_env_with(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
-        let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        let duration_var = |name: &str, default: &str| -> Result<Duration, String> {
-            let text = var(name).unwrap_or_else(|| default.to_string());
-            parse_duration(&text).map_err(|e| format!("{name}: {e}"))
-        };
-        fn number<T: std::str::FromStr>(
-            name: &str,
-            v: Option<String>,
-            default: T,
-        ) -> Result<T, String> {
-            match v {
-                None => Ok(default),
-                Some(v) => v
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("{name}: `{v}` is not a number")),
-            }
-        }
-        let usize_var = |name: &str, default: usize| number(name, var(name), default);
-        let percent_var = |name: &str, default: u8, range: std::ops::RangeInclusive<u8>| {
-            let n: u8 = number(name, var(name), default)?;
-            if range.contains(&n) {
-                Ok(n)
-            } else {
-                Err(format!(
-                    "{name}: `{n}` is not a percent from {} to {}",
-                    range.start(),
-                    range.end()
-                ))
-            }
-        };
-        let schedule_text =
-            var("POSTHORN_RETRY_SCHEDULE").unwrap_or_else(|| "30s,5m,30m,2h,6h".into());
-        let schedule =
-            parse_schedule(&schedule_text).map_err(|e| format!("POSTHORN_RETRY_SCHEDULE: {e}"))?;
-        let flag = |name: &str, default: bool| match var(name).as_deref() {
-            None => Ok(default),
-            Some("false") | Some("0") | Some("off") => Ok(false),
-            Some("true") | Some("1") | Some("on") => Ok(true),
-            Some(v) => Err(format!("{name}: `{v}` is not true or false")),
-        };
-        let allow_private_targets = flag("POSTHORN_ALLOW_PRIVATE_TARGETS", false)?;
-        let extra_roots = match var("POSTHORN_CA_FILE") {
-            None => None,
-            Some(path) => {
-                let pem = std::fs::read(&path)
-                    .map_err(|e| format!("POSTHORN_CA_FILE: cannot read `{path}`: {e}"))?;
-                if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
-                    return Err(format!(
-                        "POSTHORN_CA_FILE: `{path}` holds no PEM certificate"
-                    ));
-                }
-                Some(pem)
-            }
-        };
-        let handoff = flag("POSTHORN_HANDOFF", true)?;
-        let site_addr = var("LEPTOS_SITE_ADDR").unwrap_or_else(|| "127.0.0.1:3000".into());
-        let site_addr = site_addr
-            .parse()
-            .map_err(|_| format!("LEPTOS_SITE_ADDR: `{site_addr}` is not host:port"))?;
-        let public_url =
-            var("POSTHORN_PUBLIC_URL").unwrap_or_else(|| "http://127.0.0.1:3000".into());
-        url::Url::parse(&public_url).map_err(|e| format!("POSTHORN_PUBLIC_URL: {e}"))?;
-        let concurrency = usize_var("POSTHORN_DISPATCH_CONCURRENCY", 512)?;
-        let alert_mails_per_hour = number(
-            "POSTHORN_ALERT_MAILS_PER_HOUR",
-            var("POSTHORN_ALERT_MAILS_PER_HOUR"),
-            60i64,
-        )?;
-        if !(1..=100_000).contains(&alert_mails_per_hour) {
-            return Err(format!(
-                "POSTHORN_ALERT_MAILS_PER_HOUR: `{alert_mails_per_hour}` is not between 1 and 100000"
-            ));
-        }
-        let alert_mail_retry = parse_schedule(
-            &var("POSTHORN_ALERT_MAIL_RETRY").unwrap_or_else(|| "1m,5m,30m,2h".into()),
-        )
-        .map_err(|e| format!("POSTHORN_ALERT_MAIL_RETRY: {e}"))?;
+        let env = Env(lookup);
+        let schedule = env.schedule("POSTHORN_RETRY_SCHEDULE", "30s,5m,30m,2h,6h")?;
+        let allow_private_targets = env.flag("POSTHORN_ALLOW_PRIVATE_TARGETS", false)?;
+        let extra_roots = ca_file(&env)?;
+        let handoff = env.flag("POSTHORN_HANDOFF", true)?;
+        let site_addr = site_addr(&env)?;
+        let public_url = public_url(&env)?;
+        let concurrency = env.number("POSTHORN_DISPATCH_CONCURRENCY", 512usize)?;
+        let alert_mails_per_hour = alert_mails_per_hour(&env)?;
+        let alert_mail_retry = env.schedule("POSTHORN_ALERT_MAIL_RETRY", "1m,5m,30m,2h")?;
         Ok(Config {
-            database_url: var("DATABASE_URL").ok_or("DATABASE_URL: not set")?,
+            database_url: env.var("DATABASE_URL").ok_or("DATABASE_URL: not set")?,
             site_addr,
             retry: RetryPolicy {
                 schedule,
-                max_window: duration_var("POSTHORN_MAX_WINDOW", "24h")?,
+                max_window: env.duration("POSTHORN_MAX_WINDOW", "24h")?,
             },
-            connect_timeout: duration_var("POSTHORN_CONNECT_TIMEOUT", "10s")?,
-            read_timeout: duration_var("POSTHORN_READ_TIMEOUT", "30s")?,
+            connect_timeout: env.duration("POSTHORN_CONNECT_TIMEOUT", "10s")?,
+            read_timeout: env.duration("POSTHORN_READ_TIMEOUT", "30s")?,
             allow_private_targets,
             extra_roots,
-            encryption_key: var("POSTHORN_ENCRYPTION_KEY").map(Redacted),
-            egress_proxy: var("POSTHORN_EGRESS_PROXY")
-                .map(|v| EgressProxy::parse(&v))
-                .transpose()
-                .map_err(|e| format!("POSTHORN_EGRESS_PROXY: {e}"))?,
+            encryption_key: env.var("POSTHORN_ENCRYPTION_KEY").map(Redacted),
+            egress_proxy: egress_proxy(&env)?,
             handoff,
-            retention_days: number(
-                "POSTHORN_RETENTION_DAYS",
-                var("POSTHORN_RETENTION_DAYS"),
-                14u32,
-            )?,
-            bin_ttl: duration_var("POSTHORN_BIN_TTL", "7d")?,
-            portal_session: duration_var("POSTHORN_PORTAL_SESSION", "8h")?,
-            public_url: public_url.trim_end_matches('/').to_string(),
-            auto_disable_after: duration_var("POSTHORN_AUTO_DISABLE_AFTER", "5d")?,
-            smtp_url: var("POSTHORN_SMTP_URL").filter(|u| !u.trim().is_empty()),
-            smtp_from: var("POSTHORN_SMTP_FROM")
+            retention_days: env.number("POSTHORN_RETENTION_DAYS", 14u32)?,
+            bin_ttl: env.duration("POSTHORN_BIN_TTL", "7d")?,
+            portal_session: env.duration("POSTHORN_PORTAL_SESSION", "8h")?,
+            public_url,
+            auto_disable_after: env.duration("POSTHORN_AUTO_DISABLE_AFTER", "5d")?,
+            smtp_url: env.var("POSTHORN_SMTP_URL"),
+            smtp_from: env
+                .var("POSTHORN_SMTP_FROM")
                 .unwrap_or_else(|| "Posthorn alerts <alerts@posthorn.localhost>".into()),
-            alert_interval: duration_var("POSTHORN_ALERT_INTERVAL", "10s")?,
+            alert_interval: env.duration("POSTHORN_ALERT_INTERVAL", "10s")?,
             alert_mails_per_hour,
             alert_mail_retry,
-            batch_size: number(
-                "POSTHORN_DISPATCH_BATCH",
-                var("POSTHORN_DISPATCH_BATCH"),
-                200i64,
-            )?,
+            batch_size: env.number("POSTHORN_DISPATCH_BATCH", 200i64)?,
             concurrency,
-            per_endpoint_concurrency: usize_var("POSTHORN_ENDPOINT_CONCURRENCY", 16)?,
-            project_concurrency: usize_var(
+            per_endpoint_concurrency: env.number("POSTHORN_ENDPOINT_CONCURRENCY", 16usize)?,
+            project_concurrency: env.number(
                 "POSTHORN_PROJECT_CONCURRENCY",
                 default_project_concurrency(concurrency),
             )?,
-            ingest_writers: usize_var("POSTHORN_INGEST_WRITERS", 4)?,
-            lease: duration_var("POSTHORN_LEASE", "60s")?,
-            plan_limits: crate::core::ratelimit::PlanLimits::parse(
-                &var("POSTHORN_PLAN_LIMITS").unwrap_or_default(),
-            )
-            .map_err(|e| format!("POSTHORN_PLAN_LIMITS: {e}"))?,
-            replay_per_second: number("POSTHORN_REPLAY_RATE", var("POSTHORN_REPLAY_RATE"), 10u32)?,
-            replay_max: number(
-                "POSTHORN_REPLAY_MAX",
-                var("POSTHORN_REPLAY_MAX"),
-                100_000u32,
-            )?,
-            bin_creations_per_minute: number(
+            ingest_writers: env.number("POSTHORN_INGEST_WRITERS", 4usize)?,
+            lease: env.duration("POSTHORN_LEASE", "60s")?,
+            plan_limits: plan_limits(&env)?,
+            replay_per_second: env.number("POSTHORN_REPLAY_RATE", 10u32)?,
+            replay_max: env.number("POSTHORN_REPLAY_MAX", 100_000u32)?,
+            bin_creations_per_minute: env.number(
                 "POSTHORN_BIN_CREATE_RATE_LIMIT",
-                var("POSTHORN_BIN_CREATE_RATE_LIMIT"),
                 crate::core::ratelimit::BIN_CREATIONS_PER_MINUTE,
             )?,
-            bin_quota_bytes: number("POSTHORN_BIN_QUOTA_MB", var("POSTHORN_BIN_QUOTA_MB"), 64i64)?
-                .max(2)
-                * MIB,
-            inspector_budget_bytes: number(
-                "POSTHORN_INSPECTOR_BUDGET_MB",
-                var("POSTHORN_INSPECTOR_BUDGET_MB"),
-                2048i64,
-            )?
-            .max(2)
-                * MIB,
-            capture_per_minute: number(
-                "POSTHORN_CAPTURE_RATE_LIMIT",
-                var("POSTHORN_CAPTURE_RATE_LIMIT"),
-                6000u32,
+            bin_quota_bytes: env.mebibytes("POSTHORN_BIN_QUOTA_MB", 64)?,
+            inspector_budget_bytes: env.mebibytes("POSTHORN_INSPECTOR_BUDGET_MB", 2048)?,
+            capture_per_minute: env.number("POSTHORN_CAPTURE_RATE_LIMIT", 6000u32)?,
+            project_capture_per_minute: env
+                .number("POSTHORN_PROJECT_CAPTURE_RATE_LIMIT", 6000u32)?,
+            inspector_address_share: env.percent(
+                "POSTHORN_INSPECTOR_ADDRESS_SHARE",
+                10,
+                1..=100,
             )?,
-            project_capture_per_minute: number(
-                "POSTHORN_PROJECT_CAPTURE_RATE_LIMIT",
-                var("POSTHORN_PROJECT_CAPTURE_RATE_LIMIT"),
-                6000u32,
-            )?,
-            inspector_address_share: percent_var("POSTHORN_INSPECTOR_ADDRESS_SHARE", 10, 1..=100)?,
-            inspector_redirect_reserve: percent_var(
+            inspector_redirect_reserve: env.percent(
                 "POSTHORN_INSPECTOR_REDIRECT_RESERVE",
                 10,
                 0..=99,
@@ -327,6 +232,124 @@ impl Config {
     pub fn bin_url(&self, bin_id: &str) -> String {
         format!("{}/r/{bin_id}", self.public_url)
     }
+}
+
+/// The environment as the configuration reads it: a blank value counts as unset, and
+/// every error names its variable.
+struct Env<F>(F);
+
+impl<F: Fn(&str) -> Option<String>> Env<F> {
+    fn var(&self, name: &str) -> Option<String> {
+        (self.0)(name).filter(|v| !v.trim().is_empty())
+    }
+
+    fn duration(&self, name: &str, default: &str) -> Result<Duration, String> {
+        let text = self.var(name).unwrap_or_else(|| default.to_string());
+        parse_duration(&text).map_err(|e| format!("{name}: {e}"))
+    }
+
+    fn schedule(&self, name: &str, default: &str) -> Result<Vec<Duration>, String> {
+        let text = self.var(name).unwrap_or_else(|| default.to_string());
+        parse_schedule(&text).map_err(|e| format!("{name}: {e}"))
+    }
+
+    fn number<T: std::str::FromStr>(&self, name: &str, default: T) -> Result<T, String> {
+        match self.var(name) {
+            None => Ok(default),
+            Some(v) => v
+                .trim()
+                .parse()
+                .map_err(|_| format!("{name}: `{v}` is not a number")),
+        }
+    }
+
+    /// A size given in MiB, in bytes; never under 2 MiB.
+    fn mebibytes(&self, name: &str, default: i64) -> Result<i64, String> {
+        Ok(self.number(name, default)?.max(2) * MIB)
+    }
+
+    fn percent(
+        &self,
+        name: &str,
+        default: u8,
+        range: std::ops::RangeInclusive<u8>,
+    ) -> Result<u8, String> {
+        let n: u8 = self.number(name, default)?;
+        if range.contains(&n) {
+            Ok(n)
+        } else {
+            Err(format!(
+                "{name}: `{n}` is not a percent from {} to {}",
+                range.start(),
+                range.end()
+            ))
+        }
+    }
+
+    fn flag(&self, name: &str, default: bool) -> Result<bool, String> {
+        match self.var(name).as_deref() {
+            None => Ok(default),
+            Some("false") | Some("0") | Some("off") => Ok(false),
+            Some("true") | Some("1") | Some("on") => Ok(true),
+            Some(v) => Err(format!("{name}: `{v}` is not true or false")),
+        }
+    }
+}
+
+/// `POSTHORN_CA_FILE`: read now, so that a missing or empty file stops the start.
+fn ca_file(env: &Env<impl Fn(&str) -> Option<String>>) -> Result<Option<Vec<u8>>, String> {
+    let Some(path) = env.var("POSTHORN_CA_FILE") else {
+        return Ok(None);
+    };
+    let pem =
+        std::fs::read(&path).map_err(|e| format!("POSTHORN_CA_FILE: cannot read `{path}`: {e}"))?;
+    if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
+        return Err(format!(
+            "POSTHORN_CA_FILE: `{path}` holds no PEM certificate"
+        ));
+    }
+    Ok(Some(pem))
+}
+
+fn site_addr(env: &Env<impl Fn(&str) -> Option<String>>) -> Result<SocketAddr, String> {
+    let text = env
+        .var("LEPTOS_SITE_ADDR")
+        .unwrap_or_else(|| "127.0.0.1:3000".into());
+    text.parse()
+        .map_err(|_| format!("LEPTOS_SITE_ADDR: `{text}` is not host:port"))
+}
+
+/// `POSTHORN_PUBLIC_URL`, checked as a URL and kept without a trailing slash.
+fn public_url(env: &Env<impl Fn(&str) -> Option<String>>) -> Result<String, String> {
+    let text = env
+        .var("POSTHORN_PUBLIC_URL")
+        .unwrap_or_else(|| "http://127.0.0.1:3000".into());
+    url::Url::parse(&text).map_err(|e| format!("POSTHORN_PUBLIC_URL: {e}"))?;
+    Ok(text.trim_end_matches('/').to_string())
+}
+
+fn alert_mails_per_hour(env: &Env<impl Fn(&str) -> Option<String>>) -> Result<i64, String> {
+    let n = env.number("POSTHORN_ALERT_MAILS_PER_HOUR", 60i64)?;
+    if !(1..=100_000).contains(&n) {
+        return Err(format!(
+            "POSTHORN_ALERT_MAILS_PER_HOUR: `{n}` is not between 1 and 100000"
+        ));
+    }
+    Ok(n)
+}
+
+fn egress_proxy(env: &Env<impl Fn(&str) -> Option<String>>) -> Result<Option<EgressProxy>, String> {
+    env.var("POSTHORN_EGRESS_PROXY")
+        .map(|v| EgressProxy::parse(&v))
+        .transpose()
+        .map_err(|e| format!("POSTHORN_EGRESS_PROXY: {e}"))
+}
+
+fn plan_limits(
+    env: &Env<impl Fn(&str) -> Option<String>>,
+) -> Result<crate::core::ratelimit::PlanLimits, String> {
+    crate::core::ratelimit::PlanLimits::parse(&env.var("POSTHORN_PLAN_LIMITS").unwrap_or_default())
+        .map_err(|e| format!("POSTHORN_PLAN_LIMITS: {e}"))
 }
 
 #[cfg(test)]

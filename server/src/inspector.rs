@@ -48,12 +48,7 @@ async fn create(
     let (id, expires_at) =
         match app::ops::bins::create(&state.pool, &state.cfg, Some(addr.ip())).await {
             Err(AppError::TooMany(message)) => {
-                let mut r = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message)
-                    .into_response();
-                let now = chrono::Utc::now().timestamp();
-                r.headers_mut()
-                    .insert(header::RETRY_AFTER, (60 - now.rem_euclid(60)).into());
-                return Ok(r);
+                return Ok(rate_limited(message, chrono::Utc::now().timestamp()));
             }
             made => made?,
         };
@@ -206,11 +201,7 @@ async fn capture(
 ) -> Result<Response, ApiError> {
     let id = params.first().map(|(_, v)| v.clone()).unwrap_or_default();
     if bins::live(&state.pool, &id).await?.is_none() {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no such bin, or it has expired",
-        ));
+        return Err(no_such_bin());
     }
     let now = chrono::Utc::now().timestamp();
     let pass = header_text(&req, DISPATCH_PASS_HEADER);
@@ -227,48 +218,11 @@ async fn capture(
         CaptureSource::Project(_) => (state.cfg.project_capture_per_minute, "this project"),
     };
     if rate_counters::hit(&state.pool, &source.rate_bucket(), window_start(now)).await? > limit {
-        let mut r = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
-            format!("too many requests from {whose}"),
-        )
-        .into_response();
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, (60 - now.rem_euclid(60)).into());
-        return Ok(r);
+        return Ok(rate_limited(format!("too many requests from {whose}"), now));
     }
     let (parts, body) = req.into_parts();
-    let mut headers: Vec<(String, String)> = Vec::with_capacity(parts.headers.len());
-    for (name, value) in parts.headers.iter() {
-        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
-        if name == header::COOKIE {
-            if let Some(v) = without_session_cookie(&value) {
-                headers.push((name.to_string(), v));
-            }
-            continue;
-        }
-        // The dispatcher's pass is Posthorn's, not part of the delivery.
-        if name == DISPATCH_PASS_HEADER && matches!(source, CaptureSource::Project(_)) {
-            continue;
-        }
-        headers.push((name.to_string(), value));
-    }
-    let declared: Option<i64> = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok());
-    let (body, size, status) = match axum::body::to_bytes(Body::new(body), MAX_CAPTURE).await {
-        Ok(bytes) => {
-            let size = bytes.len() as i64;
-            (bytes.to_vec(), size, StatusCode::OK)
-        }
-        Err(_) => (
-            Vec::new(),
-            declared.unwrap_or(MAX_CAPTURE as i64 + 1),
-            StatusCode::PAYLOAD_TOO_LARGE,
-        ),
-    };
+    let headers = kept_headers(&parts.headers, &source);
+    let (body, size, status) = read_body(body, &parts.headers).await;
     let remote = addr.to_string();
     let limits = storage_limits(
         &source,
@@ -298,28 +252,7 @@ async fn capture(
         },
     )
     .await?;
-    match stored {
-        bins::Stored::Yes => {}
-        bins::Stored::NoSuchBin => return Err(no_such_bin()),
-        // Refusing is fairer than evicting: other people's bins keep what they caught.
-        bins::Stored::Full => {
-            return Err(ApiError::new(
-                StatusCode::INSUFFICIENT_STORAGE,
-                "insufficient_storage",
-                "the inspector's storage is full; captures resume as bins expire",
-            ))
-        }
-        // Past its share one source waits for its own captures to go; others still capture.
-        bins::Stored::ShareSpent => {
-            return Err(ApiError::new(
-                StatusCode::INSUFFICIENT_STORAGE,
-                "insufficient_storage",
-                format!(
-                    "{whose} holds its whole share of the inspector's storage; captures resume as its bins expire"
-                ),
-            ))
-        }
-    }
+    refusal(stored, whose)?;
     if status == StatusCode::PAYLOAD_TOO_LARGE {
         return Err(ApiError::new(
             status,
@@ -328,6 +261,76 @@ async fn capture(
         ));
     }
     Ok((StatusCode::OK, Json(serde_json::json!({ "ok": true }))).into_response())
+}
+
+/// 429 with the seconds left in the current minute's window.
+fn rate_limited(message: impl Into<String>, now: i64) -> Response {
+    let mut r =
+        ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message).into_response();
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, (60 - now.rem_euclid(60)).into());
+    r
+}
+
+/// The headers a capture keeps: all but Posthorn's own session cookies and, on a
+/// delivery, the dispatcher's pass (Posthorn's, not part of the delivery).
+fn kept_headers(headers: &header::HeaderMap, source: &CaptureSource) -> Vec<(String, String)> {
+    let mut kept = Vec::with_capacity(headers.len());
+    for (name, value) in headers.iter() {
+        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        if name == header::COOKIE {
+            if let Some(v) = without_session_cookie(&value) {
+                kept.push((name.to_string(), v));
+            }
+            continue;
+        }
+        if name == DISPATCH_PASS_HEADER && matches!(source, CaptureSource::Project(_)) {
+            continue;
+        }
+        kept.push((name.to_string(), value));
+    }
+    kept
+}
+
+/// The body, its size and the status the capture answers with: a body over
+/// [`MAX_CAPTURE`] is dropped and its declared size (or just over the cap) kept, with 413.
+async fn read_body(body: Body, headers: &header::HeaderMap) -> (Vec<u8>, i64, StatusCode) {
+    match axum::body::to_bytes(body, MAX_CAPTURE).await {
+        Ok(bytes) => (bytes.to_vec(), bytes.len() as i64, StatusCode::OK),
+        Err(_) => {
+            let declared: Option<i64> = headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok());
+            (
+                Vec::new(),
+                declared.unwrap_or(MAX_CAPTURE as i64 + 1),
+                StatusCode::PAYLOAD_TOO_LARGE,
+            )
+        }
+    }
+}
+
+/// The answer to a capture the storage did not take.
+fn refusal(stored: bins::Stored, whose: &str) -> Result<(), ApiError> {
+    match stored {
+        bins::Stored::Yes => Ok(()),
+        bins::Stored::NoSuchBin => Err(no_such_bin()),
+        // Refusing is fairer than evicting: other people's bins keep what they caught.
+        bins::Stored::Full => Err(ApiError::new(
+            StatusCode::INSUFFICIENT_STORAGE,
+            "insufficient_storage",
+            "the inspector's storage is full; captures resume as bins expire",
+        )),
+        // Past its share one source waits for its own captures to go; others still capture.
+        bins::Stored::ShareSpent => Err(ApiError::new(
+            StatusCode::INSUFFICIENT_STORAGE,
+            "insufficient_storage",
+            format!(
+                "{whose} holds its whole share of the inspector's storage; captures resume as its bins expire"
+            ),
+        )),
+    }
 }
 
 fn header_text(req: &Request, name: &str) -> Option<String> {

@@ -137,156 +137,213 @@ pub async fn cancel(conn: &mut PgConnection, access: &Access, id: i64) -> AppRes
     Ok(())
 }
 
+/// A running replay, as the tick reads it.
+#[derive(sqlx::FromRow)]
+struct Running {
+    id: i64,
+    project_id: i64,
+    created_by: String,
+    per_second: i32,
+}
+
 /// One second's worth of every running replay: up to `per_second` new attempts per
 /// endpoint. Returns how many attempts were queued.
 pub async fn tick(pool: &PgPool) -> AppResult<u64> {
-    let running: Vec<(i64, i64, String, i32)> = sqlx::query_as(
+    let running: Vec<Running> = sqlx::query_as(
         "SELECT id, project_id, created_by, per_second FROM replays WHERE status = 'running'",
     )
     .fetch_all(pool)
     .await?;
     let mut queued = 0;
-    for (id, project_id, by, per_second) in running {
-        let mut tx = pool.begin().await?;
-        // Lock the replay row: two servers ticking at once take turns.
-        let still: Option<String> =
-            sqlx::query_scalar("SELECT status FROM replays WHERE id = $1 FOR UPDATE SKIP LOCKED")
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        if still.as_deref() != Some("running") {
-            continue;
-        }
-        // Endpoint by endpoint (a skip scan of the items left), a few each: the cost
-        // follows the endpoints, never the items left (100,000 ranked every second).
-        let picked: Vec<(String, i64)> = sqlx::query_as(
-            "WITH RECURSIVE left_for(endpoint_id) AS (
-                (SELECT endpoint_id FROM replay_items
-                  WHERE replay_id = $1 AND delivery_id IS NULL ORDER BY endpoint_id LIMIT 1)
-                UNION ALL
-                SELECT (SELECT i.endpoint_id FROM replay_items i
-                         WHERE i.replay_id = $1 AND i.delivery_id IS NULL AND i.endpoint_id > l.endpoint_id
-                         ORDER BY i.endpoint_id LIMIT 1)
-                FROM left_for l WHERE l.endpoint_id IS NOT NULL
-             )
-             SELECT p.event_id, p.endpoint_id FROM left_for l
-             CROSS JOIN LATERAL (
-                SELECT i.event_id, i.endpoint_id FROM replay_items i
-                 WHERE i.replay_id = $1 AND i.delivery_id IS NULL AND i.endpoint_id = l.endpoint_id
-                 ORDER BY i.event_id LIMIT $2) p",
-        )
-        .bind(id)
-        .bind(per_second as i64)
-        .fetch_all(&mut *tx)
-        .await?;
-        if picked.is_empty() {
-            sqlx::query("UPDATE replays SET status = 'done', finished_at = now() WHERE id = $1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            continue;
-        }
-        let (events, endpoints): (Vec<String>, Vec<i64>) = picked.into_iter().unzip();
-        // Pairs whose event or endpoint is gone, or whose event was erased, are left out
-        // here, and so are those the endpoint's filter keeps out as it is now.
-        // In the order the events were accepted: keyed ones join their lanes in that order.
-        #[derive(sqlx::FromRow)]
-        struct Pair {
-            event_id: String,
-            event_type: String,
-            endpoint_id: i64,
-            url: String,
-            attempt: i32,
-            ordering_key: Option<String>,
-            filter: Option<String>,
-            data: String,
-            subjects: Option<Vec<String>>,
-        }
-        let queueable: Vec<Pair> = sqlx::query_as(
-            "SELECT p.event_id, ev.event_type, p.endpoint_id, e.url,
-                    (SELECT coalesce(max(attempt), 0) + 1 FROM deliveries x
-                     WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id) AS attempt,
-                    ev.ordering_key, e.filter, ev.data::text AS data, ev.subjects
-             FROM unnest($1::text[], $2::bigint[]) AS p(event_id, endpoint_id)
-             JOIN events ev ON ev.event_id = p.event_id AND ev.erased_at IS NULL AND ev.project_id = $3
-             JOIN endpoints e ON e.id = p.endpoint_id AND e.deleted_at IS NULL AND e.project_id = $3
-             ORDER BY ev.id",
-        )
-        .bind(&events)
-        .bind(&endpoints)
-        .bind(project_id)
-        .fetch_all(&mut *tx)
-        .await?;
-        let by = format!("{by} (bulk replay #{id})");
-        let mut attempts: Vec<NewAttempt> = queueable
-            .into_iter()
-            .filter(|p| {
-                super::targets::passes_now(
-                    p.filter.as_deref(),
-                    &p.event_type,
-                    &p.data,
-                    p.subjects.as_deref().unwrap_or_default(),
-                )
-                .is_none()
-            })
-            .map(|p| NewAttempt {
-                project_id,
-                event_id: p.event_id,
-                event_type: p.event_type,
-                endpoint_id: p.endpoint_id,
-                target_url: p.url,
-                attempt: p.attempt,
-                trigger: Trigger::ManualRetry,
-                triggered_by: Some(by.clone()),
-                scheduled_at: None,
-                chain_started_at: None,
-                request_id: new_request_id(),
-                // A replay joins the end of its key's lane.
-                lane: match p.ordering_key {
-                    Some(_) => Lane::Join { waits_for: None },
-                    None => Lane::Off,
-                },
-                ordering_key: p.ordering_key,
-            })
-            .collect();
-        super::lanes::join(&mut tx, &mut attempts).await?;
-        let pair_of: std::collections::HashMap<&str, &NewAttempt> = attempts
-            .iter()
-            .map(|a| (a.request_id.as_str(), a))
-            .collect();
-        let made: Vec<(i64, String, i64)> = super::attempts::insert(&mut tx, &attempts)
-            .await?
-            .into_iter()
-            .filter_map(|(delivery_id, request_id)| {
-                let a = pair_of.get(request_id.as_str())?;
-                Some((delivery_id, a.event_id.clone(), a.endpoint_id))
-            })
-            .collect();
-        // Pairs that could not be queued (event or endpoint gone, filtered out) are marked
-        // done with 0.
-        sqlx::query(
-            "UPDATE replay_items ri SET delivery_id = coalesce(m.id, 0)
-             FROM unnest($2::text[], $3::bigint[]) AS p(event_id, endpoint_id)
-             LEFT JOIN unnest($4::bigint[], $5::text[], $6::bigint[]) AS m(id, event_id, endpoint_id)
-               ON m.event_id = p.event_id AND m.endpoint_id = p.endpoint_id
-             WHERE ri.replay_id = $1 AND ri.event_id = p.event_id AND ri.endpoint_id = p.endpoint_id",
-        )
-        .bind(id)
-        .bind(&events)
-        .bind(&endpoints)
-        .bind(made.iter().map(|m| m.0).collect::<Vec<_>>())
-        .bind(made.iter().map(|m| m.1.clone()).collect::<Vec<_>>())
-        .bind(made.iter().map(|m| m.2).collect::<Vec<_>>())
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query("UPDATE replays SET queued = queued + $2 WHERE id = $1")
-            .bind(id)
-            .bind(events.len() as i32)
+    for replay in running {
+        queued += tick_one(pool, &replay).await?;
+    }
+    Ok(queued)
+}
+
+/// One replay's second, in its own transaction: pick the next pairs, queue those still
+/// deliverable, mark every picked pair as handled. A replay with nothing left is done.
+async fn tick_one(pool: &PgPool, replay: &Running) -> AppResult<u64> {
+    let mut tx = pool.begin().await?;
+    if !lock_running(&mut tx, replay.id).await? {
+        return Ok(0);
+    }
+    let picked = next_pairs(&mut tx, replay).await?;
+    if picked.is_empty() {
+        sqlx::query("UPDATE replays SET status = 'done', finished_at = now() WHERE id = $1")
+            .bind(replay.id)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        queued += made.len() as u64;
+        return Ok(0);
     }
-    Ok(queued)
+    let (events, endpoints): (Vec<String>, Vec<i64>) = picked.into_iter().unzip();
+    let mut attempts = queueable(&mut tx, replay, &events, &endpoints).await?;
+    super::lanes::join(&mut tx, &mut attempts).await?;
+    let made = insert(&mut tx, &attempts).await?;
+    mark_handled(&mut tx, replay.id, (&events, &endpoints), &made).await?;
+    tx.commit().await?;
+    Ok(made.len() as u64)
+}
+
+/// Locks the replay row if it is still running: two servers ticking at once take turns.
+async fn lock_running(conn: &mut PgConnection, id: i64) -> AppResult<bool> {
+    let still: Option<String> =
+        sqlx::query_scalar("SELECT status FROM replays WHERE id = $1 FOR UPDATE SKIP LOCKED")
+            .bind(id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    Ok(still.as_deref() == Some("running"))
+}
+
+/// The next (event, endpoint) pairs: endpoint by endpoint (a skip scan of the items
+/// left), a few each, so the cost follows the endpoints, never the items left (100,000
+/// ranked every second).
+async fn next_pairs(conn: &mut PgConnection, replay: &Running) -> AppResult<Vec<(String, i64)>> {
+    Ok(sqlx::query_as(
+        "WITH RECURSIVE left_for(endpoint_id) AS (
+            (SELECT endpoint_id FROM replay_items
+              WHERE replay_id = $1 AND delivery_id IS NULL ORDER BY endpoint_id LIMIT 1)
+            UNION ALL
+            SELECT (SELECT i.endpoint_id FROM replay_items i
+                     WHERE i.replay_id = $1 AND i.delivery_id IS NULL AND i.endpoint_id > l.endpoint_id
+                     ORDER BY i.endpoint_id LIMIT 1)
+            FROM left_for l WHERE l.endpoint_id IS NOT NULL
+         )
+         SELECT p.event_id, p.endpoint_id FROM left_for l
+         CROSS JOIN LATERAL (
+            SELECT i.event_id, i.endpoint_id FROM replay_items i
+             WHERE i.replay_id = $1 AND i.delivery_id IS NULL AND i.endpoint_id = l.endpoint_id
+             ORDER BY i.event_id LIMIT $2) p",
+    )
+    .bind(replay.id)
+    .bind(replay.per_second as i64)
+    .fetch_all(&mut *conn)
+    .await?)
+}
+
+/// A picked pair with what its attempt needs.
+#[derive(sqlx::FromRow)]
+struct Pair {
+    event_id: String,
+    event_type: String,
+    endpoint_id: i64,
+    url: String,
+    attempt: i32,
+    ordering_key: Option<String>,
+    filter: Option<String>,
+    data: String,
+    subjects: Option<Vec<String>>,
+}
+
+/// The attempts for the picked pairs, in the order the events were accepted (keyed ones
+/// join their lanes in that order). Pairs whose event or endpoint is gone, or whose event
+/// was erased, are left out, and so are those the endpoint's filter keeps out as it is now.
+async fn queueable(
+    conn: &mut PgConnection,
+    replay: &Running,
+    events: &[String],
+    endpoints: &[i64],
+) -> AppResult<Vec<NewAttempt>> {
+    let pairs: Vec<Pair> = sqlx::query_as(
+        "SELECT p.event_id, ev.event_type, p.endpoint_id, e.url,
+                (SELECT coalesce(max(attempt), 0) + 1 FROM deliveries x
+                 WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id) AS attempt,
+                ev.ordering_key, e.filter, ev.data::text AS data, ev.subjects
+         FROM unnest($1::text[], $2::bigint[]) AS p(event_id, endpoint_id)
+         JOIN events ev ON ev.event_id = p.event_id AND ev.erased_at IS NULL AND ev.project_id = $3
+         JOIN endpoints e ON e.id = p.endpoint_id AND e.deleted_at IS NULL AND e.project_id = $3
+         ORDER BY ev.id",
+    )
+    .bind(events)
+    .bind(endpoints)
+    .bind(replay.project_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let by = format!("{} (bulk replay #{})", replay.created_by, replay.id);
+    Ok(pairs
+        .into_iter()
+        .filter(|p| {
+            super::targets::passes_now(
+                p.filter.as_deref(),
+                &p.event_type,
+                &p.data,
+                p.subjects.as_deref().unwrap_or_default(),
+            )
+            .is_none()
+        })
+        .map(|p| attempt(replay.project_id, p, &by))
+        .collect())
+}
+
+fn attempt(project_id: i64, p: Pair, by: &str) -> NewAttempt {
+    NewAttempt {
+        project_id,
+        event_id: p.event_id,
+        event_type: p.event_type,
+        endpoint_id: p.endpoint_id,
+        target_url: p.url,
+        attempt: p.attempt,
+        trigger: Trigger::ManualRetry,
+        triggered_by: Some(by.to_string()),
+        scheduled_at: None,
+        chain_started_at: None,
+        request_id: new_request_id(),
+        // A replay joins the end of its key's lane.
+        lane: match p.ordering_key {
+            Some(_) => Lane::Join { waits_for: None },
+            None => Lane::Off,
+        },
+        ordering_key: p.ordering_key,
+    }
+}
+
+/// Inserts the attempts; returns each made delivery as (id, event, endpoint).
+async fn insert(
+    conn: &mut PgConnection,
+    attempts: &[NewAttempt],
+) -> AppResult<Vec<(i64, String, i64)>> {
+    let pair_of: std::collections::HashMap<&str, &NewAttempt> = attempts
+        .iter()
+        .map(|a| (a.request_id.as_str(), a))
+        .collect();
+    Ok(super::attempts::insert(conn, attempts)
+        .await?
+        .into_iter()
+        .filter_map(|(delivery_id, request_id)| {
+            let a = pair_of.get(request_id.as_str())?;
+            Some((delivery_id, a.event_id.clone(), a.endpoint_id))
+        })
+        .collect())
+}
+
+/// Every picked pair gets its delivery's id; those that could not be queued (event or
+/// endpoint gone, filtered out) are marked done with 0. The replay counts them all.
+async fn mark_handled(
+    conn: &mut PgConnection,
+    id: i64,
+    (events, endpoints): (&[String], &[i64]),
+    made: &[(i64, String, i64)],
+) -> AppResult<()> {
+    sqlx::query(
+        "UPDATE replay_items ri SET delivery_id = coalesce(m.id, 0)
+         FROM unnest($2::text[], $3::bigint[]) AS p(event_id, endpoint_id)
+         LEFT JOIN unnest($4::bigint[], $5::text[], $6::bigint[]) AS m(id, event_id, endpoint_id)
+           ON m.event_id = p.event_id AND m.endpoint_id = p.endpoint_id
+         WHERE ri.replay_id = $1 AND ri.event_id = p.event_id AND ri.endpoint_id = p.endpoint_id",
+    )
+    .bind(id)
+    .bind(events)
+    .bind(endpoints)
+    .bind(made.iter().map(|m| m.0).collect::<Vec<_>>())
+    .bind(made.iter().map(|m| m.1.clone()).collect::<Vec<_>>())
+    .bind(made.iter().map(|m| m.2).collect::<Vec<_>>())
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("UPDATE replays SET queued = queued + $2 WHERE id = $1")
+        .bind(id)
+        .bind(events.len() as i32)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
 }

@@ -18,42 +18,7 @@ pub async fn erase(rows: i64, projects: i64, runs: usize, reuse: Option<String>)
         None => {
             let (pool, url) = scratch_db().await;
             generate(&pool, &url, rows, projects, true).await;
-            let t = Instant::now();
-            let events = rows / 2 + 1;
-            let chunk = 500_000i64;
-            let mut from = 0;
-            while from < events {
-                let to = (from + chunk - 1).min(events - 1);
-                // The project of an event is that of its first attempt (row 2k).
-                sqlx::query(
-                    "INSERT INTO events (event_id, project_id, event_type, data, deliveries, created_at, subjects)
-                     SELECT 'evt_' || lpad(to_hex(k), 24, '0'),
-                            CASE WHEN (2 * k) % 10 = 0 THEN 1 ELSE 2 + (2 * k * 7919) % ($3 - 1) END,
-                            'payment.succeeded',
-                            json_build_object('customer', 'user:' || (k % $4), 'email', 'person' || (k % $4) || '@example.com',
-                                              'amount', k % 9000, 'note', repeat('x', 40)),
-                            2, now() - interval '14 days' * (1 - (2 * k)::float8 / $5) + interval '1 second',
-                            ARRAY['user:' || (k % $4)]
-                       FROM generate_series($1::bigint, $2::bigint) k",
-                )
-                .bind(from)
-                .bind(to)
-                .bind(projects)
-                .bind(SUBJECTS)
-                .bind(rows as f64)
-                .execute(&pool)
-                .await
-                .unwrap();
-                from = to + 1;
-            }
-            sqlx::query("VACUUM ANALYZE events")
-                .execute(&pool)
-                .await
-                .unwrap();
-            println!(
-                "generated {events} events in {:.0} s; database {url}",
-                t.elapsed().as_secs_f64()
-            );
+            generate_events(&pool, &url, rows, projects).await;
             (pool, url)
         }
     };
@@ -66,8 +31,11 @@ pub async fn erase(rows: i64, projects: i64, runs: usize, reuse: Option<String>)
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let runner = tokio::spawn(server::replayer::run(pool.clone(), stopped));
     let (key, _) = db::api_keys::create(&pool, 1, "bench").await.unwrap();
-    let http = reqwest::Client::new();
-    let api = |path: &str| format!("http://{addr}/public/v1{path}");
+    let api = Api {
+        http: reqwest::Client::new(),
+        key,
+        url: format!("http://{addr}/public/v1/erasures"),
+    };
     println!("\n{attempts} attempts, {events} events; one subject of project 1 at a time");
     println!("| subject | events | attempts | time to done (ms) |");
     println!("|---|---|---|---|");
@@ -77,45 +45,11 @@ pub async fn erase(rows: i64, projects: i64, runs: usize, reuse: Option<String>)
         .fetch_one(&pool)
         .await
         .unwrap();
-    let erase_one = |subject: String| {
-        let (http, key, url) = (http.clone(), key.clone(), api("/erasures"));
-        async move {
-            let t = Instant::now();
-            let created: serde_json::Value = http
-                .post(&url)
-                .bearer_auth(&key)
-                .json(&serde_json::json!({ "subject": subject }))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            let id = created["id"].as_i64().expect("an erasure id");
-            loop {
-                let e: serde_json::Value = http
-                    .get(format!("{url}/{id}"))
-                    .bearer_auth(&key)
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
-                if e["status"] == "done" {
-                    let ms = t.elapsed().as_secs_f64() * 1000.0;
-                    println!(
-                        "| {subject} | {} | {} | {ms:.0} |",
-                        e["events"], e["attempts"]
-                    );
-                    return ms;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
-    };
     for run in 0..runs as i64 {
-        times.push(erase_one(format!("user:{}", 5 * (1 + taken + run))).await);
+        times.push(
+            api.erase_one(format!("user:{}", 5 * (1 + taken + run)))
+                .await,
+        );
     }
     times.sort_by(|a, b| a.partial_cmp(b).unwrap());
     println!(
@@ -133,7 +67,92 @@ pub async fn erase(rows: i64, projects: i64, runs: usize, reuse: Option<String>)
     .execute(&pool)
     .await
     .unwrap();
-    erase_one(bulk).await;
+    api.erase_one(bulk).await;
     let _ = stop.send(true);
     let _ = runner.await;
+}
+
+/// The attempts' `rows / 2 + 1` events, each naming one subject, in chunks of 500,000.
+async fn generate_events(pool: &sqlx::PgPool, url: &str, rows: i64, projects: i64) {
+    let t = Instant::now();
+    let events = rows / 2 + 1;
+    let chunk = 500_000i64;
+    let mut from = 0;
+    while from < events {
+        let to = (from + chunk - 1).min(events - 1);
+        // The project of an event is that of its first attempt (row 2k).
+        sqlx::query(
+            "INSERT INTO events (event_id, project_id, event_type, data, deliveries, created_at, subjects)
+             SELECT 'evt_' || lpad(to_hex(k), 24, '0'),
+                    CASE WHEN (2 * k) % 10 = 0 THEN 1 ELSE 2 + (2 * k * 7919) % ($3 - 1) END,
+                    'payment.succeeded',
+                    json_build_object('customer', 'user:' || (k % $4), 'email', 'person' || (k % $4) || '@example.com',
+                                      'amount', k % 9000, 'note', repeat('x', 40)),
+                    2, now() - interval '14 days' * (1 - (2 * k)::float8 / $5) + interval '1 second',
+                    ARRAY['user:' || (k % $4)]
+               FROM generate_series($1::bigint, $2::bigint) k",
+        )
+        .bind(from)
+        .bind(to)
+        .bind(projects)
+        .bind(SUBJECTS)
+        .bind(rows as f64)
+        .execute(pool)
+        .await
+        .unwrap();
+        from = to + 1;
+    }
+    sqlx::query("VACUUM ANALYZE events")
+        .execute(pool)
+        .await
+        .unwrap();
+    println!(
+        "generated {events} events in {:.0} s; database {url}",
+        t.elapsed().as_secs_f64()
+    );
+}
+
+/// The erasures API as project 1's key sees it.
+struct Api {
+    http: reqwest::Client,
+    key: String,
+    url: String,
+}
+
+impl Api {
+    /// Asks for the erasure of `subject` and polls it until done; prints its row and
+    /// returns the milliseconds it took.
+    async fn erase_one(&self, subject: String) -> f64 {
+        let t = Instant::now();
+        let created = json(
+            self.http
+                .post(&self.url)
+                .bearer_auth(&self.key)
+                .json(&serde_json::json!({ "subject": subject })),
+        )
+        .await;
+        let id = created["id"].as_i64().expect("an erasure id");
+        loop {
+            let e = json(
+                self.http
+                    .get(format!("{}/{id}", self.url))
+                    .bearer_auth(&self.key),
+            )
+            .await;
+            if e["status"] == "done" {
+                let ms = t.elapsed().as_secs_f64() * 1000.0;
+                println!(
+                    "| {subject} | {} | {} | {ms:.0} |",
+                    e["events"], e["attempts"]
+                );
+                return ms;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// Sends the request and reads its answer as JSON.
+async fn json(request: reqwest::RequestBuilder) -> serde_json::Value {
+    request.send().await.unwrap().json().await.unwrap()
 }

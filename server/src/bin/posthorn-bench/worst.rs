@@ -135,12 +135,23 @@ fn filter_case(runs: usize) {
     );
 }
 
-/// (name, schema, the largest event for it).
-fn schemas() -> Vec<(&'static str, String, Value)> {
-    let big_strings = json!((0..100)
-        .map(|i| format!("{i}{}", "q".repeat(DATA_BYTES / 100 - 8)))
-        .collect::<Vec<_>>());
-    let mut out = vec![
+type Case = (&'static str, String, Value);
+
+/// (name, schema, the largest event for it), in a fixed order: a case is run by its index.
+fn schemas() -> Vec<Case> {
+    [
+        doubling_cases(),
+        alternative_cases(),
+        pattern_cases(),
+        repeated_read_cases(),
+        vec![recursive_tree()],
+    ]
+    .concat()
+}
+
+/// References that double at every level, by each way a schema may refer.
+fn doubling_cases() -> Vec<Case> {
+    vec![
         (
             "references doubling 14 levels (2^14 terms expanded)",
             doubling(14, |i| format!("#/$defs/a{i}"), |_| json!({})),
@@ -178,39 +189,46 @@ fn schemas() -> Vec<(&'static str, String, Value)> {
             ),
             json!(7),
         ),
-    ];
-    // Per-value terms at the limit: every item tried against ~990 alternatives.
+    ]
+}
+
+/// Per-value terms at the limit: every item tried against ~990 alternatives, and past it.
+fn alternative_cases() -> Vec<Case> {
     let alternatives: Vec<Value> = (0..990)
         .map(|i| json!({"const": format!("v{i}")}))
         .collect();
     let per_item = json!({"type": "array", "items": {"anyOf": alternatives}}).to_string();
-    out.push((
-        "anyOf of 990 per item, an array at the budget",
-        per_item.clone(),
-        json!(vec!["none"; 1_900]),
-    ));
-    out.push((
-        "anyOf of 990 per item, a 250 KB array",
-        per_item,
-        json!(vec![0; DATA_BYTES / 2]),
-    ));
-    let alternatives: Vec<Value> = (0..2_100).map(|i| json!({"const": i})).collect();
-    out.push((
-        "anyOf of 2,100 per item",
-        json!({"items": {"anyOf": alternatives}}).to_string(),
-        json!([1]),
-    ));
-    // Patterns at the size limit, each applied to every string.
+    let too_many: Vec<Value> = (0..2_100).map(|i| json!({"const": i})).collect();
+    vec![
+        (
+            "anyOf of 990 per item, an array at the budget",
+            per_item.clone(),
+            json!(vec!["none"; 1_900]),
+        ),
+        (
+            "anyOf of 990 per item, a 250 KB array",
+            per_item,
+            json!(vec![0; DATA_BYTES / 2]),
+        ),
+        (
+            "anyOf of 2,100 per item",
+            json!({"items": {"anyOf": too_many}}).to_string(),
+            json!([1]),
+        ),
+    ]
+}
+
+/// Patterns at the size limit, each applied to every string; patterns past it; and a
+/// pattern made to overflow its lazy DFA's cache on one 250 KB string.
+fn pattern_cases() -> Vec<Case> {
+    let big_strings = json!((0..100)
+        .map(|i| format!("{i}{}", "q".repeat(DATA_BYTES / 100 - 8)))
+        .collect::<Vec<_>>());
     let w = widest();
-    let patterns: Vec<Value> = (0..64)
+    let at_limit: Vec<Value> = (0..64)
         .map(|i| json!({"pattern": format!("\\w{{{w}}}z{i}")}))
         .collect();
-    out.push((
-        "64 patterns at the size limit, per item, on 250 KB of strings",
-        json!({"items": {"allOf": patterns}}).to_string(),
-        big_strings.clone(),
-    ));
-    let patterns: serde_json::Map<String, Value> = (0..2_000)
+    let past_limit: serde_json::Map<String, Value> = (0..2_000)
         .map(|i| {
             (
                 format!("p{i}"),
@@ -218,21 +236,28 @@ fn schemas() -> Vec<(&'static str, String, Value)> {
             )
         })
         .collect();
-    out.push((
-        "2,000 patterns of ~10 MiB each",
-        json!({"properties": patterns}).to_string(),
-        json!({}),
-    ));
-    // A pattern made to overflow its lazy DFA's cache, on one 250 KB string, and per item
-    // on a 250 KB array of strings.
     let thrash = format!("[ab]*a[ab]{{{}}}$", widest_thrash());
-    let text = "ab".repeat(DATA_BYTES / 2);
-    out.push((
-        "a DFA-thrashing pattern on one 250 KB string",
-        json!({"properties": {"s": {"pattern": thrash}}}).to_string(),
-        json!({"s": text}),
-    ));
-    // Nine doubling levels whose leaf reads the same long string: 512 reads of it.
+    vec![
+        (
+            "64 patterns at the size limit, per item, on 250 KB of strings",
+            json!({"items": {"allOf": at_limit}}).to_string(),
+            big_strings,
+        ),
+        (
+            "2,000 patterns of ~10 MiB each",
+            json!({"properties": past_limit}).to_string(),
+            json!({}),
+        ),
+        (
+            "a DFA-thrashing pattern on one 250 KB string",
+            json!({"properties": {"s": {"pattern": thrash}}}).to_string(),
+            json!({"s": "ab".repeat(DATA_BYTES / 2)}),
+        ),
+    ]
+}
+
+/// Nine doubling levels whose leaf reads the same long string: 512 reads of it.
+fn repeated_read_cases() -> Vec<Case> {
     let mut defs = serde_json::Map::new();
     for i in 0..9 {
         let next = format!("#/$defs/a{}", i + 1);
@@ -246,24 +271,28 @@ fn schemas() -> Vec<(&'static str, String, Value)> {
         json!({"type": "string", "pattern": "^[a-z ]+$"}),
     );
     let readers = json!({"properties": {"s": {"$ref": "#/$defs/a0"}}, "$defs": defs}).to_string();
-    out.push((
-        "512 reads of one string, a 250 KB one",
-        readers.clone(),
-        json!({"s": "ab ".repeat(DATA_BYTES / 3)}),
-    ));
-    out.push((
-        "512 reads of one string, a 7 KB one",
-        readers,
-        json!({"s": "ab ".repeat(2_400)}),
-    ));
-    // Recursion: a tree, checked on data nested as deep as the API allows.
+    vec![
+        (
+            "512 reads of one string, a 250 KB one",
+            readers.clone(),
+            json!({"s": "ab ".repeat(DATA_BYTES / 3)}),
+        ),
+        (
+            "512 reads of one string, a 7 KB one",
+            readers,
+            json!({"s": "ab ".repeat(2_400)}),
+        ),
+    ]
+}
+
+/// Recursion: a tree, checked on data nested as deep as the API allows.
+fn recursive_tree() -> Case {
     let tree = json!({"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "properties": {"c": {"type": "array", "items": {"$ref": "#/$defs/n"}}}, "anyOf": [{"required": ["c"]}, {"required": ["leaf"]}]}}}).to_string();
     let mut nested = json!({"leaf": 1});
     for _ in 0..60 {
         nested = json!({"c": [nested.clone(), {"leaf": 2}]});
     }
-    out.push(("a recursive tree, 60 levels deep", tree, nested));
-    out
+    ("a recursive tree, 60 levels deep", tree, nested)
 }
 
 /// A schema whose levels each refer twice to the next, by `reference`.

@@ -105,16 +105,7 @@ pub async fn latency(
     let url = rig.receiver_url("/hook");
     rig.endpoint(&rig.key, &url).await;
     make_backlog(&rig, backlog, rows).await;
-    let wide = match backlog {
-        Backlog::KeyedBatches | Backlog::Batches => {
-            Some(super::neighbours::wide_project(&rig).await)
-        }
-        _ => None,
-    };
-    let costly = match backlog {
-        Backlog::CostlyDefinitions => Some(super::costly::setup(&rig).await),
-        _ => None,
-    };
+    let neighbours = Neighbours::prepare(&rig, backlog).await;
     // Warm the connections and caches, unmeasured.
     rig.paced(&rig.key, rate.min(100), 2).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -122,30 +113,11 @@ pub async fn latency(
     let before = rig.cpu();
     let counters = pg_counters(&rig.pool).await;
     let counting = statements_reset(&rig.pool).await;
-    let batches = wide.map(|key| {
-        tokio::spawn(super::neighbours::batches(
-            rig.client.clone(),
-            rig.server.base.clone(),
-            key,
-            matches!(backlog, Backlog::KeyedBatches),
-        ))
-    });
-    let costly = costly.map(|key| {
-        tokio::spawn(super::costly::send(
-            rig.client.clone(),
-            rig.server.base.clone(),
-            key,
-            seconds,
-        ))
-    });
+    let running = neighbours.start(&rig, seconds);
     let (sent, refused) = rig.paced_keyed(&rig.key, rate, seconds, keys).await;
-    if let Some(b) = batches {
-        let _ = b.await;
+    for task in running {
+        let _ = task.await;
     }
-    if let Some(c) = costly {
-        let _ = c.await;
-    }
-    let ids: Vec<&str> = sent.iter().map(|(id, _)| id.as_str()).collect();
     rig.wait_for(
         "SELECT count(*) FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
          WHERE d.status IN ('pending', 'in_flight') AND e.url LIKE '%/hook'",
@@ -166,6 +138,74 @@ pub async fn latency(
     } = rig;
     drop(server);
     let (first, _) = receiver.finish();
+    let lat = report_latency((rate, seconds, keys), &sent, refused, &first);
+    let events = sent.len() as i64;
+    println!(
+        "PostgreSQL: {:.2} commits and {:.2} WAL flushes per event",
+        (counters_after.0 - counters.0) as f64 / events.max(1) as f64,
+        (counters_after.1 - counters.1) as f64 / events.max(1) as f64
+    );
+    writes.report(&writes_after, events.max(1) as u64, "event (one endpoint)");
+    before.report(&after, lat.len() as u64, "delivery");
+}
+
+/// The other projects that send while the measured one does: batches to 500 endpoints,
+/// or events meeting the costliest definitions.
+struct Neighbours {
+    backlog: Backlog,
+    wide: Option<String>,
+    costly: Option<String>,
+}
+
+impl Neighbours {
+    async fn prepare(rig: &Rig, backlog: Backlog) -> Neighbours {
+        let wide = match backlog {
+            Backlog::KeyedBatches | Backlog::Batches => {
+                Some(super::neighbours::wide_project(rig).await)
+            }
+            _ => None,
+        };
+        let costly = match backlog {
+            Backlog::CostlyDefinitions => Some(super::costly::setup(rig).await),
+            _ => None,
+        };
+        Neighbours {
+            backlog,
+            wide,
+            costly,
+        }
+    }
+
+    /// Starts them sending; the measurement waits for the tasks once its own events are in.
+    fn start(self, rig: &Rig, seconds: u64) -> Vec<tokio::task::JoinHandle<()>> {
+        let batches = self.wide.map(|key| {
+            tokio::spawn(super::neighbours::batches(
+                rig.client.clone(),
+                rig.server.base.clone(),
+                key,
+                matches!(self.backlog, Backlog::KeyedBatches),
+            ))
+        });
+        let costly = self.costly.map(|key| {
+            tokio::spawn(super::costly::send(
+                rig.client.clone(),
+                rig.server.base.clone(),
+                key,
+                seconds,
+            ))
+        });
+        batches.into_iter().chain(costly).collect()
+    }
+}
+
+/// Prints how many events went in and came out, and the latency from the intended send
+/// to the receipt; returns the latencies in ms, sorted.
+fn report_latency(
+    (rate, seconds, keys): (u64, u64, u64),
+    sent: &[(String, i64)],
+    refused: u64,
+    first: &std::collections::HashMap<String, i64>,
+) -> Vec<f64> {
     let mut lat: Vec<f64> = sent
         .iter()
         .filter_map(|(id, at)| first.get(id).map(|r| (r - at) as f64 / 1000.0))
@@ -177,7 +217,7 @@ pub async fn latency(
             0 => String::new(),
             n => format!(" over {n} ordering keys"),
         },
-        ids.len(),
+        sent.len(),
         lat.len()
     );
     println!(
@@ -187,12 +227,5 @@ pub async fn latency(
         percentile(&lat, 0.99),
         percentile(&lat, 1.0)
     );
-    let events = ids.len() as i64;
-    println!(
-        "PostgreSQL: {:.2} commits and {:.2} WAL flushes per event",
-        (counters_after.0 - counters.0) as f64 / events.max(1) as f64,
-        (counters_after.1 - counters.1) as f64 / events.max(1) as f64
-    );
-    writes.report(&writes_after, events.max(1) as u64, "event (one endpoint)");
-    before.report(&after, lat.len() as u64, "delivery");
+    lat
 }

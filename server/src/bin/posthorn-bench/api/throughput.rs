@@ -71,6 +71,52 @@ pub async fn fanout(endpoints: usize, rate: u64, seconds: u64, env: Vec<(String,
     before.report(&after, all.len() as u64, "delivery");
 }
 
+/// Sets the JSON Schema of `order.paid` through the API.
+async fn set_schema(rig: &Rig, schema: &str) {
+    let r = rig
+        .client
+        .put(format!(
+            "{}/public/v1/event-types/order.paid/schema",
+            rig.server.base
+        ))
+        .bearer_auth(&rig.key)
+        .header("content-type", "application/json")
+        .body(schema.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        r.status().is_success(),
+        "schema: {}",
+        r.text().await.unwrap_or_default()
+    );
+}
+
+/// `concurrency` clients sending back to back until `until`, `batch` events a request;
+/// returns how many events were accepted.
+async fn send_closed_loop(rig: &Rig, concurrency: usize, batch: u64, until: Instant) -> u64 {
+    let mut tasks = tokio::task::JoinSet::new();
+    for c in 0..concurrency {
+        let (client, base, key) = (rig.client.clone(), rig.server.base.clone(), rig.key.clone());
+        tasks.spawn(async move {
+            let (mut ok, mut i) = (0u64, c as u64 * 1_000_000_000);
+            while Instant::now() < until {
+                ok += match batch {
+                    1 => Rig::send(&client, &base, &key, i, 0).await.map_or(0, |_| 1),
+                    n => Rig::send_batch(&client, &base, &key, i, n).await,
+                };
+                i += batch;
+            }
+            ok
+        });
+    }
+    let mut accepted = 0;
+    while let Some(n) = tasks.join_next().await {
+        accepted += n.unwrap();
+    }
+    accepted
+}
+
 /// What `ingest` sends to.
 pub struct Subscribers {
     pub endpoints: usize,
@@ -98,47 +144,18 @@ pub async fn ingest(
             .await;
     }
     if let Some(schema) = &to.schema {
-        let r = rig
-            .client
-            .put(format!(
-                "{}/public/v1/event-types/order.paid/schema",
-                rig.server.base
-            ))
-            .bearer_auth(&rig.key)
-            .header("content-type", "application/json")
-            .body(schema.clone())
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            r.status().is_success(),
-            "schema: {}",
-            r.text().await.unwrap_or_default()
-        );
+        set_schema(&rig, schema).await;
     }
     let before = rig.cpu();
     let counting = statements_reset(&rig.pool).await;
     let started = Instant::now();
-    let until = started + Duration::from_secs(seconds);
-    let mut tasks = tokio::task::JoinSet::new();
-    for c in 0..concurrency {
-        let (client, base, key) = (rig.client.clone(), rig.server.base.clone(), rig.key.clone());
-        tasks.spawn(async move {
-            let (mut ok, mut i) = (0u64, c as u64 * 1_000_000_000);
-            while Instant::now() < until {
-                ok += match batch {
-                    1 => Rig::send(&client, &base, &key, i, 0).await.map_or(0, |_| 1),
-                    n => Rig::send_batch(&client, &base, &key, i, n).await,
-                };
-                i += batch;
-            }
-            ok
-        });
-    }
-    let mut accepted = 0;
-    while let Some(n) = tasks.join_next().await {
-        accepted += n.unwrap();
-    }
+    let accepted = send_closed_loop(
+        &rig,
+        concurrency,
+        batch,
+        started + Duration::from_secs(seconds),
+    )
+    .await;
     let sending = started.elapsed().as_secs_f64();
     let delivered_then: i64 =
         sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE status = 'succeeded'")
