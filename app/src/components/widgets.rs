@@ -62,6 +62,17 @@ fn local_parts(at: DateTime<Utc>) -> [u32; 5] {
     ]
 }
 
+/// Runs `tick` every `period` for as long as the calling component lives.
+#[cfg(feature = "hydrate")]
+pub fn every(period: std::time::Duration, tick: impl Fn() + 'static) {
+    let handle = set_interval_with_handle(tick, period);
+    on_cleanup(move || {
+        if let Ok(h) = handle {
+            h.clear();
+        }
+    });
+}
+
 /// Whether a key press on an expandable row (not on a control inside it) toggles it:
 /// Enter or Space, as on a button. The caller's default action is stopped.
 pub fn is_toggle_key(ev: &leptos::ev::KeyboardEvent) -> bool {

@@ -139,119 +139,15 @@ fn DeliveryTable(
     let tick = RwSignal::new(0u32);
     // Attempts newer than the newest row that match the view (first page only).
     let newer = RwSignal::new(0i64);
-
     #[cfg(not(feature = "hydrate"))]
     let _ = (search_ref, filter);
     #[cfg(feature = "hydrate")]
     {
-        use crate::deliveries::refresh_rows;
-        use leptos::task::spawn_local;
-        // Queued rows move to their outcome without a reload; every third second the
-        // first page asks how many newer attempts match (not while the tab is hidden).
-        let handle = set_interval_with_handle(
-            move || {
-                tick.update(|t| *t = t.wrapping_add(1));
-                let f = filter.get_untracked();
-                if tick.get_untracked().is_multiple_of(3)
-                    && f.cursor.is_none()
-                    && !document().hidden()
-                {
-                    let (id, at) = rows
-                        .with_untracked(|v| {
-                            v.iter()
-                                .map(|r| (r.id, r.created_at))
-                                .max_by_key(|x| (x.1, x.0))
-                        })
-                        .unwrap_or((0, chrono::DateTime::<chrono::Utc>::UNIX_EPOCH));
-                    spawn_local(async move {
-                        if let Ok(n) = crate::deliveries::count_newer(f, id, at).await {
-                            newer.set(n);
-                        }
-                    });
-                }
-                let live: Vec<(i64, i64)> = rows.with_untracked(|v| {
-                    v.iter()
-                        .filter(|r| r.status.is_live())
-                        .map(|r| (r.project_id, r.id))
-                        .collect()
-                });
-                let Some(project_id) = live.first().map(|x| x.0) else {
-                    return;
-                };
-                let ids: Vec<i64> = live
-                    .iter()
-                    .filter(|x| x.0 == project_id)
-                    .map(|x| x.1)
-                    .collect();
-                spawn_local(async move {
-                    if let Ok(fresh) = refresh_rows(project_id, ids).await {
-                        rows.update(|v| {
-                            for f in fresh {
-                                if let Some(r) = v.iter_mut().find(|r| r.id == f.id) {
-                                    *r = f;
-                                }
-                            }
-                        });
-                    }
-                });
-            },
-            std::time::Duration::from_millis(1000),
-        );
-        on_cleanup(move || {
-            if let Ok(h) = handle {
-                h.clear();
-            }
-        });
-        let keys = window_event_listener(leptos::ev::keydown, move |ev| {
-            let typing = ev
-                .target()
-                .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
-                .map(|el| {
-                    matches!(
-                        el.tag_name().as_str(),
-                        "INPUT" | "SELECT" | "TEXTAREA" | "BUTTON" | "A"
-                    )
-                })
-                .unwrap_or(false);
-            if typing || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
-                return;
-            }
-            let ids: Vec<i64> = rows.with_untracked(|v| v.iter().map(|r| r.id).collect());
-            let count = ids.len();
-            let pos = selected
-                .get_untracked()
-                .and_then(|s| ids.iter().position(|i| *i == s));
-            match ev.key().as_str() {
-                "/" => {
-                    ev.prevent_default();
-                    if let Some(input) = search_ref.get_untracked() {
-                        let _ = input.focus();
-                    }
-                }
-                "j" if count > 0 => {
-                    focus_row(ids[pos.map(|p| (p + 1).min(count - 1)).unwrap_or(0)]);
-                }
-                "k" if count > 0 => {
-                    focus_row(ids[pos.map(|p| p.saturating_sub(1)).unwrap_or(0)]);
-                }
-                "Enter" => {
-                    if let Some(id) = selected.get_untracked() {
-                        expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
-                    }
-                }
-                _ => {}
-            }
-        });
-        on_cleanup(move || keys.remove());
+        follow_rows(rows, filter, tick, newer);
+        keyboard(rows, selected, expanded, search_ref);
     }
-
     view! {
-        {move || (newer.get() > 0).then(|| view! {
-            <button type="button" class="newbar" data-testid="new-rows-bar" data-count=newer.get().to_string()
-                on:click=move |_| { newer.set(0); page.refetch(); }>
-                {match newer.get() { n @ 100.. => format!("{n}+ new — show"), n => format!("{n} new — show") }}
-            </button>
-        })}
+        <NewRowsBar newer page/>
         <div class="deliveries" role="table" aria-label="Delivery attempts">
             <div class="drow dhead" role="row">
                 <span role="columnheader">"Status"</span>
@@ -277,6 +173,132 @@ fn DeliveryTable(
     }
 }
 
+/// "N new — show": reloads the first page with the attempts that arrived since.
+#[component]
+fn NewRowsBar(newer: RwSignal<i64>, page: PageResource) -> impl IntoView {
+    move || {
+        (newer.get() > 0).then(|| view! {
+            <button type="button" class="newbar" data-testid="new-rows-bar" data-count=newer.get().to_string()
+                on:click=move |_| { newer.set(0); page.refetch(); }>
+                {match newer.get() { n @ 100.. => format!("{n}+ new — show"), n => format!("{n} new — show") }}
+            </button>
+        })
+    }
+}
+
+/// Queued rows move to their outcome without a reload; every third second the first page
+/// asks how many newer attempts match (not while the tab is hidden).
+#[cfg(feature = "hydrate")]
+fn follow_rows(
+    rows: RwSignal<Vec<DeliveryRow>>,
+    filter: Memo<DeliveryFilter>,
+    tick: RwSignal<u32>,
+    newer: RwSignal<i64>,
+) {
+    use leptos::task::spawn_local;
+    crate::components::widgets::every(std::time::Duration::from_millis(1000), move || {
+        tick.update(|t| *t = t.wrapping_add(1));
+        let f = filter.get_untracked();
+        if tick.get_untracked().is_multiple_of(3) && f.cursor.is_none() && !document().hidden() {
+            let (id, at) = rows
+                .with_untracked(|v| {
+                    v.iter()
+                        .map(|r| (r.id, r.created_at))
+                        .max_by_key(|x| (x.1, x.0))
+                })
+                .unwrap_or((0, chrono::DateTime::<chrono::Utc>::UNIX_EPOCH));
+            spawn_local(async move {
+                if let Ok(n) = crate::deliveries::count_newer(f, id, at).await {
+                    newer.set(n);
+                }
+            });
+        }
+        refresh_live(rows);
+    });
+}
+
+/// Asks again for the rows still waiting or running (of the first one's project).
+#[cfg(feature = "hydrate")]
+fn refresh_live(rows: RwSignal<Vec<DeliveryRow>>) {
+    let live: Vec<(i64, i64)> = rows.with_untracked(|v| {
+        v.iter()
+            .filter(|r| r.status.is_live())
+            .map(|r| (r.project_id, r.id))
+            .collect()
+    });
+    let Some(project_id) = live.first().map(|x| x.0) else {
+        return;
+    };
+    let ids: Vec<i64> = live
+        .iter()
+        .filter(|x| x.0 == project_id)
+        .map(|x| x.1)
+        .collect();
+    leptos::task::spawn_local(async move {
+        if let Ok(fresh) = crate::deliveries::refresh_rows(project_id, ids).await {
+            rows.update(|v| {
+                for f in fresh {
+                    if let Some(r) = v.iter_mut().find(|r| r.id == f.id) {
+                        *r = f;
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// The list's keys, outside text fields: `/` searches, `j` and `k` move between rows,
+/// Enter opens or closes the selected one.
+#[cfg(feature = "hydrate")]
+fn keyboard(
+    rows: RwSignal<Vec<DeliveryRow>>,
+    selected: RwSignal<Option<i64>>,
+    expanded: RwSignal<Option<i64>>,
+    search_ref: NodeRef<html::Input>,
+) {
+    let keys = window_event_listener(leptos::ev::keydown, move |ev| {
+        let typing = ev
+            .target()
+            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+            .map(|el| {
+                matches!(
+                    el.tag_name().as_str(),
+                    "INPUT" | "SELECT" | "TEXTAREA" | "BUTTON" | "A"
+                )
+            })
+            .unwrap_or(false);
+        if typing || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
+            return;
+        }
+        let ids: Vec<i64> = rows.with_untracked(|v| v.iter().map(|r| r.id).collect());
+        let count = ids.len();
+        let pos = selected
+            .get_untracked()
+            .and_then(|s| ids.iter().position(|i| *i == s));
+        match ev.key().as_str() {
+            "/" => {
+                ev.prevent_default();
+                if let Some(input) = search_ref.get_untracked() {
+                    let _ = input.focus();
+                }
+            }
+            "j" if count > 0 => {
+                focus_row(ids[pos.map(|p| (p + 1).min(count - 1)).unwrap_or(0)]);
+            }
+            "k" if count > 0 => {
+                focus_row(ids[pos.map(|p| p.saturating_sub(1)).unwrap_or(0)]);
+            }
+            "Enter" => {
+                if let Some(id) = selected.get_untracked() {
+                    expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
+                }
+            }
+            _ => {}
+        }
+    });
+    on_cleanup(move || keys.remove());
+}
+
 #[component]
 fn Row(
     row: DeliveryRow,
@@ -288,35 +310,10 @@ fn Row(
     let id = row.id;
     let is_open = move || expanded.get() == Some(id);
     let is_selected = move || selected.get() == Some(id);
-    let code = row
-        .response_status
-        .map(|c| c.to_string())
-        .unwrap_or_else(|| "—".into());
-    let code_class = match row.response_status {
-        Some(c) if (200..300).contains(&c) => "code ok",
-        Some(c) if (400..500).contains(&c) => "code warn",
-        Some(_) => "code bad",
-        None => "code none",
+    let toggle = move || {
+        selected.set(Some(id));
+        expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
     };
-    let duration = row
-        .duration_ms
-        .map(|d| format_millis(d as i64))
-        .unwrap_or_else(|| "—".into());
-    let trigger = (row.trigger != Trigger::Auto).then(|| row.trigger.label());
-    // Support staff look across projects: each row says whose it is.
-    let project = use_context::<crate::model::Viewer>()
-        .filter(|v| v.is_support)
-        .map(|v| {
-            v.projects
-                .iter()
-                .find(|p| p.id == row.project_id)
-                .map_or_else(|| format!("project {}", row.project_id), |p| p.name.clone())
-        });
-    // A Redirect went to an inspector bin, not to the endpoint: it says so, and links there.
-    let bin = (row.trigger == Trigger::Redirect)
-        .then(|| crate::components::widgets::bin_of(&row.target_url))
-        .flatten();
-    let error_line = row.explained.clone().or_else(|| row.error.clone());
     let r = row.clone();
     view! {
         <div class="dgroup" data-testid="delivery-row" data-status=row.status.as_str()
@@ -325,43 +322,85 @@ fn Row(
             data-error-kind=row.error_kind.map_or("", ErrorKind::as_str) data-project=row.project_id.to_string()
             class:open=is_open class:selected=is_selected>
             <div class="drow" role="row" tabindex="0" aria-expanded=move || is_open().to_string()
-                on:click=move |_| {
-                    selected.set(Some(id));
-                    expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
-                }
+                on:click=move |_| toggle()
                 on:focus=move |_| selected.set(Some(id))
                 // The row itself, not a control inside it: Enter or Space opens or closes it.
                 on:keydown=move |ev| {
                     if crate::components::widgets::is_toggle_key(&ev) {
-                        selected.set(Some(id));
-                        expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
+                        toggle();
                     }
                 }>
-                <span>{match bin.is_some() {
-                    true => view! { <span class="badge badge-redirect" data-testid="redirect-badge" title=row.status.label()>"Redirected"</span> }.into_any(),
-                    false => view! { <StatusBadge status=row.status/> }.into_any(),
-                }}</span>
-                <span class="etype">{row.event_type.clone()}{trigger.map(|t| view! { <em class="trigger">{t}</em> })}
-                    {project.map(|p| view! { <small class="ellipsis" data-testid="row-project">{p}</small> })}
-                </span>
-                <span class="mono ellipsis" title=row.event_id.clone()>{row.event_id.clone()}
-                    {row.ordering_key.clone().map(|k| view! { <small class="ellipsis"><OrderingKey key=k/></small> })}
-                </span>
-                <span class="ellipsis" title=row.target_url.clone()>{match bin.clone() {
-                    Some(b) => view! { <a href=format!("/inspector/{b}") data-testid="row-bin-link" on:click=|ev| ev.stop_propagation()>{format!("inspector bin {b}")}</a> }.into_any(),
-                    None => view! { {row.endpoint_url.clone()} }.into_any(),
-                }}
-                    {error_line.map(|e| view! { <small class="err ellipsis" data-testid="row-error" title=row.error.clone()>{e}</small> })}
-                    {row.waits_for.clone().map(|e| view! { <small class="ellipsis"><WaitingBehind event_id=e/></small> })}
-                </span>
-                <span class="num">{row.attempt}</span>
-                <span class=format!("num {code_class}")>{code}</span>
-                <span class="num">{duration}</span>
-                <span class="num"><Time at=row.created_at/></span>
+                <RowCells row=row.clone()/>
             </div>
             {move || is_open().then(|| view! { <Detail row=r.clone() rows tick/> })}
         </div>
     }
+}
+
+/// A row's cells: status, event, event id, where it went, try, code, duration, when.
+#[component]
+fn RowCells(row: DeliveryRow) -> impl IntoView {
+    let (code, code_class) = code_cell(row.response_status);
+    let duration = row
+        .duration_ms
+        .map(|d| format_millis(d as i64))
+        .unwrap_or_else(|| "—".into());
+    let trigger = (row.trigger != Trigger::Auto).then(|| row.trigger.label());
+    let project = project_label(&row);
+    // A Redirect went to an inspector bin, not to the endpoint: it says so, and links there.
+    let bin = (row.trigger == Trigger::Redirect)
+        .then(|| crate::components::widgets::bin_of(&row.target_url))
+        .flatten();
+    let error_line = row.explained.clone().or_else(|| row.error.clone());
+    view! {
+        <span>{match bin.is_some() {
+            true => view! { <span class="badge badge-redirect" data-testid="redirect-badge" title=row.status.label()>"Redirected"</span> }.into_any(),
+            false => view! { <StatusBadge status=row.status/> }.into_any(),
+        }}</span>
+        <span class="etype">{row.event_type.clone()}{trigger.map(|t| view! { <em class="trigger">{t}</em> })}
+            {project.map(|p| view! { <small class="ellipsis" data-testid="row-project">{p}</small> })}
+        </span>
+        <span class="mono ellipsis" title=row.event_id.clone()>{row.event_id.clone()}
+            {row.ordering_key.clone().map(|k| view! { <small class="ellipsis"><OrderingKey key=k/></small> })}
+        </span>
+        <span class="ellipsis" title=row.target_url.clone()>{match bin.clone() {
+            Some(b) => view! { <a href=format!("/inspector/{b}") data-testid="row-bin-link" on:click=|ev| ev.stop_propagation()>{format!("inspector bin {b}")}</a> }.into_any(),
+            None => view! { {row.endpoint_url.clone()} }.into_any(),
+        }}
+            {error_line.map(|e| view! { <small class="err ellipsis" data-testid="row-error" title=row.error.clone()>{e}</small> })}
+            {row.waits_for.clone().map(|e| view! { <small class="ellipsis"><WaitingBehind event_id=e/></small> })}
+        </span>
+        <span class="num">{row.attempt}</span>
+        <span class=format!("num {code_class}")>{code}</span>
+        <span class="num">{duration}</span>
+        <span class="num"><Time at=row.created_at/></span>
+    }
+}
+
+/// The response code as shown, and its class by range.
+fn code_cell(status: Option<i16>) -> (String, &'static str) {
+    let class = match status {
+        Some(c) if (200..300).contains(&c) => "code ok",
+        Some(c) if (400..500).contains(&c) => "code warn",
+        Some(_) => "code bad",
+        None => "code none",
+    };
+    (
+        status.map(|c| c.to_string()).unwrap_or_else(|| "—".into()),
+        class,
+    )
+}
+
+/// Support staff look across projects: each row says whose it is.
+fn project_label(row: &DeliveryRow) -> Option<String> {
+    use_context::<crate::model::Viewer>()
+        .filter(|v| v.is_support)
+        .map(|v| {
+            v.projects
+                .iter()
+                .find(|p| p.id == row.project_id)
+                .map_or_else(|| format!("project {}", row.project_id), |p| p.name.clone())
+        })
 }
 
 /// "Retry all matching": preview the count, start, watch progress, cancel.
@@ -392,45 +431,11 @@ fn BulkReplay(filter: Memo<DeliveryFilter>) -> impl IntoView {
         }
     });
     #[cfg(feature = "hydrate")]
-    {
-        use leptos::task::spawn_local;
-        let handle = set_interval_with_handle(
-            move || {
-                let Some(p) = progress.get_untracked() else {
-                    return;
-                };
-                if p.status != "running" && p.finished >= p.queued {
-                    return;
-                }
-                spawn_local(async move {
-                    if let Ok(fresh) = crate::deliveries::get_replay_progress(p.id).await {
-                        progress.set(Some(fresh));
-                    }
-                });
-            },
-            std::time::Duration::from_millis(1000),
-        );
-        on_cleanup(move || {
-            if let Ok(h) = handle {
-                h.clear();
-            }
-        });
-    }
+    follow_replay(progress);
     view! {
         <div class="bulk">
             <button type="button" data-testid="bulk-retry-button" on:click=move |_| { error.set(None); preview.dispatch(()); }>"Retry all matching…"</button>
-            {move || (asked.get() && progress.get().is_none()).then(|| match preview.value().get() {
-                Some(Ok(0)) => view! { <span class="note">"Nothing in this view to retry."</span> }.into_any(),
-                Some(Ok(n)) => view! {
-                    <span class="note" data-testid="bulk-count" data-count=n.to_string()>
-                        {format!("Send {n} event{} again, one attempt per event and endpoint, throttled per endpoint?", if n == 1 { "" } else { "s" })}
-                    </span>
-                    <button type="button" class="primary" data-testid="bulk-confirm-button" on:click=move |_| { start.dispatch(()); }>{format!("Send {n}")}</button>
-                    <button type="button" class="link" on:click=move |_| asked.set(false)>"Never mind"</button>
-                }.into_any(),
-                Some(Err(e)) => view! { <span class="note error">{error_text(&e)}</span> }.into_any(),
-                None => ().into_any(),
-            })}
+            {move || (asked.get() && progress.get().is_none()).then(|| view! { <ReplayAsk answer=preview.value().get() start asked/> })}
             {move || progress.get().map(|p| {
                 let id = p.id;
                 let running = p.status == "running";
@@ -448,6 +453,47 @@ fn BulkReplay(filter: Memo<DeliveryFilter>) -> impl IntoView {
             {move || error.get().map(|e| view! { <span class="note error">{e}</span> })}
         </div>
     }
+}
+
+/// The count a replay of this view would send (the preview's `answer`), and the question
+/// whether to send it.
+#[component]
+fn ReplayAsk(
+    answer: Option<Result<i64, ServerFnError>>,
+    start: Action<(), Result<ReplayProgress, ServerFnError>>,
+    asked: RwSignal<bool>,
+) -> impl IntoView {
+    match answer {
+        Some(Ok(0)) => view! { <span class="note">"Nothing in this view to retry."</span> }.into_any(),
+        Some(Ok(n)) => view! {
+            <span class="note" data-testid="bulk-count" data-count=n.to_string()>
+                {format!("Send {n} event{} again, one attempt per event and endpoint, throttled per endpoint?", if n == 1 { "" } else { "s" })}
+            </span>
+            <button type="button" class="primary" data-testid="bulk-confirm-button" on:click=move |_| { start.dispatch(()); }>{format!("Send {n}")}</button>
+            <button type="button" class="link" on:click=move |_| asked.set(false)>"Never mind"</button>
+        }.into_any(),
+        Some(Err(e)) => view! { <span class="note error">{error_text(&e)}</span> }.into_any(),
+        None => ().into_any(),
+    }
+}
+
+/// Asks for a running replay's progress every second until it has finished.
+#[cfg(feature = "hydrate")]
+fn follow_replay(progress: RwSignal<Option<ReplayProgress>>) {
+    use leptos::task::spawn_local;
+    crate::components::widgets::every(std::time::Duration::from_millis(1000), move || {
+        let Some(p) = progress.get_untracked() else {
+            return;
+        };
+        if p.status != "running" && p.finished >= p.queued {
+            return;
+        }
+        spawn_local(async move {
+            if let Ok(fresh) = crate::deliveries::get_replay_progress(p.id).await {
+                progress.set(Some(fresh));
+            }
+        });
+    });
 }
 
 /// Moves the keyboard's focus to a row (its focus handler selects it).

@@ -14,8 +14,10 @@ use crate::{
     },
     core::status::{DeliveryStatus, ErrorKind},
     deliveries::{get_delivery_detail, redirect_delivery, retry_delivery},
-    model::DeliveryRow,
+    model::{DeliveryDetail, DeliveryRow},
 };
+
+type DetailResource = Resource<Result<DeliveryDetail, ServerFnError>>;
 
 #[component]
 pub fn Detail(
@@ -25,6 +27,49 @@ pub fn Detail(
 ) -> impl IntoView {
     let (project_id, id) = (row.project_id, row.id);
     let detail = Resource::new(move || (), move |_| get_delivery_detail(project_id, id));
+    // While one of its attempts waits or runs, the list below follows it.
+    Effect::new(move |_| {
+        if tick.get().is_multiple_of(2) {
+            let live = detail.with_untracked(|d| {
+                d.as_ref()
+                    .and_then(|d| d.as_ref().ok())
+                    .is_some_and(|d| d.attempts.iter().any(|a| a.status.is_live()))
+            });
+            if live {
+                detail.refetch();
+            }
+        }
+    });
+    view! {
+        <div class="detail" data-testid="delivery-detail">
+            <CanAct>
+            <Actions row detail rows/>
+            </CanAct>
+            // A Transition: refreshing the attempts keeps what is shown until they arrive.
+            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match detail.await {
+                        Ok(d) => view! {
+                            <Facts r=d.row.clone()/>
+                            <Attempts attempts=d.attempts.clone() current=d.row.id tick/>
+                            <Panes response_status=d.row.response_status d/>
+                        }.into_any(),
+                        Err(e) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+}
+
+/// Retry and Redirect, with what each answered.
+#[component]
+fn Actions(
+    row: DeliveryRow,
+    detail: DetailResource,
+    rows: RwSignal<Vec<DeliveryRow>>,
+) -> impl IntoView {
+    let (project_id, id) = (row.project_id, row.id);
     // An erased event has nothing left to send: Retry and Redirect are off, and say why.
     let erased = move || {
         detail
@@ -57,19 +102,6 @@ pub fn Detail(
         Some(Err(e)) => message.set(Some((false, error_text(&e)))),
         None => {}
     });
-    // While one of its attempts waits or runs, the list below follows it.
-    Effect::new(move |_| {
-        if tick.get().is_multiple_of(2) {
-            let live = detail.with_untracked(|d| {
-                d.as_ref()
-                    .and_then(|d| d.as_ref().ok())
-                    .is_some_and(|d| d.attempts.iter().any(|a| a.status.is_live()))
-            });
-            if live {
-                detail.refetch();
-            }
-        }
-    });
     Effect::new(move |_| match redirect.value().get() {
         Some(Ok((new_row, bin))) => {
             message.set(Some((
@@ -83,105 +115,109 @@ pub fn Detail(
         None => {}
     });
     view! {
-        <div class="detail" data-testid="delivery-detail">
-            <CanAct>
-            <div class="actions">
-                <button type="button" data-testid="retry-button" class="primary"
-                    disabled=move || retry.pending().get() || erased() title=why
-                    on:click=move |_| { retry.dispatch(()); }>"Retry"</button>
-                <button type="button" data-testid="redirect-button"
-                    disabled=move || redirect.pending().get() || erased() title=why
-                    on:click=move |_| {
-                        let b = bin_input.get_untracked();
-                        redirect.dispatch(Some(b).filter(|b| !b.trim().is_empty()));
-                    }>"Redirect to inspector"</button>
-                <input type="text" class="bin-input" placeholder="bin URL (empty: a new bin)" aria-label="Inspector bin"
-                    prop:value=move || bin_input.get() on:input=move |ev| bin_input.set(event_target_value(&ev))/>
-                {move || bin_link.get().map(|b| view! {
-                    <a data-testid="bin-link" href=format!("/inspector/{b}") target="_blank">{format!("Open bin {b}")}</a>
-                })}
-                {move || message.get().map(|(ok, m)| view! {
-                    <span class=if ok { "note ok" } else { "note error" } role="status" data-testid="action-message">{m}</span>
-                })}
-            </div>
-            </CanAct>
-            // A Transition: refreshing the attempts keeps what is shown until they arrive.
-            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match detail.await {
-                        Ok(d) => {
-                            let r = d.row.clone();
-                            view! {
-                                <dl class="facts">
-                                    <dt>"Request id"</dt><dd class="mono" data-testid="detail-request-id">{r.request_id.clone()}" "<CopyButton text=r.request_id.clone()/></dd>
-                                    <dt>"Event id"</dt><dd class="mono">{r.event_id.clone()}" "<CopyButton text=r.event_id.clone()/></dd>
-                                    {r.ordering_key.clone().map(|k| view! { <dt>"Ordering key"</dt><dd><OrderingKey key=k/>" "{r.waits_for.clone().map(|e| view! { <WaitingBehind event_id=e/> })}</dd> })}
-                                    <dt>"Target URL"</dt><dd class="mono break">{r.target_url.clone()}</dd>
-                                    <dt>"Attempt"</dt><dd>{r.attempt}" · "{r.trigger.label()}{r.triggered_by.clone().map(|b| format!(" by {b}"))}</dd>
-                                    <dt>"Response"</dt><dd>{r.response_status.map(|s| s.to_string()).unwrap_or_else(|| "no response".into())}</dd>
-                                    <dt>"Duration"</dt><dd>{r.duration_ms.map(|d| format!("{d} ms")).unwrap_or_else(|| "—".into())}</dd>
-                                    <dt>"Scheduled"</dt><dd>{absolute(r.scheduled_at)}</dd>
-                                    <dt>"Started"</dt><dd>{r.started_at.map(absolute).unwrap_or_else(|| "—".into())}</dd>
-                                    <dt>"Finished"</dt><dd>{r.finished_at.map(absolute).unwrap_or_else(|| "—".into())}</dd>
-                                    {r.error.clone().map(|e| view! { <dt>"Error"</dt><dd class="err">
-                                        <span data-testid="error-explained">{r.explained.clone().unwrap_or_else(|| e.clone())}</span>
-                                        <details data-testid="error-details"><summary>"Details"</summary>
-                                            <code class="break">{format!("{}: {e}", r.error_kind.map_or("", ErrorKind::as_str))}</code>
-                                        </details>
-                                    </dd> })}
-                                </dl>
-                                <section>
-                                    <h3>"Attempts of this event to this endpoint"</h3>
-                                    <ol class="timeline">
-                                        {d.attempts.iter().map(|a| {
-                                            let a = a.clone();
-                                            let current = a.id == r.id;
-                                            let scheduled = a.scheduled_at;
-                                            let pending = a.status == DeliveryStatus::Pending;
-                                            view! {
-                                                <li class:current=current>
-                                                    <StatusBadge status=a.status/>
-                                                    " #"{a.attempt}" "{a.trigger.label()}" · "
-                                                    <a class="mono" data-testid="attempt-link" href=format!("/developers/deliveries?q={}", a.request_id)>{a.request_id.clone()}</a>" · "
-                                                    {a.response_status.map(|s| s.to_string()).unwrap_or_default()}" "
-                                                    <Time at=a.created_at/>
-                                                    {pending.then(|| view! {
-                                                        <span class="countdown">{move || { tick.get(); format!(" next attempt {}", relative(scheduled, Utc::now())) }}</span>
-                                                    })}
-                                                </li>
-                                            }
-                                        }).collect_view()}
-                                    </ol>
-                                </section>
-                                <div class="panes">
-                                    <section>
-                                        {match d.erased {
-                                            Some((at, erasure)) => view! {
-                                                <h3>"Payload"</h3>
-                                                <p class="erased" data-testid="detail-erased">
-                                                    {format!("Erased on {} (erasure #{erasure})", absolute(at))}
-                                                </p>
-                                            }.into_any(),
-                                            None => view! {
-                                                <h3>"Payload " <CopyButton text=d.payload.clone()/> " " <CopyButton text=d.curl.clone() label="Copy as curl"/></h3>
-                                                <pre class="code" data-testid="detail-payload">{d.payload.clone()}</pre>
-                                            }.into_any(),
-                                        }}
-                                        <h3>"Request headers"</h3>
-                                        <HeaderTable headers=d.request_headers.clone()/>
-                                    </section>
-                                    <section>
-                                        <h3>"Response " {r.response_status.map(|s| s.to_string())}</h3>
-                                        <HeaderTable headers=d.response_headers.clone()/>
-                                        <pre class="code" data-testid="detail-response">{d.response_body.as_deref().map(pretty).unwrap_or_else(|| "(no body)".into())}</pre>
-                                    </section>
-                                </div>
-                            }.into_any()
-                        }
-                        Err(e) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
+        <div class="actions">
+            <button type="button" data-testid="retry-button" class="primary"
+                disabled=move || retry.pending().get() || erased() title=why
+                on:click=move |_| { retry.dispatch(()); }>"Retry"</button>
+            <button type="button" data-testid="redirect-button"
+                disabled=move || redirect.pending().get() || erased() title=why
+                on:click=move |_| {
+                    let b = bin_input.get_untracked();
+                    redirect.dispatch(Some(b).filter(|b| !b.trim().is_empty()));
+                }>"Redirect to inspector"</button>
+            <input type="text" class="bin-input" placeholder="bin URL (empty: a new bin)" aria-label="Inspector bin"
+                prop:value=move || bin_input.get() on:input=move |ev| bin_input.set(event_target_value(&ev))/>
+            {move || bin_link.get().map(|b| view! {
+                <a data-testid="bin-link" href=format!("/inspector/{b}") target="_blank">{format!("Open bin {b}")}</a>
+            })}
+            {move || message.get().map(|(ok, m)| view! {
+                <span class=if ok { "note ok" } else { "note error" } role="status" data-testid="action-message">{m}</span>
+            })}
+        </div>
+    }
+}
+
+/// The attempt's facts: ids, target, outcome and times.
+#[component]
+fn Facts(r: DeliveryRow) -> impl IntoView {
+    view! {
+        <dl class="facts">
+            <dt>"Request id"</dt><dd class="mono" data-testid="detail-request-id">{r.request_id.clone()}" "<CopyButton text=r.request_id.clone()/></dd>
+            <dt>"Event id"</dt><dd class="mono">{r.event_id.clone()}" "<CopyButton text=r.event_id.clone()/></dd>
+            {r.ordering_key.clone().map(|k| view! { <dt>"Ordering key"</dt><dd><OrderingKey key=k/>" "{r.waits_for.clone().map(|e| view! { <WaitingBehind event_id=e/> })}</dd> })}
+            <dt>"Target URL"</dt><dd class="mono break">{r.target_url.clone()}</dd>
+            <dt>"Attempt"</dt><dd>{r.attempt}" · "{r.trigger.label()}{r.triggered_by.clone().map(|b| format!(" by {b}"))}</dd>
+            <dt>"Response"</dt><dd>{r.response_status.map(|s| s.to_string()).unwrap_or_else(|| "no response".into())}</dd>
+            <dt>"Duration"</dt><dd>{r.duration_ms.map(|d| format!("{d} ms")).unwrap_or_else(|| "—".into())}</dd>
+            <dt>"Scheduled"</dt><dd>{absolute(r.scheduled_at)}</dd>
+            <dt>"Started"</dt><dd>{r.started_at.map(absolute).unwrap_or_else(|| "—".into())}</dd>
+            <dt>"Finished"</dt><dd>{r.finished_at.map(absolute).unwrap_or_else(|| "—".into())}</dd>
+            {r.error.clone().map(|e| view! { <dt>"Error"</dt><dd class="err">
+                <span data-testid="error-explained">{r.explained.clone().unwrap_or_else(|| e.clone())}</span>
+                <details data-testid="error-details"><summary>"Details"</summary>
+                    <code class="break">{format!("{}: {e}", r.error_kind.map_or("", ErrorKind::as_str))}</code>
+                </details>
+            </dd> })}
+        </dl>
+    }
+}
+
+/// Every attempt of the event to the endpoint, the shown one marked; a pending one counts
+/// down to its next try.
+#[component]
+fn Attempts(attempts: Vec<DeliveryRow>, current: i64, tick: RwSignal<u32>) -> impl IntoView {
+    view! {
+        <section>
+            <h3>"Attempts of this event to this endpoint"</h3>
+            <ol class="timeline">
+                {attempts.into_iter().map(|a| {
+                    let current = a.id == current;
+                    let scheduled = a.scheduled_at;
+                    let pending = a.status == DeliveryStatus::Pending;
+                    view! {
+                        <li class:current=current>
+                            <StatusBadge status=a.status/>
+                            " #"{a.attempt}" "{a.trigger.label()}" · "
+                            <a class="mono" data-testid="attempt-link" href=format!("/developers/deliveries?q={}", a.request_id)>{a.request_id.clone()}</a>" · "
+                            {a.response_status.map(|s| s.to_string()).unwrap_or_default()}" "
+                            <Time at=a.created_at/>
+                            {pending.then(|| view! {
+                                <span class="countdown">{move || { tick.get(); format!(" next attempt {}", relative(scheduled, Utc::now())) }}</span>
+                            })}
+                        </li>
                     }
-                })}
-            </Transition>
+                }).collect_view()}
+            </ol>
+        </section>
+    }
+}
+
+/// What was sent (payload, or when it was erased, and headers) beside what came back.
+#[component]
+fn Panes(d: DeliveryDetail, response_status: Option<i16>) -> impl IntoView {
+    view! {
+        <div class="panes">
+            <section>
+                {match d.erased {
+                    Some((at, erasure)) => view! {
+                        <h3>"Payload"</h3>
+                        <p class="erased" data-testid="detail-erased">
+                            {format!("Erased on {} (erasure #{erasure})", absolute(at))}
+                        </p>
+                    }.into_any(),
+                    None => view! {
+                        <h3>"Payload " <CopyButton text=d.payload.clone()/> " " <CopyButton text=d.curl.clone() label="Copy as curl"/></h3>
+                        <pre class="code" data-testid="detail-payload">{d.payload.clone()}</pre>
+                    }.into_any(),
+                }}
+                <h3>"Request headers"</h3>
+                <HeaderTable headers=d.request_headers.clone()/>
+            </section>
+            <section>
+                <h3>"Response " {response_status.map(|s| s.to_string())}</h3>
+                <HeaderTable headers=d.response_headers.clone()/>
+                <pre class="code" data-testid="detail-response">{d.response_body.as_deref().map(pretty).unwrap_or_else(|| "(no body)".into())}</pre>
+            </section>
         </div>
     }
 }

@@ -113,72 +113,76 @@ fn RequestList(bin_id: String, list: Vec<BinRequest>, secret: RwSignal<String>) 
         }
     });
     #[cfg(feature = "hydrate")]
-    {
-        use leptos::task::spawn_local;
-        let bin_id = bin_id.clone();
-        let busy = RwSignal::new(false);
-        let handle = set_interval_with_handle(
-            move || {
-                if busy.get_untracked() {
-                    return;
-                }
-                busy.set(true);
-                let after = items.with_untracked(|v| v.first().map(|r| r.id));
-                let bin_id = bin_id.clone();
-                spawn_local(async move {
-                    if let Ok(mut fresh) = bin_requests(bin_id, after, None).await {
-                        if !fresh.is_empty() {
-                            items.update(|v| {
-                                fresh.append(v);
-                                fresh.truncate(500);
-                                *v = fresh;
-                            });
-                        }
-                    }
-                    busy.set(false);
-                });
-            },
-            std::time::Duration::from_millis(1000),
-        );
-        on_cleanup(move || {
-            if let Ok(h) = handle {
-                h.clear();
-            }
-        });
-    }
+    follow_bin(bin_id.clone(), items);
     let detail_bin = bin_id.clone();
     view! {
         <p class="muted" data-testid="request-count">{move || format!("{} requests (newest first, live)", items.with(|v| v.len()))}</p>
         <div class="requests">
-            {move || items.get().into_iter().map(|r| {
-                let id = r.id;
-                let is_open = move || open.get() == Some(id);
-                let r2 = r.clone();
-                let bin_id = detail_bin.clone();
-                view! {
-                    <div class="req" data-testid="bin-request" data-method=r.method.clone() class:open=is_open>
-                        <div class="reqline" tabindex="0" aria-expanded=move || is_open().to_string()
-                            on:click=move |_| open.update(|o| *o = if *o == Some(id) { None } else { Some(id) })
-                            on:keydown=move |ev| if crate::components::widgets::is_toggle_key(&ev) {
-                                open.update(|o| *o = if *o == Some(id) { None } else { Some(id) });
-                            }>
-                            <span class="method">{r.method.clone()}</span>
-                            <span class="mono ellipsis">{r.path.clone()}{(!r.query.is_empty()).then(|| format!("?{}", r.query))}</span>
-                            <span class=if r.status == 200 { "code ok" } else { "code bad" }>{r.status}</span>
-                            <span class="num">{format!("{} B", r.size)}</span>
-                            <span class="muted">{r.remote_addr.clone().unwrap_or_default()}</span>
-                            <Time at=r.received_at/>
-                        </div>
-                        {move || is_open().then(|| view! { <RequestDetail bin_id=bin_id.clone() r=r2.clone() secret/> })}
-                    </div>
-                }
-            }).collect_view()}
+            {move || items.get().into_iter().map(|r| view! { <RequestItem r bin_id=detail_bin.clone() open secret/> }).collect_view()}
         </div>
         {move || more.get().then(|| view! {
             <p><button type="button" data-testid="older-requests" disabled=move || older.pending().get()
                 on:click=move |_| { if let Some(last) = items.with_untracked(|v| v.last().map(|r| r.id)) { older.dispatch(last); } }>
                 "Load older requests"</button></p>
         })}
+    }
+}
+
+/// New captures join the top of the list every second (the newest 500 are kept).
+#[cfg(feature = "hydrate")]
+fn follow_bin(bin_id: String, items: RwSignal<Vec<BinRequest>>) {
+    use leptos::task::spawn_local;
+    let busy = RwSignal::new(false);
+    crate::components::widgets::every(std::time::Duration::from_millis(1000), move || {
+        if busy.get_untracked() {
+            return;
+        }
+        busy.set(true);
+        let after = items.with_untracked(|v| v.first().map(|r| r.id));
+        let bin_id = bin_id.clone();
+        spawn_local(async move {
+            if let Ok(mut fresh) = bin_requests(bin_id, after, None).await {
+                if !fresh.is_empty() {
+                    items.update(|v| {
+                        fresh.append(v);
+                        fresh.truncate(500);
+                        *v = fresh;
+                    });
+                }
+            }
+            busy.set(false);
+        });
+    });
+}
+
+/// One capture's line, which opens to the capture.
+#[component]
+fn RequestItem(
+    r: BinRequest,
+    bin_id: String,
+    open: RwSignal<Option<i64>>,
+    secret: RwSignal<String>,
+) -> impl IntoView {
+    let id = r.id;
+    let is_open = move || open.get() == Some(id);
+    let toggle = move || open.update(|o| *o = if *o == Some(id) { None } else { Some(id) });
+    let r2 = r.clone();
+    view! {
+        <div class="req" data-testid="bin-request" data-method=r.method.clone() class:open=is_open>
+            <div class="reqline" tabindex="0" aria-expanded=move || is_open().to_string()
+                on:click=move |_| toggle()
+                on:keydown=move |ev| if crate::components::widgets::is_toggle_key(&ev) {
+                    toggle();
+                }>
+                <span class="method">{r.method.clone()}</span>
+                <span class="mono ellipsis">{r.path.clone()}{(!r.query.is_empty()).then(|| format!("?{}", r.query))}</span>
+                <span class=if r.status == 200 { "code ok" } else { "code bad" }>{r.status}</span>
+                <span class="num">{format!("{} B", r.size)}</span>
+                <span class="muted">{r.remote_addr.clone().unwrap_or_default()}</span>
+                <Time at=r.received_at/>
+            </div>
+            {move || is_open().then(|| view! { <RequestDetail bin_id=bin_id.clone() r=r2.clone() secret/> })}
+        </div>
     }
 }
 
@@ -218,18 +222,47 @@ fn RequestDetail(bin_id: String, r: BinRequest, secret: RwSignal<String>) -> imp
 
 #[component]
 fn FullRequest(r: BinRequest, secret: RwSignal<String>) -> impl IntoView {
-    let host = header(&r, "host").unwrap_or("127.0.0.1:3000").to_string();
-    let url = format!(
-        "http://{host}{}{}",
-        r.path,
-        if r.query.is_empty() {
-            String::new()
-        } else {
-            format!("?{}", r.query)
-        }
-    );
-    let curl = curl_bytes(&r.method, &url, &r.headers, &r.body);
-    let body_view = match std::str::from_utf8(&r.body) {
+    let curl = curl_bytes(&r.method, &request_url(&r), &r.headers, &r.body);
+    let body_view = body_text(&r);
+    let signature = Signature {
+        ts: header(&r, "x-botix-timestamp")
+            .or(header(&r, "webhook-timestamp"))
+            .and_then(|t| t.parse::<i64>().ok()),
+        msg_id: header(&r, "webhook-id")
+            .or(header(&r, "x-event-id"))
+            .unwrap_or_default()
+            .to_string(),
+        botix: header(&r, "x-botix-signature").map(str::to_string),
+        standard: header(&r, "webhook-signature").map(str::to_string),
+        body: r.body.clone(),
+    };
+    let signed = signature.botix.is_some() || signature.standard.is_some();
+    view! {
+        <div class="reqdetail" data-testid="bin-request-detail">
+            <p><CopyButton text=curl.clone() label="Copy as curl"/></p>
+            {signed.then(|| view! { <SignatureCheck signature secret/> })}
+            <h3>"Headers"</h3>
+            <HeaderTable headers=r.headers.clone()/>
+            <h3>"Body"</h3>
+            <pre class="code" data-testid="bin-request-body">{body_view}</pre>
+        </div>
+    }
+}
+
+/// The URL the capture was sent to, as its Host header says.
+fn request_url(r: &BinRequest) -> String {
+    let host = header(r, "host").unwrap_or("127.0.0.1:3000");
+    let query = if r.query.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", r.query)
+    };
+    format!("http://{host}{}{query}", r.path)
+}
+
+/// The body as shown: pretty text, base64 when binary, or when it was erased.
+fn body_text(r: &BinRequest) -> String {
+    match std::str::from_utf8(&r.body) {
         _ if r.erased_at.is_some() => format!(
             "(erased on {} with its event's data)",
             r.erased_at.map(absolute).unwrap_or_default()
@@ -240,18 +273,23 @@ fn FullRequest(r: BinRequest, secret: RwSignal<String>) -> impl IntoView {
             r.body.len(),
             STANDARD.encode(&r.body)
         ),
-    };
-    let ts = header(&r, "x-botix-timestamp")
-        .or(header(&r, "webhook-timestamp"))
-        .and_then(|t| t.parse::<i64>().ok());
-    let msg_id = header(&r, "webhook-id")
-        .or(header(&r, "x-event-id"))
-        .unwrap_or_default()
-        .to_string();
-    let botix = header(&r, "x-botix-signature").map(str::to_string);
-    let standard = header(&r, "webhook-signature").map(str::to_string);
-    let signed = botix.is_some() || standard.is_some();
-    let body = r.body.clone();
+    }
+}
+
+/// What a capture's signatures are checked with.
+struct Signature {
+    ts: Option<i64>,
+    msg_id: String,
+    botix: Option<String>,
+    standard: Option<String>,
+    body: Vec<u8>,
+}
+
+/// The timestamp's freshness, and both signatures checked with the secret typed above
+/// (in the browser; it is never sent).
+#[component]
+fn SignatureCheck(signature: Signature, secret: RwSignal<String>) -> impl IntoView {
+    let ts = signature.ts;
     let check = move || {
         let s = secret.get();
         let ts = ts?;
@@ -260,11 +298,11 @@ fn FullRequest(r: BinRequest, secret: RwSignal<String>) -> impl IntoView {
         }
         Some(signing::verify(
             s.trim(),
-            &msg_id,
+            &signature.msg_id,
             ts,
-            &body,
-            botix.as_deref(),
-            standard.as_deref(),
+            &signature.body,
+            signature.botix.as_deref(),
+            signature.standard.as_deref(),
         ))
     };
     let verdict = |v: Option<bool>| match v {
@@ -273,29 +311,20 @@ fn FullRequest(r: BinRequest, secret: RwSignal<String>) -> impl IntoView {
         None => "absent",
     };
     view! {
-        <div class="reqdetail" data-testid="bin-request-detail">
-            <p><CopyButton text=curl.clone() label="Copy as curl"/></p>
-            {signed.then(|| view! {
-                <div class="sigcheck" data-testid="signature-check">
-                    {ts.map(|t| {
-                        let age = Utc::now().timestamp() - t;
-                        let fresh = signing::timestamp_is_fresh(t, Utc::now().timestamp());
-                        view! { <p data-testid="timestamp-fresh" data-fresh=fresh.to_string()>{format!("Timestamp {t}: {} ({age}s old)", if fresh { "fresh" } else { "stale" })}</p> }
-                    })}
-                    {move || match check() {
-                        Some(c) => view! {
-                            <p data-testid="signature-result" data-valid=(c.botix != Some(false) && c.standard != Some(false)).to_string()>
-                                {format!("X-Botix-Signature: {} · webhook-signature: {}", verdict(c.botix), verdict(c.standard))}
-                            </p>
-                        }.into_any(),
-                        None => view! { <p class="muted">"Paste the endpoint secret above to verify the signature."</p> }.into_any(),
-                    }}
-                </div>
+        <div class="sigcheck" data-testid="signature-check">
+            {ts.map(|t| {
+                let age = Utc::now().timestamp() - t;
+                let fresh = signing::timestamp_is_fresh(t, Utc::now().timestamp());
+                view! { <p data-testid="timestamp-fresh" data-fresh=fresh.to_string()>{format!("Timestamp {t}: {} ({age}s old)", if fresh { "fresh" } else { "stale" })}</p> }
             })}
-            <h3>"Headers"</h3>
-            <HeaderTable headers=r.headers.clone()/>
-            <h3>"Body"</h3>
-            <pre class="code" data-testid="bin-request-body">{body_view}</pre>
+            {move || match check() {
+                Some(c) => view! {
+                    <p data-testid="signature-result" data-valid=(c.botix != Some(false) && c.standard != Some(false)).to_string()>
+                        {format!("X-Botix-Signature: {} · webhook-signature: {}", verdict(c.botix), verdict(c.standard))}
+                    </p>
+                }.into_any(),
+                None => view! { <p class="muted">"Paste the endpoint secret above to verify the signature."</p> }.into_any(),
+            }}
         </div>
     }
 }
