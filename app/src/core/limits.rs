@@ -64,7 +64,8 @@ impl Limit {
         }
     }
 
-    fn what(self) -> &'static str {
+    /// What the limit counts, for messages and the operator API's document.
+    pub fn what(self) -> &'static str {
         match self {
             Limit::Endpoints => "endpoints in a project",
             Limit::ApiKeys => "active API keys in a project",

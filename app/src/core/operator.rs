@@ -200,12 +200,31 @@ pub fn window_of(set: Option<u32>, server_days: u32) -> u32 {
     set.unwrap_or(server_days).min(server_days)
 }
 
+/// Every override the operator's `limits` takes: its name, its ceiling and what it bounds.
+/// The operator API's `limits` object and its document are built from this table.
+pub fn overrides() -> impl Iterator<Item = (&'static str, u64, String)> {
+    let counted = Limit::ALL.iter().map(|l| {
+        let about = format!("At most this many {} (default {}).", l.what(), l.default_value());
+        (l.name(), u64::from(l.ceiling()), about)
+    });
+    counted.chain([
+        (
+            API_REQUESTS_PER_MINUTE,
+            MAX_REQUESTS_PER_MINUTE,
+            "Public API requests per key per minute, instead of the plan's.".to_string(),
+        ),
+        (
+            RETENTION_DAYS,
+            u64::from(MAX_RETENTION_DAYS),
+            "Days of delivery history kept, at most the server's `POSTHORN_RETENTION_DAYS`."
+                .to_string(),
+        ),
+    ])
+}
+
 /// Every limit's name, as the operator API shows them.
 pub fn limit_names() -> impl Iterator<Item = &'static str> {
-    Limit::ALL
-        .iter()
-        .map(|l| l.name())
-        .chain([API_REQUESTS_PER_MINUTE, RETENTION_DAYS])
+    overrides().map(|(name, _, _)| name)
 }
 
 /// A portal link's lifetime in seconds: the default, or 1 to the maximum.

@@ -14,7 +14,7 @@ use app::{
     },
 };
 use axum::{
-    extract::{Path, State},
+    extract::State,
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     Extension, Json,
@@ -31,19 +31,15 @@ type Group = Option<std::sync::Arc<app::db::group_commit::GroupCommit>>;
 use super::{
     error::ApiErrorBody,
     page_limit,
-    paging::{cut_page, PageMeta},
+    paging::{cut_page, EventIdPath, PageMeta},
     parse_cursor, parse_since, ApiError, ApiJson, ApiQuery, Caller,
 };
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateEvent {
-    /// Lower-case words joined by dots.
-    #[schema(
-        pattern = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$",
-        max_length = 128,
-        example = "payment.succeeded"
-    )]
+    // No doc comment: the type's own schema describes it (a description here would wrap it).
+    #[schema(value_type = EventType, inline)]
     pub event: String,
     #[schema(value_type = Object)]
     pub data: Box<RawValue>,
@@ -134,7 +130,7 @@ fn sender(caller: &Caller) -> Sender {
 pub struct Event {
     #[schema(example = "evt_01JD8X0000000000000000AB")]
     pub id: String,
-    #[schema(pattern = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$", max_length = 128)]
+    #[schema(value_type = EventType, inline)]
     pub event: String,
     /// The `data` the event was sent with, unchanged; `null` once erased.
     #[schema(value_type = Option<Object>)]
@@ -292,14 +288,14 @@ pub async fn create(
 #[utoipa::path(
     get,
     path = "/events/{id}",
-    params(("id" = String, Path, description = "Event id, evt_…")),
+    params(EventIdPath),
     responses((status = 200, body = Event), (status = 404, body = ApiErrorBody))
 )]
 pub async fn get(
     State(pool): State<PgPool>,
     State(cfg): State<std::sync::Arc<app::cfg::Config>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
+    EventIdPath { id }: EventIdPath,
 ) -> Result<Json<Event>, ApiError> {
     let event = events::get(&pool, caller.project_id, &id).await?;
     if event.created_at < caller.window_start(&cfg) {
@@ -315,7 +311,7 @@ const ERASE_WAIT: std::time::Duration = std::time::Duration::from_secs(40);
 #[utoipa::path(
     delete,
     path = "/events/{id}/data",
-    params(("id" = String, Path, description = "Event id, evt_…")),
+    params(EventIdPath),
     responses(
         (status = 204, description = "The event's data, subjects and its attempts' response bodies and headers are erased; its waiting attempts are dead letters (`erased`)"),
         (status = 202, body = super::erasures::Erasure, description = "Erased, but an attempt was still in flight after 40 s: the erasure finishes when it comes back (GET /erasures/{id})"),
@@ -326,7 +322,7 @@ pub async fn erase(
     State(pool): State<PgPool>,
     State(cfg): State<std::sync::Arc<app::cfg::Config>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
+    EventIdPath { id }: EventIdPath,
 ) -> Result<Response, ApiError> {
     let access = caller.access(app::core::permissions::Action::EraseData)?;
     let event = events::get(&pool, caller.project_id, &id).await?;
@@ -357,7 +353,7 @@ pub struct ListEvents {
     pub since: Option<String>,
     /// Only events of this type.
     #[serde(rename = "type")]
-    #[param(pattern = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$", max_length = 128)]
+    #[param(value_type = Option<EventType>, inline)]
     pub event_type: Option<String>,
 }
 

@@ -49,17 +49,48 @@ pub const EVENT_ID_PATTERN: &str = "^evt_[0-9A-HJKMNP-TV-Z]{24}$";
 /// the parameter. Nothing else can exist, and nothing else reaches a query (a NUL would
 /// make PostgreSQL fail instead of matching nothing).
 pub fn check_event_id(field: &str, id: &str) -> Result<(), ApiError> {
-    const ALPHABET: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-    let shaped = id
-        .strip_prefix("evt_")
-        .is_some_and(|rest| rest.len() == 24 && rest.bytes().all(|b| ALPHABET.contains(&b)));
-    if shaped {
+    if is_event_id(id) {
         return Ok(());
     }
     let shown: String = id.chars().take(40).flat_map(char::escape_debug).collect();
     Err(ApiError::invalid(format!(
         "{field}: an event id is `evt_` and 24 characters (0-9, A-Z without I, L, O, U), not `{shown}`"
     )))
+}
+
+fn is_event_id(id: &str) -> bool {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    id.strip_prefix("evt_")
+        .is_some_and(|rest| rest.len() == 24 && rest.bytes().all(|b| ALPHABET.contains(&b)))
+}
+
+/// The `{id}` of `/events/{id}…`: documented with [`EVENT_ID_PATTERN`]; an id of any
+/// other shape cannot exist and is answered 404 before any query.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct EventIdPath {
+    /// Event id, `evt_…`.
+    #[param(schema_with = event_id_schema)]
+    pub id: String,
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for EventIdPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, ApiError> {
+        let not_found = || ApiError::from(app::error::AppError::NotFound);
+        let axum::extract::Path(id) =
+            axum::extract::Path::<String>::from_request_parts(parts, state)
+                .await
+                .map_err(|_| not_found())?;
+        if !is_event_id(&id) {
+            return Err(not_found());
+        }
+        Ok(EventIdPath { id })
+    }
 }
 
 /// An event id, as the documents give it.

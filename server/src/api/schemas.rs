@@ -36,7 +36,7 @@ fn event_type(text: &str) -> Result<EventType, ApiError> {
 }
 
 #[utoipa::path(put, path = "/event-types/{type}/schema",
-    params(("type" = String, Path, pattern = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$", max_length = 128, description = "Event type, e.g. `order.paid`")),
+    params(("type" = inline(EventType), Path, description = "Event type, e.g. `order.paid`")),
     request_body(content = Object, description = "A JSON Schema, draft 2020-12: at most 64 KiB, `$ref` only within it (`#…`); `format` is asserted (email, uri, date-time, uuid…); patterns run in linear time (no backreferences or lookaround)"),
     responses((status = 200, body = EventTypeSchema, description = "Replaced"), (status = 201, body = EventTypeSchema, description = "Set"),
         (status = 413, body = ApiErrorBody), (status = 422, body = ApiErrorBody, description = "Not a schema this server accepts, or 200 already set"),
@@ -77,7 +77,7 @@ fn answer(s: schemas::StoredSchema) -> Result<EventTypeSchema, ApiError> {
 }
 
 #[utoipa::path(get, path = "/event-types/{type}/schema",
-    params(("type" = String, Path, pattern = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$", max_length = 128, description = "Event type")),
+    params(("type" = inline(EventType), Path, description = "Event type")),
     responses((status = 200, description = "The schema as set (its version in `Posthorn-Schema-Version`)", content_type = "application/json", body = Object),
         (status = 404, body = ApiErrorBody)))]
 pub async fn get(
@@ -104,7 +104,7 @@ pub async fn get(
 }
 
 #[utoipa::path(delete, path = "/event-types/{type}/schema",
-    params(("type" = String, Path, pattern = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$", max_length = 128, description = "Event type")),
+    params(("type" = inline(EventType), Path, description = "Event type")),
     responses((status = 204, description = "Removed: events of the type are no longer checked"), (status = 404, body = ApiErrorBody)))]
 pub async fn delete(
     State(pool): State<PgPool>,

@@ -4,6 +4,7 @@
 //! is audited as `operator:<key name>`.
 
 pub mod access;
+pub mod limits;
 pub mod openapi;
 pub mod projects;
 

@@ -22,10 +22,12 @@ use utoipa::{IntoParams, ToSchema};
 use crate::{
     api::{
         error::ApiErrorBody, page_limit, paging::cut_page, paging::PageMeta, parse_cursor,
-        parse_id, webhooks::whole, ApiError, ApiJson, ApiQuery,
+        parse_id, ApiError, ApiJson, ApiQuery,
     },
     state::AppState,
 };
+
+pub use super::limits::LimitOverrides;
 
 /// What [`check_origin`](app::core::operator::check_origin) accepts.
 const ORIGIN_PATTERN: &str = r"^([hH][tT][tT][pP][sS]://[A-Za-z0-9][A-Za-z0-9.-]*|[hH][tT][tT][pP]://([lL][oO][cC][aA][lL][hH][oO][sS][tT]|127\.0\.0\.1))(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?$";
@@ -47,77 +49,6 @@ fn origins_schema() -> utoipa::openapi::Array {
         ))
         .examples([serde_json::json!(["https://app.example.com"])])
         .build()
-}
-
-/// The operator's overrides, by limit name (SPEC "Limits"); each from 1 to its ceiling.
-#[derive(Deserialize, Serialize, ToSchema, Default)]
-#[serde(deny_unknown_fields)]
-pub struct LimitOverrides {
-    #[serde(
-        default,
-        deserialize_with = "whole",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 1, maximum = 100000)]
-    pub endpoints: Option<i64>,
-    #[serde(
-        default,
-        deserialize_with = "whole",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 1, maximum = 100000)]
-    pub api_keys: Option<i64>,
-    #[serde(
-        default,
-        deserialize_with = "whole",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 1, maximum = 100000)]
-    pub members: Option<i64>,
-    #[serde(
-        default,
-        deserialize_with = "whole",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 1, maximum = 100000)]
-    pub event_types_per_endpoint: Option<i64>,
-    #[serde(
-        default,
-        deserialize_with = "whole",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 1, maximum = 20)]
-    pub concurrent_replays: Option<i64>,
-    #[serde(
-        default,
-        deserialize_with = "whole",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 1, maximum = 256)]
-    pub data_depth: Option<i64>,
-    #[serde(
-        default,
-        deserialize_with = "whole",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 1, maximum = 100)]
-    pub concurrent_erasures: Option<i64>,
-    /// Public API requests per key per minute, instead of the plan's.
-    #[serde(
-        default,
-        deserialize_with = "whole",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 1, maximum = 1000000)]
-    pub api_requests_per_minute: Option<i64>,
-    /// Days of delivery history kept, at most the server's `POSTHORN_RETENTION_DAYS`.
-    #[serde(
-        default,
-        deserialize_with = "whole",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 1, maximum = 3650)]
-    pub retention_days: Option<i64>,
 }
 
 /// The endpoint URL grammar, https only.

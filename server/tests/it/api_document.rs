@@ -21,6 +21,12 @@ fn carries_postgres_text(body: &Value) -> bool {
         .any(|w| text.contains(w))
 }
 
+/// The `/{api}/v1/openapi.json` document.
+async fn document(app: &TestApp, api: &str) -> Value {
+    let url = format!("{}/{api}/v1/openapi.json", app.base);
+    reqwest::get(url).await.unwrap().json().await.unwrap()
+}
+
 async fn operator_call(app: &TestApp, key: &str, path: &str) -> (u16, Value) {
     let r = reqwest::Client::new()
         .get(format!("{}/operator/v1{path}", app.base))
@@ -64,6 +70,20 @@ async fn ids_that_cannot_exist_are_refused_before_any_query() {
             "{message}"
         );
         assert!(!carries_postgres_text(&v), "{v}");
+    }
+    // An event id of another shape cannot exist: 404 before any query.
+    for path in [
+        "/events/evt_nope",
+        "/events/x/data",
+        &format!("/events/{unknown}"),
+    ] {
+        let method = if path.ends_with("/data") {
+            "DELETE"
+        } else {
+            "GET"
+        };
+        let (s, _, v) = api.send(method, path, None).await;
+        assert_eq!(s, 404, "{method} {path}: {v}");
     }
     // A NUL in a path id names nothing, whichever the route.
     for (method, path) in [
@@ -128,12 +148,7 @@ async fn a_value_postgresql_refuses_is_answered_in_our_words() {
 #[tokio::test]
 async fn the_document_states_the_domains_patterns_and_enums() {
     let app = TestApp::spawn().await;
-    let doc: Value = reqwest::get(format!("{}/public/v1/openapi.json", app.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc = document(&app, "public").await;
     let schemas = &doc["components"]["schemas"];
     let pem = &schemas["ClientCertificateIn"]["properties"];
     assert_eq!(pem["cert"]["pattern"], json!(CERT_PATTERN));
@@ -145,9 +160,21 @@ async fn the_document_states_the_domains_patterns_and_enums() {
     let event_id = params.iter().find(|p| p["name"] == "event_id").unwrap();
     assert_eq!(event_id["schema"]["pattern"], json!(EVENT_ID_PATTERN));
     assert_eq!(event_id["required"], json!(false));
+    let event_path = &doc["paths"]["/events/{id}"]["get"]["parameters"][0];
+    assert_eq!(event_path["schema"]["pattern"], json!(EVENT_ID_PATTERN));
+    let type_path = &doc["paths"]["/event-types/{type}/schema"]["put"]["parameters"][0];
+    assert_eq!(type_path["schema"]["pattern"], json!(event_type::PATTERN));
+    let event = &schemas["CreateEvent"]["properties"]["event"];
+    assert_eq!(event["pattern"], json!(event_type::PATTERN));
     let delivery = &schemas["Delivery"]["properties"];
-    assert_eq!(delivery["event_type"]["pattern"], json!(event_type::PATTERN));
-    assert_eq!(delivery["event_type"]["maxLength"], json!(event_type::MAX_LEN));
+    assert_eq!(
+        delivery["event_type"]["pattern"],
+        json!(event_type::PATTERN)
+    );
+    assert_eq!(
+        delivery["event_type"]["maxLength"],
+        json!(event_type::MAX_LEN)
+    );
     let items = &schemas["CreateWebhook"]["properties"]["events"]["items"];
     assert_eq!(items["pattern"], json!(event_type::SUBSCRIPTION_PATTERN));
     // The enums are the domain's: every value it stores, under the document's names.
@@ -180,5 +207,54 @@ async fn the_document_states_the_domains_patterns_and_enums() {
         v["error"]["code"].is_string() && v["error"]["message"].is_string(),
         "{v}"
     );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_operators_limits_object_is_the_limits_table() {
+    let app = TestApp::spawn().await;
+    let doc = document(&app, "operator").await;
+    let documented = &doc["components"]["schemas"]["LimitOverrides"]["properties"];
+    for (name, ceiling, _) in app::core::operator::overrides() {
+        assert_eq!(documented[name]["maximum"], json!(ceiling), "{name}");
+    }
+    let key = app::db::operator_keys::create(&app.pool, "limits")
+        .await
+        .unwrap();
+    let create = |limits: Value| {
+        reqwest::Client::new()
+            .post(format!("{}/operator/v1/projects", app.base))
+            .bearer_auth(&key)
+            .json(&json!({"name": "Shop", "limits": limits}))
+            .send()
+    };
+    let r = create(json!({"endpoints": 7.0, "retention_days": 2}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let p: Value = r.json().await.unwrap();
+    assert_eq!(
+        (
+            p["limits"]["endpoints"].as_i64(),
+            p["limits"]["retention_days"].as_i64()
+        ),
+        (Some(7), Some(2))
+    );
+    for (limits, says) in [
+        (json!({"nope": 1}), "unknown field `nope`"),
+        (
+            json!({"data_depth": 257}),
+            "limits.data_depth: a whole number from 1 to 256",
+        ),
+        (json!({"members": 1.5}), "not a whole number"),
+    ] {
+        let r = create(limits.clone()).await.unwrap();
+        assert_eq!(r.status(), 422, "{limits}");
+        let v: Value = r.json().await.unwrap();
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(says),
+            "{limits}: {v}"
+        );
+    }
     app.stop().await;
 }
