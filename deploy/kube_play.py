@@ -409,5 +409,8 @@ def run(docs: list[dict]) -> None:
         if os.environ.get("POSTHORN_KUBE_KEEP") != "1":
             clean(podman, demo)
             shutil.rmtree(work, ignore_errors=True)
+            # Each run's images differ (a new build): keep none of them, nor their layers.
+            podman("rmi", IMAGE, NEXT_IMAGE, check=False)
+            podman("image", "prune", "-f", check=False)
     log(f"kube play scenario passed in {time.time() - started:.1f} s")
 
