@@ -99,23 +99,29 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             owner_password,
             plan,
         } => {
-            let owner =
-                app::db::users::upsert(&pool, &owner_email, &owner_password, "user").await?;
-            let project = app::db::projects::create(&pool, &name, &plan, owner.id).await?;
-            let (key, _) =
-                app::db::api_keys::create(&pool, project.id, "created by create-project").await?;
+            let (project_id, key) = app::ops::projects::create_with_owner(
+                &pool,
+                &name,
+                &plan,
+                &owner_email,
+                &owner_password,
+            )
+            .await?;
             println!(
                 "{}",
-                serde_json::json!({ "project_id": project.id, "api_key": key })
+                serde_json::json!({ "project_id": project_id, "api_key": key })
             );
         }
         Command::CreateOperatorKey { name } => {
-            let key = app::db::operator_keys::create(&pool, &name).await?;
+            let key = app::ops::accounts::create_operator_key(&pool, &name).await?;
             println!("{}", serde_json::json!({ "operator_key": key }));
         }
         Command::RevokeOperatorKey { name } => {
-            if !app::db::operator_keys::revoke(&pool, &name).await? {
-                return Err(format!("no live operator key is named `{name}`").into());
+            match app::ops::accounts::revoke_operator_key(&pool, &name).await {
+                Err(app::error::AppError::NotFound) => {
+                    return Err(format!("no live operator key is named `{name}`").into())
+                }
+                done => done?,
             }
             println!("{}", serde_json::json!({ "revoked": name }));
         }
@@ -147,7 +153,7 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             password,
             role,
         } => {
-            let user = app::db::users::upsert(&pool, &email, &password, &role).await?;
+            let user = app::ops::accounts::create_user(&pool, &email, &password, &role).await?;
             println!(
                 "{}",
                 serde_json::json!({ "user_id": user.id, "email": user.email, "role": user.role })

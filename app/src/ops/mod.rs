@@ -7,6 +7,7 @@
 //! handlers and the command line only parse, call one of these, and shape the answer;
 //! reads may go to `db` directly.
 
+pub mod accounts;
 pub mod alerts;
 pub mod bins;
 pub mod deliveries;

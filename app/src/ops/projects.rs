@@ -4,15 +4,24 @@
 
 use sqlx::PgPool;
 
+use chrono::{DateTime, Utc};
+
 use crate::{
+    auth::Access,
     core::{
         operator::{
             check_accent, check_frame_ancestors, check_limit_overrides, check_logo_url,
-            check_optional_text, check_text,
+            check_optional_text, check_text, link_lifetime, PortalRole,
         },
         ratelimit::Plan,
     },
-    db::tenants::{self, Tenant, TenantFields},
+    db::{
+        api_keys, audit,
+        portal::{self, PortalUser},
+        projects, tenants,
+        tenants::{Tenant, TenantFields},
+        users,
+    },
     error::{AppError, AppResult},
     model::Brand,
 };
@@ -49,6 +58,60 @@ pub async fn update(pool: &PgPool, id: i64, input: ProjectInput) -> AppResult<Te
 /// nothing more is sent for it. Its data is purged in the background.
 pub async fn delete(pool: &PgPool, id: i64) -> AppResult<()> {
     tenants::delete(pool, id).await
+}
+
+/// A project made from the command line: its owner (made, or their password reset) and
+/// a first API key. Returns the project's id and the key, shown this once.
+pub async fn create_with_owner(
+    pool: &PgPool,
+    name: &str,
+    plan: &str,
+    owner_email: &str,
+    owner_password: &str,
+) -> AppResult<(i64, String)> {
+    let owner = users::upsert(pool, owner_email, owner_password, "user").await?;
+    let project = projects::create(pool, name, plan, owner.id).await?;
+    let (key, _) = api_keys::create(pool, project.id, "created by create-project").await?;
+    Ok((project.id, key))
+}
+
+/// Who a portal link signs in, as the operator names them.
+#[derive(Debug)]
+pub struct PortalLinkInput {
+    pub user_id: String,
+    pub email: Option<String>,
+    pub name: Option<String>,
+    pub role: String,
+    /// Seconds; the default lifetime when absent.
+    pub expires_in: Option<i64>,
+}
+
+/// A single-use sign-in link into the project's portal (audited in the project's log);
+/// returns the link's token and when it expires.
+pub async fn portal_link(
+    pool: &PgPool,
+    access: &Access,
+    input: PortalLinkInput,
+    created_by: &str,
+) -> AppResult<(String, DateTime<Utc>)> {
+    let role = PortalRole::parse(&input.role)
+        .ok_or_else(|| AppError::Invalid("role: owner, member or viewer".into()))?;
+    let lifetime = link_lifetime(input.expires_in).map_err(AppError::Invalid)?;
+    let text = |field: &str, v: Option<String>, max: usize| {
+        check_optional_text(field, v, max).map_err(AppError::Invalid)
+    };
+    let user = PortalUser {
+        id: check_text("user.id", &input.user_id, 255).map_err(AppError::Invalid)?,
+        email: text("user.email", input.email, 320)?,
+        name: text("user.name", input.name, 200)?,
+    };
+    let project = access.project_id;
+    let (token, expires_at) =
+        portal::create_link(pool, project, &user, role, lifetime, created_by).await?;
+    let detail = serde_json::json!({ "role": role.as_str(), "expires_at": expires_at });
+    let target = format!("portal:{}", user.id);
+    audit::record(pool, access, "portal.link", &target, detail).await?;
+    Ok((token, expires_at))
 }
 
 fn brand(b: BrandInput) -> AppResult<Brand> {

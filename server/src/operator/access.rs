@@ -1,11 +1,8 @@
 //! A project's keys, usage and portal links, as the operator hands them out.
 
 use app::{
-    core::operator::{check_optional_text, check_text, link_lifetime, PortalRole},
-    db::{
-        portal::{self, PortalUser},
-        tenants, usage,
-    },
+    core::operator::check_text,
+    db::{tenants, usage},
     ops,
 };
 use axum::{
@@ -248,29 +245,16 @@ pub async fn portal_link(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<CreatePortalLink>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let project_id = parse_id(&id)?;
-    let role = PortalRole::parse(&body.role)
-        .ok_or_else(|| ApiError::invalid("role: owner, member or viewer"))?;
-    let lifetime = link_lifetime(body.expires_in).map_err(ApiError::invalid)?;
-    let text = |field: &str, v: Option<String>, max: usize| {
-        check_optional_text(field, v, max).map_err(ApiError::invalid)
-    };
-    let user = PortalUser {
-        id: check_text("user.id", &body.user.id, 255).map_err(ApiError::invalid)?,
-        email: text("user.email", body.user.email, 320)?,
-        name: text("user.name", body.user.name, 200)?,
+    let access = op.access(parse_id(&id)?);
+    let input = ops::projects::PortalLinkInput {
+        user_id: body.user.id,
+        email: body.user.email,
+        name: body.user.name,
+        role: body.role,
+        expires_in: body.expires_in,
     };
     let (token, expires_at) =
-        portal::create_link(&state.pool, project_id, &user, role, lifetime, &op.actor()).await?;
-    let access = op.access(project_id);
-    app::db::audit::record(
-        &state.pool,
-        &access,
-        "portal.link",
-        &format!("portal:{}", user.id),
-        serde_json::json!({ "role": role.as_str(), "expires_at": expires_at }),
-    )
-    .await?;
+        ops::projects::portal_link(&state.pool, &access, input, &op.actor()).await?;
     Ok((
         StatusCode::CREATED,
         Json(PortalLink {
