@@ -16,14 +16,14 @@ pub async fn queue_notice(
     project_id: i64,
     notice_id: i64,
 ) -> AppResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO alert_mails (project_id, user_id, email, notice_id)
          SELECT r.project_id, r.user_id, r.email, $2
            FROM alert_recipients r JOIN memberships m USING (project_id, user_id)
           WHERE r.project_id = $1 AND m.email_alerts AND r.confirmed_at IS NOT NULL",
+        project_id,
+        notice_id,
     )
-    .bind(project_id)
-    .bind(notice_id)
     .execute(conn)
     .await?;
     Ok(())
@@ -36,12 +36,12 @@ pub async fn lock_confirmations(
     project_id: i64,
     email: &str,
 ) -> AppResult<()> {
-    sqlx::query(
-        "SELECT pg_advisory_xact_lock(hashtext('alert-confirm:' || lower($2))),
-                pg_advisory_xact_lock(hashtext('alert-confirm-project:' || $1::text))",
+    sqlx::query!(
+        "SELECT pg_advisory_xact_lock(hashtext('alert-confirm:' || lower($2))) AS address_lock,
+                pg_advisory_xact_lock(hashtext('alert-confirm-project:' || $1::text)) AS project_lock",
+        project_id as _,
+        email,
     )
-    .bind(project_id)
-    .bind(email)
     .execute(conn)
     .await?;
     Ok(())
@@ -54,16 +54,17 @@ pub async fn confirmations_today(
     project_id: i64,
     email: &str,
 ) -> AppResult<(i64, i64)> {
-    Ok(sqlx::query_as(
-        "SELECT (SELECT count(*) FROM alert_mails WHERE notice_id IS NULL
-                   AND lower(email) = lower($2) AND created_at > now() - interval '1 day'),
+    let today = sqlx::query!(
+        r#"SELECT (SELECT count(*) FROM alert_mails WHERE notice_id IS NULL
+                   AND lower(email) = lower($2) AND created_at > now() - interval '1 day') AS "to_address!",
                 (SELECT count(*) FROM alert_mails WHERE notice_id IS NULL
-                   AND project_id = $1 AND created_at > now() - interval '1 day')",
+                   AND project_id = $1 AND created_at > now() - interval '1 day') AS "by_project!""#,
+        project_id,
+        email,
     )
-    .bind(project_id)
-    .bind(email)
     .fetch_one(conn)
-    .await?)
+    .await?;
+    Ok((today.to_address, today.by_project))
 }
 
 /// Queues a confirmation mail to the member's address.
@@ -73,19 +74,21 @@ pub async fn queue_confirmation(
     user_id: i64,
     email: &str,
 ) -> AppResult<()> {
-    sqlx::query("INSERT INTO alert_mails (project_id, user_id, email) VALUES ($1, $2, $3)")
-        .bind(project_id)
-        .bind(user_id)
-        .bind(email)
-        .execute(conn)
-        .await?;
+    sqlx::query!(
+        "INSERT INTO alert_mails (project_id, user_id, email) VALUES ($1, $2, $3)",
+        project_id,
+        user_id,
+        email,
+    )
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
 /// Forgets waiting mail nobody wants any more: its member left or turned e-mail off, a
 /// notice's address is not (or no longer) confirmed, a confirmation's already is.
 pub async fn drop_unwanted(pool: &PgPool) -> AppResult<u64> {
-    Ok(sqlx::query(
+    Ok(sqlx::query!(
         "DELETE FROM alert_mails a
           WHERE a.status = 'waiting' AND (a.claimed_until IS NULL OR a.claimed_until < now())
             AND NOT EXISTS (
@@ -119,8 +122,9 @@ pub struct Claimed {
 /// notice mails wait (they are not dropped) while it has had `per_hour` of them tried in
 /// the last hour; confirmations have daily limits of their own.
 pub async fn claim(pool: &PgPool, limit: i64, per_hour: i64) -> AppResult<Vec<Claimed>> {
-    let mut claimed: Vec<Claimed> = sqlx::query_as(
-        "WITH due AS (
+    let mut claimed = sqlx::query_as!(
+        Claimed,
+        r#"WITH due AS (
             SELECT id, project_id, notice_id,
                    row_number() OVER (PARTITION BY project_id, notice_id IS NULL ORDER BY id) AS n
               FROM alert_mails
@@ -142,11 +146,13 @@ pub async fn claim(pool: &PgPool, limit: i64, per_hour: i64) -> AppResult<Vec<Cl
                 LEFT JOIN notices n ON n.id = picked.notice_id
           WHERE a.id = picked.id AND a.status = 'waiting'
             AND (a.claimed_until IS NULL OR a.claimed_until < now())
-         RETURNING a.id, a.project_id, a.user_id, a.email, p.name AS project, a.tries,
-                   a.notice_id, n.kind, n.data, n.created_at",
+         RETURNING a.id AS "id!", a.project_id AS "project_id!", a.user_id AS "user_id!",
+                   a.email AS "email!", p.name AS "project!", a.tries AS "tries!",
+                   a.notice_id AS "notice_id?", n.kind AS "kind?",
+                   n.data AS "data?: sqlx::types::Json<Value>", n.created_at AS "created_at?: DateTime<Utc>""#,
+        limit,
+        per_hour,
     )
-    .bind(limit)
-    .bind(per_hour)
     .fetch_all(pool)
     .await?;
     claimed.sort_by_key(|m| m.id);
@@ -155,11 +161,11 @@ pub async fn claim(pool: &PgPool, limit: i64, per_hour: i64) -> AppResult<Vec<Cl
 
 /// The mail went out: it is never sent again.
 pub async fn record_sent(pool: &PgPool, id: i64) -> AppResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE alert_mails SET status = 'sent', finished_at = now(), claimed_until = NULL
           WHERE id = $1",
+        id,
     )
-    .bind(id)
     .execute(pool)
     .await?;
     Ok(())
@@ -167,13 +173,13 @@ pub async fn record_sent(pool: &PgPool, id: i64) -> AppResult<()> {
 
 /// The mail failed for good (refused, or out of tries), with the server's last answer.
 pub async fn record_failed(pool: &PgPool, id: i64, reply: &str) -> AppResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE alert_mails SET status = 'failed', finished_at = now(), claimed_until = NULL,
                 reply = $2
           WHERE id = $1",
+        id,
+        reply,
     )
-    .bind(id)
-    .bind(reply)
     .execute(pool)
     .await?;
     Ok(())
@@ -186,14 +192,14 @@ pub async fn record_later(
     reply: &str,
     delay: std::time::Duration,
 ) -> AppResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE alert_mails SET next_at = now() + make_interval(secs => $3), claimed_until = NULL,
                 reply = $2
           WHERE id = $1",
+        id,
+        reply,
+        delay.as_secs_f64(),
     )
-    .bind(id)
-    .bind(reply)
-    .bind(delay.as_secs_f64())
     .execute(pool)
     .await?;
     Ok(())
@@ -201,11 +207,11 @@ pub async fn record_later(
 
 /// Gives back claims without using up their tries, for the next round.
 pub async fn release(pool: &PgPool, ids: &[i64]) -> AppResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE alert_mails SET claimed_until = NULL, tries = tries - 1
           WHERE id = ANY($1) AND status = 'waiting'",
+        ids,
     )
-    .bind(ids)
     .execute(pool)
     .await?;
     Ok(())
@@ -213,20 +219,22 @@ pub async fn release(pool: &PgPool, ids: &[i64]) -> AppResult<()> {
 
 /// Drops a claimed mail that has nothing left to say (an address confirmed meanwhile).
 pub async fn forget(pool: &PgPool, id: i64) -> AppResult<()> {
-    sqlx::query("DELETE FROM alert_mails WHERE id = $1 AND status = 'waiting'")
-        .bind(id)
-        .execute(pool)
-        .await?;
+    sqlx::query!(
+        "DELETE FROM alert_mails WHERE id = $1 AND status = 'waiting'",
+        id,
+    )
+    .execute(pool)
+    .await?;
     Ok(())
 }
 
 /// Deletes the record of mail that ended more than `days` ago (past every daily limit).
 pub async fn purge_finished(pool: &PgPool, days: i32) -> AppResult<u64> {
-    Ok(sqlx::query(
+    Ok(sqlx::query!(
         "DELETE FROM alert_mails WHERE status <> 'waiting'
             AND finished_at < now() - make_interval(days => $1)",
+        days,
     )
-    .bind(days)
     .execute(pool)
     .await?
     .rows_affected())

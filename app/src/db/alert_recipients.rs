@@ -20,13 +20,13 @@ pub async fn add(
     user_id: i64,
     email: &str,
 ) -> AppResult<bool> {
-    Ok(sqlx::query(
+    Ok(sqlx::query!(
         "INSERT INTO alert_recipients (project_id, user_id, email) VALUES ($1, $2, $3)
          ON CONFLICT (project_id, user_id) DO NOTHING",
+        project_id,
+        user_id,
+        email,
     )
-    .bind(project_id)
-    .bind(user_id)
-    .bind(email)
     .execute(conn)
     .await?
     .rows_affected()
@@ -39,14 +39,15 @@ pub async fn of_member(
     project_id: i64,
     user_id: i64,
 ) -> AppResult<Option<(String, bool)>> {
-    Ok(sqlx::query_as(
-        "SELECT email, confirmed_at IS NOT NULL FROM alert_recipients
-          WHERE project_id = $1 AND user_id = $2",
+    Ok(sqlx::query!(
+        r#"SELECT email, confirmed_at IS NOT NULL AS "confirmed!" FROM alert_recipients
+          WHERE project_id = $1 AND user_id = $2"#,
+        project_id,
+        user_id,
     )
-    .bind(project_id)
-    .bind(user_id)
     .fetch_optional(db)
-    .await?)
+    .await?
+    .map(|r| (r.email, r.confirmed)))
 }
 
 /// Makes `token` the address's one working link, for [`CONFIRMATION_LINK_HOURS`]; false
@@ -57,15 +58,15 @@ pub async fn set_token(
     user_id: i64,
     token: &str,
 ) -> AppResult<bool> {
-    Ok(sqlx::query(
+    Ok(sqlx::query!(
         "UPDATE alert_recipients
             SET token_hash = $3, token_expires_at = now() + make_interval(hours => $4)
           WHERE project_id = $1 AND user_id = $2 AND confirmed_at IS NULL",
+        project_id,
+        user_id,
+        hash_token(token),
+        CONFIRMATION_LINK_HOURS as i32,
     )
-    .bind(project_id)
-    .bind(user_id)
-    .bind(hash_token(token))
-    .bind(CONFIRMATION_LINK_HOURS as i32)
     .execute(pool)
     .await?
     .rows_affected()
@@ -74,13 +75,14 @@ pub async fn set_token(
 
 /// What an open confirmation link confirms: the project's name and the address.
 pub async fn find_open(pool: &PgPool, token: &str) -> AppResult<Option<(String, String)>> {
-    Ok(sqlx::query_as(
+    Ok(sqlx::query!(
         "SELECT p.name, r.email FROM alert_recipients r JOIN projects p ON p.id = r.project_id
           WHERE r.token_hash = $1 AND r.token_expires_at > now() AND r.confirmed_at IS NULL",
+        hash_token(token),
     )
-    .bind(hash_token(token))
     .fetch_optional(pool)
-    .await?)
+    .await?
+    .map(|r| (r.name, r.email)))
 }
 
 /// Confirms the address behind an open link and uses the link up: (project, user,
@@ -89,15 +91,16 @@ pub async fn confirm(
     conn: &mut PgConnection,
     token: &str,
 ) -> AppResult<Option<(i64, i64, String)>> {
-    Ok(sqlx::query_as(
+    Ok(sqlx::query!(
         "UPDATE alert_recipients
             SET confirmed_at = now(), token_hash = NULL, token_expires_at = NULL
           WHERE token_hash = $1 AND token_expires_at > now() AND confirmed_at IS NULL
          RETURNING project_id, user_id, email",
+        hash_token(token),
     )
-    .bind(hash_token(token))
     .fetch_optional(conn)
-    .await?)
+    .await?
+    .map(|r| (r.project_id, r.user_id, r.email)))
 }
 
 /// One row of the panel's list of alert addresses.
@@ -112,8 +115,10 @@ pub struct AddressState {
 
 /// The project's alert addresses (of members who still ask for e-mail), by address.
 pub async fn list(pool: &PgPool, project_id: i64) -> AppResult<Vec<AddressState>> {
-    Ok(sqlx::query_as(
-        "SELECT r.email, r.confirmed_at IS NOT NULL AS confirmed, f.finished_at AS failed_at, f.reply
+    Ok(sqlx::query_as!(
+        AddressState,
+        r#"SELECT r.email, r.confirmed_at IS NOT NULL AS "confirmed!", f.finished_at AS "failed_at?: DateTime<Utc>",
+                  f.reply AS "reply?"
            FROM alert_recipients r
            JOIN memberships m USING (project_id, user_id)
            LEFT JOIN LATERAL (
@@ -122,9 +127,9 @@ pub async fn list(pool: &PgPool, project_id: i64) -> AppResult<Vec<AddressState>
                    AND a.status IN ('sent', 'failed')
                  ORDER BY a.finished_at DESC LIMIT 1) f ON f.status = 'failed'
           WHERE r.project_id = $1 AND m.email_alerts
-          ORDER BY r.email",
+          ORDER BY r.email"#,
+        project_id,
     )
-    .bind(project_id)
     .fetch_all(pool)
     .await?)
 }

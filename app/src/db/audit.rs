@@ -13,29 +13,31 @@ pub async fn record(
     target: &str,
     detail: serde_json::Value,
 ) -> AppResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO audit_log (project_id, user_id, actor, action, target, detail)
          VALUES ($1, $2, $3, $4, $5, $6)",
+        access.project_id,
+        // System actors (the API, the CLI) have no user row.
+        (access.user_id > 0).then_some(access.user_id),
+        &access.email,
+        action,
+        target,
+        detail,
     )
-    .bind(access.project_id)
-    // System actors (the API, the CLI) have no user row.
-    .bind((access.user_id > 0).then_some(access.user_id))
-    .bind(&access.email)
-    .bind(action)
-    .bind(target)
-    .bind(detail)
     .execute(db)
     .await?;
     Ok(())
 }
 
 pub async fn list(pool: &PgPool, access: &Access, limit: i64) -> AppResult<Vec<AuditEntry>> {
-    Ok(sqlx::query_as::<_, AuditEntry>(
-        "SELECT id, actor, action, target, created_at, detail::text AS detail FROM audit_log
-         WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2",
+    Ok(sqlx::query_as!(
+        AuditEntry,
+        r#"SELECT id, actor, action, target, created_at AS "created_at: chrono::DateTime<chrono::Utc>",
+                detail::text AS "detail!" FROM audit_log
+         WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2"#,
+        access.project_id,
+        limit,
     )
-    .bind(access.project_id)
-    .bind(limit)
     .fetch_all(pool)
     .await?)
 }
@@ -48,13 +50,13 @@ pub async fn record_operator(
     target: &str,
     detail: serde_json::Value,
 ) -> AppResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO audit_log (project_id, actor, action, target, detail) VALUES (NULL, $1, $2, $3, $4)",
+        actor,
+        action,
+        target,
+        detail,
     )
-    .bind(actor)
-    .bind(action)
-    .bind(target)
-    .bind(detail)
     .execute(db)
     .await?;
     Ok(())

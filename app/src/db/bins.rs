@@ -14,12 +14,13 @@ pub async fn create(
     remote_addr: Option<&str>,
 ) -> AppResult<(String, DateTime<Utc>)> {
     let id = new_bin_id();
-    let expires_at: DateTime<Utc> = sqlx::query_scalar(
-        "INSERT INTO bins (id, expires_at, remote_addr) VALUES ($1, now() + $2, $3) RETURNING expires_at",
+    let expires_at: DateTime<Utc> = sqlx::query_scalar!(
+        r#"INSERT INTO bins (id, expires_at, remote_addr) VALUES ($1, now() + $2, $3)
+         RETURNING expires_at AS "expires_at: DateTime<Utc>""#,
+        &id,
+        chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::days(7)) as _,
+        remote_addr,
     )
-    .bind(&id)
-    .bind(chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::days(7)))
-    .bind(remote_addr)
     .fetch_one(db)
     .await?;
     Ok((id, expires_at))
@@ -28,8 +29,10 @@ pub async fn create(
 /// The bin's expiry, if it exists and has not expired.
 pub async fn live(pool: &PgPool, id: &str) -> AppResult<Option<DateTime<Utc>>> {
     Ok(
-        sqlx::query_scalar("SELECT expires_at FROM bins WHERE id = $1 AND expires_at > now()")
-            .bind(id)
+        sqlx::query_scalar!(
+            r#"SELECT expires_at AS "expires_at: DateTime<Utc>" FROM bins WHERE id = $1 AND expires_at > now()"#,
+            id,
+        )
             .fetch_optional(pool)
             .await?,
     )
@@ -87,8 +90,8 @@ pub async fn capture(
         .map(|(k, v)| (k.len() + v.len() + 6) as i64)
         .sum();
     let stored_bytes = c.body.len() as i64 + header_bytes;
-    let (inserted, total_ok, share_ok): (bool, bool, bool) = sqlx::query_as(
-        "WITH usage AS (
+    let verdict = sqlx::query!(
+        r#"WITH usage AS (
             SELECT (SELECT bytes FROM inspector_usage) + $10 <= $11 AS total_ok,
                    coalesce((SELECT bytes FROM inspector_source_usage WHERE source = $12), 0) + $10 <= $13
                      AS share_ok
@@ -103,25 +106,27 @@ pub async fn capture(
                     SELECT 1 FROM projects p WHERE p.id = $15 AND p.deleted_at IS NULL))
             RETURNING id
          )
-         SELECT EXISTS (SELECT 1 FROM inserted), total_ok, share_ok FROM usage",
+         SELECT EXISTS (SELECT 1 FROM inserted) AS "inserted!", total_ok AS "total_ok!",
+                share_ok AS "share_ok!" FROM usage"#,
+        bin_id,
+        c.method,
+        c.path,
+        c.query,
+        headers as _,
+        c.body,
+        c.size,
+        c.status,
+        c.remote_addr,
+        stored_bytes,
+        quotas.total_bytes,
+        c.source,
+        quotas.per_source_bytes,
+        c.request_id,
+        sending_project(c.source),
     )
-    .bind(bin_id)
-    .bind(c.method)
-    .bind(c.path)
-    .bind(c.query)
-    .bind(headers)
-    .bind(c.body)
-    .bind(c.size)
-    .bind(c.status)
-    .bind(c.remote_addr)
-    .bind(stored_bytes)
-    .bind(quotas.total_bytes)
-    .bind(c.source)
-    .bind(quotas.per_source_bytes)
-    .bind(c.request_id)
-    .bind(sending_project(c.source))
     .fetch_one(pool)
     .await?;
+    let (inserted, total_ok, share_ok) = (verdict.inserted, verdict.total_ok, verdict.share_ok);
     if !inserted {
         return Ok(if !share_ok {
             Stored::ShareSpent
@@ -133,7 +138,7 @@ pub async fn capture(
     }
     // Keep the newest captures within both limits. Concurrent captures each trim what the
     // others have not locked, so they never wait on (or deadlock with) one another.
-    sqlx::query(
+    sqlx::query!(
         "DELETE FROM bin_requests WHERE id IN (
             SELECT id FROM bin_requests WHERE id IN (
                 SELECT id FROM (
@@ -143,10 +148,10 @@ pub async fn capture(
                 ) newest_first
                 WHERE n > $2 OR bytes > $3)
             FOR UPDATE SKIP LOCKED)",
+        bin_id,
+        MAX_REQUESTS_PER_BIN,
+        quotas.per_bin_bytes as _,
     )
-    .bind(bin_id)
-    .bind(MAX_REQUESTS_PER_BIN)
-    .bind(quotas.per_bin_bytes)
     .execute(pool)
     .await?;
     Ok(Stored::Yes)
@@ -172,8 +177,8 @@ pub async fn page(
     inline_budget: i64,
     inline_max: i64,
 ) -> AppResult<Vec<BinRequest>> {
-    Ok(sqlx::query_as::<_, BinRequest>(
-        "WITH ids AS (
+    let rows = sqlx::query!(
+        r#"WITH ids AS (
             SELECT id, octet_length(body) AS len, stored_bytes - octet_length(body) AS head
             FROM bin_requests
             WHERE bin_id = $1 AND id > $2 AND id < $3 ORDER BY id DESC LIMIT $4
@@ -182,48 +187,68 @@ pub async fn page(
                    sum(head) OVER w AS heads, row_number() OVER w AS n
             FROM ids WINDOW w AS (ORDER BY id DESC)
          )
-         SELECT r.id, r.method, r.path, r.query, r.headers,
-                CASE WHEN f.inline THEN r.body ELSE ''::bytea END AS body, NOT f.inline AS truncated,
-                r.size, r.status, r.remote_addr, r.received_at, r.erased_at
+         SELECT r.id, r.method, r.path, r.query,
+                r.headers AS "headers: sqlx::types::Json<Vec<(String, String)>>",
+                CASE WHEN f.inline THEN r.body ELSE ''::bytea END AS "body!",
+                NOT f.inline AS "truncated!",
+                r.size, r.status, r.remote_addr, r.received_at AS "received_at: DateTime<Utc>",
+                r.erased_at AS "erased_at: DateTime<Utc>"
          FROM flags f JOIN bin_requests r ON r.id = f.id
          WHERE f.n = 1 OR f.heads <= $5 / 4
-         ORDER BY r.id DESC",
+         ORDER BY r.id DESC"#,
+        bin_id,
+        after.unwrap_or(0),
+        before.unwrap_or(i64::MAX),
+        limit.clamp(1, MAX_REQUESTS_PER_BIN),
+        inline_budget,
+        inline_max as _,
     )
-    .bind(bin_id)
-    .bind(after.unwrap_or(0))
-    .bind(before.unwrap_or(i64::MAX))
-    .bind(limit.clamp(1, MAX_REQUESTS_PER_BIN))
-    .bind(inline_budget)
-    .bind(inline_max)
     .fetch_all(pool)
-    .await?)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| BinRequest {
+            id: r.id,
+            method: r.method,
+            path: r.path,
+            query: r.query,
+            headers: r.headers.0,
+            body: r.body,
+            truncated: r.truncated,
+            size: r.size,
+            status: r.status,
+            remote_addr: r.remote_addr,
+            received_at: r.received_at,
+            erased_at: r.erased_at,
+        })
+        .collect())
 }
 
 /// Whether the bin holds captures older than `id` (for the list's cursor).
 pub async fn older_exists(pool: &PgPool, bin_id: &str, id: i64) -> AppResult<bool> {
-    Ok(sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM bin_requests WHERE bin_id = $1 AND id < $2)",
+    Ok(sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM bin_requests WHERE bin_id = $1 AND id < $2) AS "older!""#,
+        bin_id,
+        id,
     )
-    .bind(bin_id)
-    .bind(id)
     .fetch_one(pool)
     .await?)
 }
 
 /// One capture's body, for captures whose body did not come with the list.
 pub async fn body(pool: &PgPool, bin_id: &str, request_id: i64) -> AppResult<Option<Vec<u8>>> {
-    Ok(sqlx::query_scalar(
+    Ok(sqlx::query_scalar!(
         "SELECT r.body FROM bin_requests r JOIN bins b ON b.id = r.bin_id
          WHERE r.bin_id = $1 AND r.id = $2 AND b.expires_at > now()",
+        bin_id,
+        request_id,
     )
-    .bind(bin_id)
-    .bind(request_id)
     .fetch_optional(pool)
     .await?)
 }
 
 pub async fn delete_expired(pool: &PgPool) -> AppResult<u64> {
-    Ok(sqlx::query("DELETE FROM bins WHERE expires_at <= now()")
+    Ok(sqlx::query!("DELETE FROM bins WHERE expires_at <= now()",)
         .execute(pool)
         .await?
         .rows_affected())

@@ -219,14 +219,18 @@ pub struct RowExtras {
 }
 
 pub async fn extras(pool: &PgPool, row: &DeliveryRow) -> AppResult<RowExtras> {
-    Ok(sqlx::query_as::<_, RowExtras>(
-        "SELECT d.request_headers, d.response_headers, d.response_body,
-                ev.created_at AS event_created_at, ev.data::text AS data, ev.erased_at, ev.erasure_id
+    Ok(sqlx::query_as!(
+        RowExtras,
+        r#"SELECT d.request_headers AS "request_headers?: sqlx::types::Json<Vec<(String, String)>>",
+                d.response_headers AS "response_headers?: sqlx::types::Json<Vec<(String, String)>>",
+                d.response_body AS "response_body?",
+                ev.created_at AS "event_created_at?: DateTime<Utc>", ev.data::text AS "data?",
+                ev.erased_at AS "erased_at?: DateTime<Utc>", ev.erasure_id AS "erasure_id?"
          FROM deliveries d LEFT JOIN events ev ON ev.event_id = d.event_id
-         WHERE d.id = $1 AND d.created_at = $2",
+         WHERE d.id = $1 AND d.created_at = $2"#,
+        row.id,
+        row.created_at as _,
     )
-    .bind(row.id)
-    .bind(row.created_at)
     .fetch_one(pool)
     .await?)
 }
@@ -255,30 +259,34 @@ pub async fn attempts_of(
 /// makes the check-then-insert atomic between two people pressing Retry at once; pass the
 /// action's transaction, which holds the lock until it ends.
 pub async fn retry(conn: &mut PgConnection, row: &DeliveryRow, by: &str) -> AppResult<i64> {
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1), $2::int)")
-        .bind(&row.event_id)
-        .bind(row.endpoint_id as i32)
-        .execute(&mut *conn)
-        .await?;
-    let (busy, max_attempt): (bool, i32) = sqlx::query_as(
-        "SELECT coalesce(bool_or(status IN ('pending', 'in_flight') AND trigger <> 'redirect'), false),
-                coalesce(max(attempt) FILTER (WHERE trigger <> 'redirect'), 0)
-         FROM deliveries WHERE event_id = $1 AND endpoint_id = $2",
+    sqlx::query!(
+        "SELECT pg_advisory_xact_lock(hashtext($1), $2::int)",
+        &row.event_id,
+        row.endpoint_id as i32,
     )
-    .bind(&row.event_id)
-    .bind(row.endpoint_id)
+    .execute(&mut *conn)
+    .await?;
+    let before = sqlx::query!(
+        r#"SELECT coalesce(bool_or(status IN ('pending', 'in_flight') AND trigger <> 'redirect'), false)
+                    AS "busy!",
+                coalesce(max(attempt) FILTER (WHERE trigger <> 'redirect'), 0) AS "max_attempt!"
+         FROM deliveries WHERE event_id = $1 AND endpoint_id = $2"#,
+        &row.event_id,
+        row.endpoint_id,
+    )
     .fetch_one(&mut *conn)
     .await?;
+    let (busy, max_attempt) = (before.busy, before.max_attempt);
     if busy {
         return Err(AppError::Conflict(
             "An attempt of this event to this endpoint is already pending or in flight.".into(),
         ));
     }
-    let url: Option<String> = sqlx::query_scalar(
+    let url: Option<String> = sqlx::query_scalar!(
         "SELECT url FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+        row.endpoint_id,
+        row.project_id,
     )
-    .bind(row.endpoint_id)
-    .bind(row.project_id)
     .fetch_optional(&mut *conn)
     .await?;
     let url = url.ok_or_else(|| AppError::Conflict("The endpoint has been deleted.".into()))?;
@@ -381,13 +389,13 @@ pub async fn send_single(
     by: &str,
 ) -> AppResult<i64> {
     let event_id = crate::core::ids::new_event_id();
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO events (event_id, project_id, event_type, data, deliveries) VALUES ($1, $2, $3, $4::json, 1)",
+        &event_id,
+        project_id,
+        event_type,
+        data_json as _,
     )
-    .bind(&event_id)
-    .bind(project_id)
-    .bind(event_type)
-    .bind(data_json)
     .execute(&mut *conn)
     .await?;
     Ok(insert_one(

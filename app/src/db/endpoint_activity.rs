@@ -18,33 +18,45 @@ pub struct Activity {
 /// `project_id` comes from an `Access` the caller holds (this module stays below `auth`,
 /// which reads [`auto_disabled`]).
 pub async fn last_day(pool: &PgPool, project_id: i64) -> AppResult<Activity> {
-    let hourly = sqlx::query_as(
-        "SELECT endpoint_id, (extract(epoch FROM now() - created_at) / 3600)::int AS hour,
-                count(*) FILTER (WHERE status IN ('succeeded', 'failed', 'dead_letter')),
-                count(*) FILTER (WHERE status = 'succeeded')
+    let hourly = sqlx::query!(
+        r#"SELECT endpoint_id AS "endpoint_id!",
+                (extract(epoch FROM now() - created_at) / 3600)::int AS "hour!",
+                count(*) FILTER (WHERE status IN ('succeeded', 'failed', 'dead_letter')) AS "finished!",
+                count(*) FILTER (WHERE status = 'succeeded') AS "succeeded!"
          FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours' AND trigger <> 'redirect'
-         GROUP BY 1, 2",
+         GROUP BY 1, 2"#,
+        project_id,
     )
-    .bind(project_id)
     .fetch_all(pool)
-    .await?;
-    let p95 = sqlx::query_as(
-        "SELECT endpoint_id, percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms)
+    .await?
+    .into_iter()
+    .map(|r| (r.endpoint_id, r.hour, r.finished, r.succeeded))
+    .collect();
+    let p95 = sqlx::query!(
+        r#"SELECT endpoint_id AS "endpoint_id!",
+                percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95
          FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours'
-           AND trigger <> 'redirect' AND duration_ms IS NOT NULL GROUP BY 1",
+           AND trigger <> 'redirect' AND duration_ms IS NOT NULL GROUP BY 1"#,
+        project_id,
     )
-    .bind(project_id)
     .fetch_all(pool)
-    .await?;
-    let failures = sqlx::query_as(
-        "SELECT endpoint_id, coalesce(response_status::text, error_kind, 'unknown'), count(*)
+    .await?
+    .into_iter()
+    .map(|r| (r.endpoint_id, r.p95))
+    .collect();
+    let failures = sqlx::query!(
+        r#"SELECT endpoint_id AS "endpoint_id!",
+                coalesce(response_status::text, error_kind, 'unknown') AS "what!", count(*) AS "n!"
          FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours'
            AND trigger <> 'redirect' AND status IN ('failed', 'dead_letter')
-         GROUP BY 1, 2 ORDER BY 3 DESC",
+         GROUP BY 1, 2 ORDER BY 3 DESC"#,
+        project_id,
     )
-    .bind(project_id)
     .fetch_all(pool)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.endpoint_id, r.what, r.n))
+    .collect();
     Ok(Activity {
         hourly,
         p95,
@@ -57,11 +69,14 @@ pub async fn auto_disabled(
     pool: &PgPool,
     project_id: i64,
 ) -> AppResult<Vec<(i64, String, String)>> {
-    Ok(sqlx::query_as(
-        "SELECT id, url, disabled_reason FROM endpoints
-         WHERE project_id = $1 AND NOT enabled AND deleted_at IS NULL AND disabled_reason LIKE 'auto:%'",
+    Ok(sqlx::query!(
+        r#"SELECT id, url, disabled_reason AS "disabled_reason!" FROM endpoints
+         WHERE project_id = $1 AND NOT enabled AND deleted_at IS NULL AND disabled_reason LIKE 'auto:%'"#,
+        project_id,
     )
-    .bind(project_id)
     .fetch_all(pool)
-    .await?)
+    .await?
+    .into_iter()
+    .map(|r| (r.id, r.url, r.disabled_reason))
+    .collect())
 }

@@ -22,7 +22,7 @@ pub async fn note(conn: &mut PgConnection, health: &[Health]) -> Result<u64, sql
     let ids: Vec<i64> = health.iter().map(|h| h.endpoint_id).collect();
     let ok: Vec<bool> = health.iter().map(|h| h.ok).collect();
     let first: Vec<DateTime<Utc>> = health.iter().map(|h| h.first_failure).collect();
-    Ok(sqlx::query(
+    Ok(sqlx::query!(
         "WITH h AS (SELECT * FROM unnest($1::bigint[], $2::bool[], $3::timestamptz[]) AS h(id, ok, first_failure)),
          changing AS (
             SELECT e.id FROM endpoints e JOIN h ON h.id = e.id
@@ -36,10 +36,10 @@ pub async fn note(conn: &mut PgConnection, health: &[Health]) -> Result<u64, sql
             SET failing_since = CASE WHEN h.ok THEN NULL ELSE coalesce(e.failing_since, h.first_failure) END
            FROM h JOIN changing c ON c.id = h.id
           WHERE e.id = h.id",
+        &ids,
+        &ok,
+        &first as _,
     )
-    .bind(&ids)
-    .bind(&ok)
-    .bind(&first)
     .execute(conn)
     .await?
     .rows_affected())
@@ -67,18 +67,18 @@ pub async fn tally_dead_letters(
         .values()
         .map(|v| v[..v.len().min(super::notices::FIRST_IDS)].join(","))
         .collect();
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO dead_letter_tally AS t (endpoint_id, count, first_ids)
          SELECT id, n, string_to_array(f, ',') FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS x(id, n, f)
          ORDER BY id
          ON CONFLICT (endpoint_id) DO UPDATE
             SET count = t.count + excluded.count,
                 first_ids = (t.first_ids || excluded.first_ids)[1:$4]",
+        &ids,
+        &counts,
+        &firsts,
+        super::notices::FIRST_IDS as i32,
     )
-    .bind(&ids)
-    .bind(&counts)
-    .bind(&firsts)
-    .bind(super::notices::FIRST_IDS as i32)
     .execute(conn)
     .await?;
     Ok(())

@@ -54,9 +54,6 @@ pub struct Erasure {
     pub inspector_copies: i64,
 }
 
-const COLUMNS: &str = "id, project_id, subject, event_id, status, requested_by, created_at,
-    finished_at, events, attempts, dead_lettered, inspector_copies";
-
 /// Records a request to erase `subject`'s events (those accepted until now), running.
 pub async fn create_for_subject(
     conn: &mut PgConnection,
@@ -64,13 +61,15 @@ pub async fn create_for_subject(
     subject: &str,
     requested_by: &str,
 ) -> AppResult<Erasure> {
-    Ok(sqlx::query_as(&format!(
-        "INSERT INTO erasures (project_id, subject, requested_by) VALUES ($1, $2, $3)
-         RETURNING {COLUMNS}"
-    ))
-    .bind(project_id)
-    .bind(subject)
-    .bind(requested_by)
+    Ok(sqlx::query_as!(
+        Erasure,
+        r#"INSERT INTO erasures (project_id, subject, requested_by) VALUES ($1, $2, $3)
+         RETURNING id, project_id, subject, event_id, status, requested_by,
+           created_at AS "created_at: DateTime<Utc>", finished_at AS "finished_at: DateTime<Utc>", events, attempts, dead_lettered, inspector_copies"#,
+        project_id,
+        subject,
+        requested_by,
+    )
     .fetch_one(conn)
     .await?)
 }
@@ -82,25 +81,29 @@ pub async fn create_for_event(
     event_id: &str,
     requested_by: &str,
 ) -> AppResult<Erasure> {
-    sqlx::query_as(&format!(
-        "INSERT INTO erasures (project_id, event_id, requested_by)
+    sqlx::query_as!(
+        Erasure,
+        r#"INSERT INTO erasures (project_id, event_id, requested_by)
          SELECT $1, event_id, $3 FROM events WHERE project_id = $1 AND event_id = $2
-         RETURNING {COLUMNS}"
-    ))
-    .bind(project_id)
-    .bind(event_id)
-    .bind(requested_by)
+         RETURNING id, project_id, subject, event_id, status, requested_by,
+           created_at AS "created_at: DateTime<Utc>", finished_at AS "finished_at: DateTime<Utc>", events, attempts, dead_lettered, inspector_copies"#,
+        project_id,
+        event_id,
+        requested_by,
+    )
     .fetch_optional(conn)
     .await?
     .ok_or(AppError::NotFound)
 }
 
 pub async fn get(pool: &PgPool, project_id: i64, id: i64) -> AppResult<Erasure> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM erasures WHERE id = $1 AND project_id = $2"
-    ))
-    .bind(id)
-    .bind(project_id)
+    sqlx::query_as!(
+        Erasure,
+        r#"SELECT id, project_id, subject, event_id, status, requested_by,
+           created_at AS "created_at: DateTime<Utc>", finished_at AS "finished_at: DateTime<Utc>", events, attempts, dead_lettered, inspector_copies FROM erasures WHERE id = $1 AND project_id = $2"#,
+        id,
+        project_id,
+    )
     .fetch_optional(pool)
     .await?
     .ok_or(AppError::NotFound)
@@ -122,18 +125,22 @@ pub async fn step(pool: &PgPool, id: Option<i64>) -> AppResult<Option<(i64, Step
     let mut tx = pool.begin().await?;
     let erasure: Option<Erasure> = match id {
         Some(id) => {
-            sqlx::query_as(&format!(
-                "SELECT {COLUMNS} FROM erasures WHERE id = $1 AND status = 'running' FOR UPDATE"
-            ))
-            .bind(id)
+            sqlx::query_as!(
+                Erasure,
+                r#"SELECT id, project_id, subject, event_id, status, requested_by,
+           created_at AS "created_at: DateTime<Utc>", finished_at AS "finished_at: DateTime<Utc>", events, attempts, dead_lettered, inspector_copies FROM erasures WHERE id = $1 AND status = 'running' FOR UPDATE"#,
+                id,
+            )
             .fetch_optional(&mut *tx)
             .await?
         }
         None => {
-            sqlx::query_as(&format!(
-                "SELECT {COLUMNS} FROM erasures WHERE status = 'running'
-                  ORDER BY touched_at LIMIT 1 FOR UPDATE SKIP LOCKED"
-            ))
+            sqlx::query_as!(
+                Erasure,
+                r#"SELECT id, project_id, subject, event_id, status, requested_by,
+           created_at AS "created_at: DateTime<Utc>", finished_at AS "finished_at: DateTime<Utc>", events, attempts, dead_lettered, inspector_copies FROM erasures WHERE status = 'running'
+                  ORDER BY touched_at LIMIT 1 FOR UPDATE SKIP LOCKED"#,
+            )
             .fetch_optional(&mut *tx)
             .await?
         }
@@ -143,25 +150,25 @@ pub async fn step(pool: &PgPool, id: Option<i64>) -> AppResult<Option<(i64, Step
     };
     let events: Vec<String> = match (&erasure.subject, &erasure.event_id) {
         (Some(subject), _) => {
-            sqlx::query_scalar(
+            sqlx::query_scalar!(
                 "SELECT event_id FROM events
               WHERE project_id = $1 AND subjects @> ARRAY[$2]::text[] AND created_at <= $3
               ORDER BY id LIMIT $4 FOR UPDATE",
+                erasure.project_id,
+                subject,
+                erasure.created_at as _,
+                BATCH,
             )
-            .bind(erasure.project_id)
-            .bind(subject)
-            .bind(erasure.created_at)
-            .bind(BATCH)
             .fetch_all(&mut *tx)
             .await?
         }
         (None, Some(event_id)) => {
-            sqlx::query_scalar(
+            sqlx::query_scalar!(
                 "SELECT event_id FROM events
               WHERE project_id = $1 AND event_id = $2 AND erased_at IS NULL FOR UPDATE",
+                erasure.project_id,
+                event_id,
             )
-            .bind(erasure.project_id)
-            .bind(event_id)
             .fetch_all(&mut *tx)
             .await?
         }
@@ -177,20 +184,21 @@ pub async fn step(pool: &PgPool, id: Option<i64>) -> AppResult<Option<(i64, Step
             step.waiting = true;
             Counts::default()
         } else {
-            let all: Vec<String> =
-                sqlx::query_scalar("SELECT event_id FROM events WHERE erasure_id = $1")
-                    .bind(erasure.id)
-                    .fetch_all(&mut *tx)
-                    .await?;
+            let all: Vec<String> = sqlx::query_scalar!(
+                "SELECT event_id FROM events WHERE erasure_id = $1",
+                erasure.id,
+            )
+            .fetch_all(&mut *tx)
+            .await?;
             step.done = true;
             // A Retry that raced the batch, and bin copies made by attempts in flight.
             let mut last = end_waiting(&mut tx, erasure.id, &all).await?;
             last.copies = erase_copies(&mut tx, &all).await?;
-            sqlx::query(
+            sqlx::query!(
                 "UPDATE delivery_log SET ordering_key = NULL
                   WHERE event_id = ANY($1) AND ordering_key IS NOT NULL",
+                &all,
             )
-            .bind(&all)
             .execute(&mut *tx)
             .await?;
             last
@@ -198,20 +206,20 @@ pub async fn step(pool: &PgPool, id: Option<i64>) -> AppResult<Option<(i64, Step
     } else {
         erase_events(&mut tx, erasure.id, &events).await?
     };
-    sqlx::query(
+    sqlx::query!(
         "UPDATE erasures
             SET events = events + $2, attempts = attempts + $3, dead_lettered = dead_lettered + $4,
                 inspector_copies = inspector_copies + $5, touched_at = now(),
                 status = CASE WHEN $6 THEN 'done' ELSE status END,
                 finished_at = CASE WHEN $6 THEN now() END
           WHERE id = $1",
+        erasure.id,
+        step.events,
+        counts.attempts,
+        counts.dead_lettered,
+        counts.copies,
+        step.done,
     )
-    .bind(erasure.id)
-    .bind(step.events)
-    .bind(counts.attempts)
-    .bind(counts.dead_lettered)
-    .bind(counts.copies)
-    .bind(step.done)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -234,32 +242,35 @@ async fn erase_events(
     erasure_id: i64,
     events: &[String],
 ) -> AppResult<Counts> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE events SET data = 'null', subjects = NULL, filtered_out = NULL, ordering_key = NULL,
                 erased_at = now(), erasure_id = $1
           WHERE event_id = ANY($2)",
+        erasure_id,
+        events,
     )
-    .bind(erasure_id)
-    .bind(events)
     .execute(&mut *tx)
     .await?;
     let mut counts = end_waiting(tx, erasure_id, events).await?;
     // The signatures go too: with the endpoint's secret they would confirm a guess of
     // the payload.
-    sqlx::query(&format!(
+    sqlx::query!(
         "UPDATE delivery_log SET response_body = NULL, response_headers = NULL,
-                request_headers = {}, ordering_key = NULL
+                request_headers = CASE WHEN request_headers IS NOT NULL THEN
+                    coalesce((SELECT jsonb_agg(h) FROM jsonb_array_elements(request_headers) h
+                               WHERE lower(h->>0) NOT IN ('x-botix-signature', 'webhook-signature')),
+                             '[]'::jsonb) END,
+                ordering_key = NULL
           WHERE event_id = ANY($1)",
-        UNSIGNED.replace("headers", "request_headers")
-    ))
-    .bind(events)
+        events,
+    )
     .execute(&mut *tx)
     .await?;
-    counts.attempts = sqlx::query_scalar::<_, i64>(
-        "SELECT (SELECT count(*) FROM delivery_log WHERE event_id = ANY($1))
-              + (SELECT count(*) FROM delivery_queue WHERE event_id = ANY($1))",
+    counts.attempts = sqlx::query_scalar!(
+        r#"SELECT (SELECT count(*) FROM delivery_log WHERE event_id = ANY($1))
+              + (SELECT count(*) FROM delivery_queue WHERE event_id = ANY($1)) AS "n!""#,
+        events,
     )
-    .bind(events)
     .fetch_one(&mut *tx)
     .await?;
     counts.copies = erase_copies(tx, events).await?;
@@ -273,15 +284,15 @@ async fn end_waiting(
     erasure_id: i64,
     events: &[String],
 ) -> AppResult<Counts> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE delivery_queue SET error_kind = 'erased'
           WHERE event_id = ANY($1) AND error_kind IS DISTINCT FROM 'erased'",
+        events,
     )
-    .bind(events)
     .execute(&mut *tx)
     .await?;
-    let ended: Vec<(i64, i64, Option<String>, Option<i64>)> = sqlx::query_as(
-        "WITH gone AS (
+    let ended: Vec<(i64, i64, Option<String>, Option<i64>)> = sqlx::query!(
+        r#"WITH gone AS (
             DELETE FROM delivery_queue WHERE event_id = ANY($1) AND status = 'pending'
             RETURNING *
          ), logged AS (
@@ -296,12 +307,16 @@ async fn end_waiting(
               FROM gone
             RETURNING project_id, endpoint_id, ordering_key, lane_seq
          )
-         SELECT project_id, endpoint_id, ordering_key, lane_seq FROM logged",
+         SELECT project_id AS "project_id!", endpoint_id AS "endpoint_id!",
+                ordering_key AS "ordering_key?", lane_seq AS "lane_seq?" FROM logged"#,
+        events,
+        erasure_id,
     )
-    .bind(events)
-    .bind(erasure_id)
     .fetch_all(&mut *tx)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.project_id, r.endpoint_id, r.ordering_key, r.lane_seq))
+    .collect();
     let lanes: Vec<super::lanes::EndedLane> = ended
         .iter()
         .filter_map(|(project, endpoint, key, seq)| match (key, seq) {
@@ -316,19 +331,20 @@ async fn end_waiting(
     })
 }
 
-/// `request_headers` or `headers` (`[name, value]` pairs) without the signatures.
-const UNSIGNED: &str = "CASE WHEN headers IS NOT NULL THEN
-         coalesce((SELECT jsonb_agg(h) FROM jsonb_array_elements(headers) h
-                    WHERE lower(h->>0) NOT IN ('x-botix-signature', 'webhook-signature')), '[]'::jsonb) END";
-
-/// Erases the bodies of the inspector's copies of the events' attempts.
+/// Erases the bodies of the inspector's copies of the events' attempts, and the
+/// signatures among their headers (`[name, value]` pairs), as [`erase_events`] does in
+/// the log.
 async fn erase_copies(tx: &mut PgConnection, events: &[String]) -> AppResult<i64> {
-    Ok(sqlx::query(&format!(
-        "UPDATE bin_requests SET body = ''::bytea, erased_at = now(), headers = {UNSIGNED}
+    Ok(sqlx::query!(
+        "UPDATE bin_requests SET body = ''::bytea, erased_at = now(),
+                headers = CASE WHEN headers IS NOT NULL THEN
+                    coalesce((SELECT jsonb_agg(h) FROM jsonb_array_elements(headers) h
+                               WHERE lower(h->>0) NOT IN ('x-botix-signature', 'webhook-signature')),
+                             '[]'::jsonb) END
           WHERE request_id IN (SELECT request_id FROM deliveries WHERE event_id = ANY($1))
-            AND erased_at IS NULL"
-    ))
-    .bind(events)
+            AND erased_at IS NULL",
+        events,
+    )
     .execute(&mut *tx)
     .await?
     .rows_affected() as i64)
@@ -336,11 +352,11 @@ async fn erase_copies(tx: &mut PgConnection, events: &[String]) -> AppResult<i64
 
 /// Whether an attempt of the erasure's events is still in flight.
 async fn in_flight(tx: &mut PgConnection, erasure_id: i64) -> AppResult<bool> {
-    Ok(sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM events e JOIN delivery_queue q ON q.event_id = e.event_id
-                         WHERE e.erasure_id = $1 AND q.status = 'in_flight')",
+    Ok(sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM events e JOIN delivery_queue q ON q.event_id = e.event_id
+                         WHERE e.erasure_id = $1 AND q.status = 'in_flight') AS "busy!""#,
+        erasure_id,
     )
-    .bind(erasure_id)
     .fetch_one(&mut *tx)
     .await?)
 }
@@ -367,10 +383,10 @@ pub async fn tick(pool: &PgPool, budget: std::time::Duration) -> AppResult<i64> 
 
 /// Whether the event's data was erased (Retry, Redirect and replays refuse it then).
 pub async fn is_erased<'c>(conn: impl sqlx::PgExecutor<'c>, event_id: &str) -> AppResult<bool> {
-    Ok(sqlx::query_scalar::<_, bool>(
-        "SELECT erased_at IS NOT NULL FROM events WHERE event_id = $1",
+    Ok(sqlx::query_scalar!(
+        r#"SELECT erased_at IS NOT NULL AS "erased!" FROM events WHERE event_id = $1"#,
+        event_id,
     )
-    .bind(event_id)
     .fetch_optional(conn)
     .await?
     .unwrap_or(false))

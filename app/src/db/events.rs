@@ -162,21 +162,21 @@ pub async fn ingest_all(
         let targets = targets.as_slice();
         let deliveries = targets.len() as i32;
         let event_id = new_event_id();
-        let inserted: Option<DateTime<Utc>> = sqlx::query_scalar(
-            "INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key, subjects, filtered_out)
+        let inserted: Option<DateTime<Utc>> = sqlx::query_scalar!(
+            r#"INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key, subjects, filtered_out)
              VALUES ($1, $2, $3, $4::json, $5, $6, $7, $8, $9::jsonb)
              ON CONFLICT (project_id, client_id) WHERE client_id IS NOT NULL DO NOTHING
-             RETURNING created_at",
+             RETURNING created_at AS "created_at: DateTime<Utc>""#,
+            &event_id,
+            project_id,
+            event.event_type.as_str(),
+            event.data_json as _,
+            event.client_id,
+            deliveries,
+            event.ordering_key,
+            event.subjects,
+            filtered_out as _,
         )
-        .bind(&event_id)
-        .bind(project_id)
-        .bind(event.event_type.as_str())
-        .bind(event.data_json)
-        .bind(event.client_id)
-        .bind(deliveries)
-        .bind(event.ordering_key)
-        .bind(event.subjects)
-        .bind(filtered_out)
         .fetch_optional(&mut *tx)
         .await?;
         let Some(created_at) = inserted else {
@@ -319,17 +319,18 @@ async fn first_stored<'c>(
     project_id: i64,
     client_id: Option<&str>,
 ) -> AppResult<Ingested> {
-    let (event_id, deliveries, created_at) = sqlx::query_as::<_, (String, i32, DateTime<Utc>)>(
-        "SELECT event_id, deliveries, created_at FROM events WHERE project_id = $1 AND client_id = $2",
+    let first = sqlx::query!(
+        r#"SELECT event_id, deliveries, created_at AS "created_at: DateTime<Utc>" FROM events
+            WHERE project_id = $1 AND client_id = $2"#,
+        project_id,
+        client_id,
     )
-    .bind(project_id)
-    .bind(client_id)
     .fetch_one(conn)
     .await?;
     Ok(Ingested {
-        event_id,
-        deliveries,
-        created_at,
+        event_id: first.event_id,
+        deliveries: first.deliveries,
+        created_at: first.created_at,
         repeated: true,
     })
 }
@@ -499,16 +500,17 @@ pub struct StoredEvent {
     pub filtered_out: Option<sqlx::types::Json<Vec<super::targets::Skipped>>>,
 }
 
-const EVENT_COLUMNS: &str =
-    "id AS seq, event_id, event_type, data, deliveries, ordering_key, created_at,
-     subjects, erased_at, erasure_id, filtered_out";
-
 pub async fn get(pool: &PgPool, project_id: i64, event_id: &str) -> AppResult<StoredEvent> {
-    sqlx::query_as::<_, StoredEvent>(&format!(
-        "SELECT {EVENT_COLUMNS} FROM events WHERE event_id = $1 AND project_id = $2"
-    ))
-    .bind(event_id)
-    .bind(project_id)
+    sqlx::query_as!(
+        StoredEvent,
+        r#"SELECT id AS seq, event_id, event_type,
+                data AS "data: sqlx::types::Json<Box<serde_json::value::RawValue>>", deliveries,
+                ordering_key, created_at AS "created_at: DateTime<Utc>", subjects,
+                erased_at AS "erased_at: DateTime<Utc>", erasure_id,
+                filtered_out AS "filtered_out: sqlx::types::Json<Vec<super::targets::Skipped>>" FROM events WHERE event_id = $1 AND project_id = $2"#,
+        event_id,
+        project_id,
+    )
     .fetch_optional(pool)
     .await?
     .ok_or(AppError::NotFound)
@@ -529,20 +531,25 @@ pub async fn page(
     let (after_ts, after_id) = after
         .map(|c| (c.created_at, c.id))
         .unwrap_or((DateTime::<Utc>::UNIX_EPOCH, 0));
-    Ok(sqlx::query_as::<_, StoredEvent>(&format!(
-        "SELECT {EVENT_COLUMNS} FROM events
+    Ok(sqlx::query_as!(
+        StoredEvent,
+        r#"SELECT id AS seq, event_id, event_type,
+                data AS "data: sqlx::types::Json<Box<serde_json::value::RawValue>>", deliveries,
+                ordering_key, created_at AS "created_at: DateTime<Utc>", subjects,
+                erased_at AS "erased_at: DateTime<Utc>", erasure_id,
+                filtered_out AS "filtered_out: sqlx::types::Json<Vec<super::targets::Skipped>>" FROM events
          WHERE project_id = $1 AND (created_at, id) > ($2, $3) AND created_at < $4
            AND ($5::timestamptz IS NULL OR created_at >= $5)
            AND ($6::text IS NULL OR event_type = $6)
-         ORDER BY created_at, id LIMIT $7"
-    ))
-    .bind(project_id)
-    .bind(after_ts)
-    .bind(after_id)
-    .bind(horizon)
-    .bind(since)
-    .bind(event_type)
-    .bind(limit)
+         ORDER BY created_at, id LIMIT $7"#,
+        project_id,
+        after_ts as _,
+        after_id,
+        horizon as _,
+        since as _,
+        event_type,
+        limit,
+    )
     .fetch_all(&mut *conn)
     .await?)
 }
@@ -553,13 +560,13 @@ pub async fn recent_types(
     project_id: i64,
     retention_days: u32,
 ) -> AppResult<Vec<String>> {
-    Ok(sqlx::query_scalar(
+    Ok(sqlx::query_scalar!(
         "SELECT DISTINCT event_type FROM events
          WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)
          ORDER BY 1 LIMIT 200",
+        project_id,
+        retention_days as i32,
     )
-    .bind(project_id)
-    .bind(retention_days as i32)
     .fetch_all(pool)
     .await?)
 }
@@ -573,15 +580,18 @@ pub async fn types_seen(
     project_id: i64,
     retention_days: u32,
 ) -> AppResult<Vec<TypeSeen>> {
-    Ok(sqlx::query_as(
-        "SELECT event_type, count(*), max(created_at),
+    Ok(sqlx::query!(
+        r#"SELECT event_type, count(*) AS "seen!", max(created_at) AS "last: DateTime<Utc>",
                 (SELECT data::text FROM events e2 WHERE e2.project_id = $1 AND e2.event_type = e.event_type
-                   AND e2.erased_at IS NULL ORDER BY created_at DESC LIMIT 1)
+                   AND e2.erased_at IS NULL ORDER BY created_at DESC LIMIT 1) AS example
          FROM events e WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)
-         GROUP BY event_type ORDER BY 2 DESC",
+         GROUP BY event_type ORDER BY 2 DESC"#,
+        project_id,
+        retention_days as i32,
     )
-    .bind(project_id)
-    .bind(retention_days as i32)
     .fetch_all(pool)
-    .await?)
+    .await?
+    .into_iter()
+    .map(|r| (r.event_type, r.seen, r.last, r.example))
+    .collect())
 }

@@ -23,16 +23,18 @@ pub struct KeptOut {
 /// Among the project's newest [`LOOKED_THROUGH`] events within `days`, those some filter
 /// kept out, newest first.
 pub async fn kept_out(pool: &PgPool, project_id: i64, days: u32) -> AppResult<Vec<KeptOut>> {
-    Ok(sqlx::query_as(
-        "SELECT event_id, event_type, created_at, filtered_out FROM (
+    Ok(sqlx::query_as!(
+        KeptOut,
+        r#"SELECT event_id AS "event_id!", event_type AS "event_type!", created_at AS "created_at!: DateTime<Utc>",
+                  filtered_out AS "filtered_out!: sqlx::types::Json<Vec<Skipped>>" FROM (
             SELECT event_id, event_type, created_at, filtered_out FROM events
              WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)
              ORDER BY created_at DESC LIMIT $3) newest
-         WHERE filtered_out IS NOT NULL ORDER BY created_at DESC",
+         WHERE filtered_out IS NOT NULL ORDER BY created_at DESC"#,
+        project_id,
+        days as i32,
+        LOOKED_THROUGH,
     )
-    .bind(project_id)
-    .bind(days as i32)
-    .bind(LOOKED_THROUGH)
     .fetch_all(pool)
     .await?)
 }
@@ -55,16 +57,18 @@ pub async fn recent_of_types(
     days: u32,
     limit: i64,
 ) -> AppResult<Vec<Recent>> {
-    Ok(sqlx::query_as(
-        "SELECT event_id, event_type, data::text AS data, subjects, created_at FROM events
+    Ok(sqlx::query_as!(
+        Recent,
+        r#"SELECT event_id, event_type, data::text AS "data!", subjects,
+                  created_at AS "created_at: DateTime<Utc>" FROM events
           WHERE project_id = $1 AND created_at > now() - make_interval(days => $3)
             AND erased_at IS NULL AND ('*' = ANY($2) OR event_type = ANY($2))
-          ORDER BY created_at DESC LIMIT $4",
+          ORDER BY created_at DESC LIMIT $4"#,
+        project_id,
+        types,
+        days as i32,
+        limit,
     )
-    .bind(project_id)
-    .bind(types)
-    .bind(days as i32)
-    .bind(limit)
     .fetch_all(pool)
     .await?)
 }

@@ -17,14 +17,14 @@ pub async fn create(
     token: &str,
     email: &str,
 ) -> AppResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO invitations (token_hash, project_id, email, role, created_by, expires_at)
          VALUES ($1, $2, $3, 'member', $4, now() + interval '7 days')",
+        hash_token(token),
+        access.project_id,
+        email,
+        access.user_id,
     )
-    .bind(hash_token(token))
-    .bind(access.project_id)
-    .bind(email)
-    .bind(access.user_id)
     .execute(db)
     .await?;
     Ok(())
@@ -40,13 +40,14 @@ pub struct OpenInvitation {
 }
 
 pub async fn find_open(pool: &PgPool, token: &str) -> AppResult<Option<OpenInvitation>> {
-    Ok(sqlx::query_as::<_, OpenInvitation>(
-        "SELECT p.name AS project, i.email,
-                EXISTS (SELECT 1 FROM users u WHERE lower(u.email) = i.email) AS has_account
+    Ok(sqlx::query_as!(
+        OpenInvitation,
+        r#"SELECT p.name AS project, i.email,
+                EXISTS (SELECT 1 FROM users u WHERE lower(u.email) = i.email) AS "has_account!"
          FROM invitations i JOIN projects p ON p.id = i.project_id
-         WHERE i.token_hash = $1 AND i.used_at IS NULL AND i.expires_at > now()",
+         WHERE i.token_hash = $1 AND i.used_at IS NULL AND i.expires_at > now()"#,
+        hash_token(token),
     )
-    .bind(hash_token(token))
     .fetch_optional(pool)
     .await?)
 }
@@ -54,12 +55,13 @@ pub async fn find_open(pool: &PgPool, token: &str) -> AppResult<Option<OpenInvit
 /// Marks an open invitation used; returns its project and role, or None when it was
 /// unknown, used or expired (a second use of the same link finds nothing).
 pub async fn take(conn: &mut PgConnection, token: &str) -> AppResult<Option<(i64, String)>> {
-    Ok(sqlx::query_as(
+    Ok(sqlx::query!(
         "UPDATE invitations SET used_at = now()
          WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
          RETURNING project_id, role",
+        hash_token(token),
     )
-    .bind(hash_token(token))
     .fetch_optional(conn)
-    .await?)
+    .await?
+    .map(|r| (r.project_id, r.role)))
 }

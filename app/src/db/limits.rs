@@ -11,11 +11,9 @@ use crate::{
 
 /// The project's limits; reads them without a lock.
 pub async fn of(conn: &mut PgConnection, project_id: i64) -> AppResult<Limits> {
-    let overrides: Option<serde_json::Value> =
-        sqlx::query_scalar("SELECT limits FROM projects WHERE id = $1")
-            .bind(project_id)
-            .fetch_optional(conn)
-            .await?;
+    let overrides = sqlx::query_scalar!("SELECT limits FROM projects WHERE id = $1", project_id)
+        .fetch_optional(conn)
+        .await?;
     Ok(Limits::from_overrides(
         &overrides.ok_or(AppError::NotFound)?,
     ))
@@ -31,21 +29,14 @@ pub async fn admit(
     limit: Limit,
     adding: u64,
 ) -> AppResult<Limits> {
-    let overrides: Option<serde_json::Value> =
-        sqlx::query_scalar("SELECT limits FROM projects WHERE id = $1 FOR NO KEY UPDATE")
-            .bind(project_id)
-            .fetch_optional(&mut *conn)
-            .await?;
+    let overrides = sqlx::query_scalar!(
+        "SELECT limits FROM projects WHERE id = $1 FOR NO KEY UPDATE",
+        project_id
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
     let limits = Limits::from_overrides(&overrides.ok_or(AppError::NotFound)?);
-    let used: i64 = match used_statement(limit) {
-        Some(statement) => {
-            sqlx::query_scalar(statement)
-                .bind(project_id)
-                .fetch_one(conn)
-                .await?
-        }
-        None => 0,
-    };
+    let used = used(conn, project_id, limit).await?;
     limits
         .admit(limit, used.max(0) as u64, adding)
         .map_err(AppError::LimitReached)?;
@@ -59,28 +50,43 @@ pub fn admit_event_types(limits: &Limits, event_types: &[String]) -> AppResult<(
         .map_err(AppError::LimitReached)
 }
 
-/// What counts against each limit that is a count of rows (None: a limit on a value,
+/// What counts against each limit that is a count of rows (0 for a limit on a value,
 /// checked on the value itself).
-fn used_statement(limit: Limit) -> Option<&'static str> {
-    Some(match limit {
-        Limit::Endpoints => {
-            "SELECT count(*) FROM endpoints WHERE project_id = $1 AND deleted_at IS NULL"
-        }
-        Limit::ApiKeys => {
-            "SELECT count(*) FROM api_keys WHERE project_id = $1 AND revoked_at IS NULL"
-        }
-        Limit::Members => {
-            "SELECT (SELECT count(*) FROM memberships WHERE project_id = $1)
-                  + (SELECT count(*) FROM invitations
-                      WHERE project_id = $1 AND used_at IS NULL AND expires_at > now())"
-        }
-        Limit::ConcurrentReplays => {
-            "SELECT count(*) FROM replays WHERE project_id = $1 AND status = 'running'"
-        }
-        Limit::ConcurrentErasures => {
-            "SELECT count(*) FROM erasures
-              WHERE project_id = $1 AND status = 'running' AND subject IS NOT NULL"
-        }
-        Limit::EventTypesPerEndpoint | Limit::DataDepth => return None,
+async fn used(conn: &mut PgConnection, project_id: i64, limit: Limit) -> AppResult<i64> {
+    Ok(match limit {
+        Limit::Endpoints => sqlx::query_scalar!(
+            r#"SELECT count(*) AS "n!" FROM endpoints WHERE project_id = $1 AND deleted_at IS NULL"#,
+            project_id
+        )
+        .fetch_one(conn)
+        .await?,
+        Limit::ApiKeys => sqlx::query_scalar!(
+            r#"SELECT count(*) AS "n!" FROM api_keys WHERE project_id = $1 AND revoked_at IS NULL"#,
+            project_id
+        )
+        .fetch_one(conn)
+        .await?,
+        Limit::Members => sqlx::query_scalar!(
+            r#"SELECT (SELECT count(*) FROM memberships WHERE project_id = $1)
+                    + (SELECT count(*) FROM invitations
+                        WHERE project_id = $1 AND used_at IS NULL AND expires_at > now()) AS "n!""#,
+            project_id
+        )
+        .fetch_one(conn)
+        .await?,
+        Limit::ConcurrentReplays => sqlx::query_scalar!(
+            r#"SELECT count(*) AS "n!" FROM replays WHERE project_id = $1 AND status = 'running'"#,
+            project_id
+        )
+        .fetch_one(conn)
+        .await?,
+        Limit::ConcurrentErasures => sqlx::query_scalar!(
+            r#"SELECT count(*) AS "n!" FROM erasures
+                WHERE project_id = $1 AND status = 'running' AND subject IS NOT NULL"#,
+            project_id
+        )
+        .fetch_one(conn)
+        .await?,
+        Limit::EventTypesPerEndpoint | Limit::DataDepth => 0,
     })
 }

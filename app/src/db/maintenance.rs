@@ -16,12 +16,12 @@ pub struct Swept {
 }
 
 pub async fn ensure_partitions(pool: &PgPool, days_back: i32, days_ahead: i32) -> AppResult<i32> {
-    Ok(sqlx::query_scalar(
-        "SELECT posthorn_ensure_delivery_partitions(
-            (now() AT TIME ZONE 'UTC')::date - $1, (now() AT TIME ZONE 'UTC')::date + $2)",
+    Ok(sqlx::query_scalar!(
+        r#"SELECT posthorn_ensure_delivery_partitions(
+            (now() AT TIME ZONE 'UTC')::date - $1::int, (now() AT TIME ZONE 'UTC')::date + $2::int) AS "made!""#,
+        days_back,
+        days_ahead,
     )
-    .bind(days_back)
-    .bind(days_ahead)
     .fetch_one(pool)
     .await?)
 }
@@ -34,24 +34,27 @@ pub async fn trim_short_windows(
     server_days: u32,
     batch: i32,
 ) -> AppResult<(i64, i64)> {
-    Ok(
-        sqlx::query_as("SELECT attempts, events FROM posthorn_trim_short_windows($1, $2)")
-            .bind(server_days as i32)
-            .bind(batch)
-            .fetch_one(pool)
-            .await?,
+    let trimmed = sqlx::query!(
+        r#"SELECT attempts AS "attempts!", events AS "events!"
+             FROM posthorn_trim_short_windows($1, $2)"#,
+        server_days as i32,
+        batch,
     )
+    .fetch_one(pool)
+    .await?;
+    Ok((trimmed.attempts, trimmed.events))
 }
 
 pub async fn sweep(pool: &PgPool, retention_days: u32) -> AppResult<Swept> {
     let partitions_made = ensure_partitions(pool, 1, 7).await?;
     // One day beyond the window is kept so "the last 14 days" is always whole.
-    let partitions_dropped: i32 =
-        sqlx::query_scalar("SELECT posthorn_drop_delivery_partitions($1)")
-            .bind(retention_days as i32 + 1)
-            .fetch_one(pool)
-            .await?;
-    let events_deleted = sqlx::query(
+    let partitions_dropped = sqlx::query_scalar!(
+        r#"SELECT posthorn_drop_delivery_partitions($1) AS "dropped!""#,
+        retention_days as i32 + 1
+    )
+    .fetch_one(pool)
+    .await?;
+    let events_deleted = sqlx::query!(
         // An event with a delivery still waiting (a disabled endpoint's) is kept: its
         // payload is what will be sent when the endpoint is enabled again.
         "DELETE FROM events WHERE id IN (
@@ -59,13 +62,13 @@ pub async fn sweep(pool: &PgPool, retention_days: u32) -> AppResult<Swept> {
             WHERE e.created_at < now() - make_interval(days => $1 + 1)
               AND NOT EXISTS (SELECT 1 FROM delivery_queue d WHERE d.event_id = e.event_id)
             LIMIT 10000)",
+        retention_days as i32,
     )
-    .bind(retention_days as i32)
     .execute(pool)
     .await?
     .rows_affected();
     let bins_deleted = super::bins::delete_expired(pool).await?;
-    let strays_settled: i64 = sqlx::query_scalar("SELECT posthorn_settle_strays()")
+    let strays_settled = sqlx::query_scalar!(r#"SELECT posthorn_settle_strays() AS "settled!""#)
         .fetch_one(pool)
         .await?;
     super::rate_counters::purge_before(pool, chrono::Utc::now().timestamp() - 3600).await?;

@@ -23,14 +23,14 @@ pub async fn emit(
     kind: &str,
     data: &Value,
 ) -> AppResult<()> {
-    let id: i64 = sqlx::query_scalar(
+    let id = sqlx::query_scalar!(
         "INSERT INTO notices (project_id, endpoint_id, kind, data) VALUES ($1, $2, $3, $4)
          RETURNING id",
+        project_id,
+        about,
+        kind,
+        data,
     )
-    .bind(project_id)
-    .bind(about)
-    .bind(kind)
-    .bind(data)
     .fetch_one(&mut *conn)
     .await?;
     super::alert_mails::queue_notice(&mut *conn, project_id, id).await?;
@@ -54,17 +54,19 @@ pub async fn emit(
 /// one `endpoint.failing` each, then none until they recover. Returns how many.
 pub async fn tell_failing(pool: &PgPool) -> AppResult<usize> {
     let mut tx = pool.begin().await?;
-    let failing: Vec<(i64, i64, String, DateTime<Utc>, f64)> = sqlx::query_as(
-        "UPDATE endpoints e SET failing_noticed = true
+    let failing = sqlx::query!(
+        r#"UPDATE endpoints e SET failing_noticed = true
            FROM projects p
           WHERE p.id = e.project_id AND e.failing_since < now() - p.failing_alert_after
             AND NOT e.failing_noticed AND e.enabled AND e.deleted_at IS NULL
-         RETURNING e.id, e.project_id, e.url, e.failing_since,
-                   extract(epoch FROM p.failing_alert_after)::float8",
+         RETURNING e.id, e.project_id, e.url, e.failing_since AS "failing_since!: DateTime<Utc>",
+                   extract(epoch FROM p.failing_alert_after)::float8 AS "after!""#,
     )
     .fetch_all(&mut *tx)
     .await?;
-    for (id, project_id, url, since, after) in &failing {
+    for f in &failing {
+        let (id, project_id, url, since, after) =
+            (&f.id, &f.project_id, &f.url, &f.failing_since, &f.after);
         let data = json!({
             "endpoint_id": id, "url": url, "failing_since": since,
             "after_seconds": *after as i64,
@@ -78,14 +80,15 @@ pub async fn tell_failing(pool: &PgPool) -> AppResult<usize> {
 /// Endpoints told failing that have since succeeded: one `endpoint.recovered` each.
 pub async fn tell_recovered(pool: &PgPool) -> AppResult<usize> {
     let mut tx = pool.begin().await?;
-    let recovered: Vec<(i64, i64, String)> = sqlx::query_as(
+    let recovered = sqlx::query!(
         "UPDATE endpoints SET failing_noticed = false
           WHERE failing_noticed AND failing_since IS NULL
          RETURNING id, project_id, url",
     )
     .fetch_all(&mut *tx)
     .await?;
-    for (id, project_id, url) in &recovered {
+    for r in &recovered {
+        let (id, project_id, url) = (&r.id, &r.project_id, &r.url);
         let data = json!({ "endpoint_id": id, "url": url });
         emit(&mut tx, *project_id, *id, "endpoint.recovered", &data).await?;
     }
@@ -100,17 +103,20 @@ pub async fn tell_certificates_expiring(
     ahead: std::time::Duration,
 ) -> AppResult<usize> {
     let mut tx = pool.begin().await?;
-    let expiring: Vec<(i64, i64, String, String, DateTime<Utc>)> = sqlx::query_as(
-        "UPDATE endpoints SET client_cert_noticed_for = client_cert_not_after
+    let expiring = sqlx::query!(
+        r#"UPDATE endpoints SET client_cert_noticed_for = client_cert_not_after
           WHERE client_cert_not_after IS NOT NULL AND deleted_at IS NULL
             AND client_cert_not_after < now() + $1
             AND client_cert_noticed_for IS DISTINCT FROM client_cert_not_after
-         RETURNING id, project_id, url, client_cert_subject, client_cert_not_after",
+         RETURNING id, project_id, url, client_cert_subject AS "subject!",
+                   client_cert_not_after AS "not_after!: DateTime<Utc>""#,
+        chrono::Duration::from_std(ahead).unwrap_or(chrono::Duration::days(14)) as _,
     )
-    .bind(chrono::Duration::from_std(ahead).unwrap_or(chrono::Duration::days(14)))
     .fetch_all(&mut *tx)
     .await?;
-    for (id, project_id, url, subject, not_after) in &expiring {
+    for e in &expiring {
+        let (id, project_id, url, subject, not_after) =
+            (&e.id, &e.project_id, &e.url, &e.subject, &e.not_after);
         let days_left = (*not_after - Utc::now()).num_days().max(0);
         let data = json!({
             "endpoint_id": id, "url": url, "subject": subject, "not_after": not_after,
@@ -144,18 +150,20 @@ struct DeadLetters {
 /// notice per endpoint per `every`: a thousand at once make one notice with their count.
 pub async fn tell_dead_letters(pool: &PgPool, every: std::time::Duration) -> AppResult<usize> {
     let mut tx = pool.begin().await?;
-    let told: Vec<DeadLetters> = sqlx::query_as(
-        "WITH due AS (
+    let told = sqlx::query_as!(
+        DeadLetters,
+        r#"WITH due AS (
             DELETE FROM dead_letter_tally t USING endpoints e
              WHERE e.id = t.endpoint_id
-               AND (e.dead_letters_noticed_at IS NULL OR e.dead_letters_noticed_at <= now() - $1)
+               AND (e.dead_letters_noticed_at IS NULL OR e.dead_letters_noticed_at <= now() - $1::interval)
             RETURNING t.*
          )
          UPDATE endpoints e SET dead_letters_noticed_at = now()
            FROM due WHERE e.id = due.endpoint_id
-         RETURNING e.id, e.project_id, e.url, due.count, due.first_ids, due.since",
+         RETURNING e.id, e.project_id, e.url, due.count AS "count!", due.first_ids AS "first_ids!",
+                   due.since AS "since!: DateTime<Utc>""#,
+        chrono::Duration::from_std(every).unwrap_or(chrono::Duration::minutes(1)) as _,
     )
-    .bind(chrono::Duration::from_std(every).unwrap_or(chrono::Duration::minutes(1)))
     .fetch_all(&mut *tx)
     .await?;
     for t in &told {
@@ -175,11 +183,11 @@ pub async fn email_alerts(
     project_id: i64,
     user_id: i64,
 ) -> AppResult<bool> {
-    Ok(sqlx::query_scalar(
+    Ok(sqlx::query_scalar!(
         "SELECT email_alerts FROM memberships WHERE project_id = $1 AND user_id = $2",
+        project_id,
+        user_id,
     )
-    .bind(project_id)
-    .bind(user_id)
     .fetch_optional(db)
     .await?
     .unwrap_or(false))
@@ -191,12 +199,12 @@ pub async fn set_email_alerts(
     user_id: i64,
     on: bool,
 ) -> AppResult<bool> {
-    Ok(sqlx::query(
+    Ok(sqlx::query!(
         "UPDATE memberships SET email_alerts = $3 WHERE project_id = $1 AND user_id = $2",
+        project_id,
+        user_id,
+        on,
     )
-    .bind(project_id)
-    .bind(user_id)
-    .bind(on)
     .execute(db)
     .await?
     .rows_affected()
@@ -205,10 +213,11 @@ pub async fn set_email_alerts(
 
 /// The project's threshold for `endpoint.failing`, in seconds, and setting it.
 pub async fn failing_after(pool: &PgPool, project_id: i64) -> AppResult<i64> {
-    Ok(sqlx::query_scalar(
-        "SELECT extract(epoch FROM failing_alert_after)::bigint FROM projects WHERE id = $1",
+    Ok(sqlx::query_scalar!(
+        r#"SELECT extract(epoch FROM failing_alert_after)::bigint AS "seconds!"
+             FROM projects WHERE id = $1"#,
+        project_id,
     )
-    .bind(project_id)
     .fetch_one(pool)
     .await?)
 }
@@ -218,11 +227,11 @@ pub async fn set_failing_after(
     project_id: i64,
     seconds: i64,
 ) -> AppResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE projects SET failing_alert_after = make_interval(secs => $2) WHERE id = $1",
+        project_id,
+        seconds as f64,
     )
-    .bind(project_id)
-    .bind(seconds as f64)
     .execute(db)
     .await?;
     Ok(())
@@ -234,12 +243,15 @@ pub async fn recent(
     project_id: i64,
     limit: i64,
 ) -> AppResult<Vec<(String, sqlx::types::Json<Value>, DateTime<Utc>)>> {
-    Ok(sqlx::query_as(
-        "SELECT kind, data, created_at FROM notices WHERE project_id = $1
-         ORDER BY created_at DESC LIMIT $2",
+    Ok(sqlx::query!(
+        r#"SELECT kind, data AS "data: sqlx::types::Json<Value>", created_at AS "created_at: DateTime<Utc>" FROM notices
+            WHERE project_id = $1 ORDER BY created_at DESC LIMIT $2"#,
+        project_id,
+        limit,
     )
-    .bind(project_id)
-    .bind(limit)
     .fetch_all(pool)
-    .await?)
+    .await?
+    .into_iter()
+    .map(|r| (r.kind, r.data, r.created_at))
+    .collect())
 }

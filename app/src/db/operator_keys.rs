@@ -14,13 +14,13 @@ use super::api_keys::hash_key;
 pub async fn create(pool: &PgPool, name: &str) -> AppResult<String> {
     let name = crate::core::operator::check_text("name", name, 100).map_err(AppError::Invalid)?;
     let key = format!("pho_{}", new_token());
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "INSERT INTO operator_keys (name, prefix, key_hash) VALUES ($1, $2, $3)
          ON CONFLICT (name) WHERE revoked_at IS NULL DO NOTHING",
+        &name,
+        &key[..12],
+        hash_key(&key),
     )
-    .bind(&name)
-    .bind(&key[..12])
-    .bind(hash_key(&key))
     .execute(pool)
     .await?;
     if done.rows_affected() == 0 {
@@ -33,10 +33,10 @@ pub async fn create(pool: &PgPool, name: &str) -> AppResult<String> {
 
 /// Revokes the live key named `name`; false if there was none.
 pub async fn revoke(pool: &PgPool, name: &str) -> AppResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "UPDATE operator_keys SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL",
+        name,
     )
-    .bind(name)
     .execute(pool)
     .await?;
     Ok(done.rows_affected() > 0)
@@ -47,15 +47,15 @@ pub async fn authenticate(pool: &PgPool, key: &str) -> AppResult<Option<String>>
     if key.len() > 200 {
         return Ok(None);
     }
-    Ok(sqlx::query_scalar(
-        "WITH k AS (SELECT id, name, last_used_at FROM operator_keys
+    Ok(sqlx::query_scalar!(
+        r#"WITH k AS (SELECT id, name, last_used_at FROM operator_keys
                      WHERE key_hash = $1 AND revoked_at IS NULL),
               touched AS (UPDATE operator_keys SET last_used_at = now()
                            WHERE id IN (SELECT id FROM k WHERE last_used_at IS NULL
                                            OR last_used_at < now() - interval '1 minute'))
-         SELECT name FROM k",
+         SELECT name AS "name!" FROM k"#,
+        hash_key(key),
     )
-    .bind(hash_key(key))
     .fetch_optional(pool)
     .await?)
 }

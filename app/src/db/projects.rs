@@ -6,11 +6,12 @@ use crate::{error::AppResult, model::ProjectRef};
 
 pub async fn create(pool: &PgPool, name: &str, plan: &str, owner_id: i64) -> AppResult<ProjectRef> {
     let mut tx = pool.begin().await?;
-    let project = sqlx::query_as::<_, ProjectRef>(
+    let project = sqlx::query_as!(
+        ProjectRef,
         "INSERT INTO projects (name, plan) VALUES ($1, $2) RETURNING id, name, plan",
+        name,
+        plan,
     )
-    .bind(name)
-    .bind(plan)
     .fetch_one(&mut *tx)
     .await?;
     super::memberships::add(&mut tx, project.id, owner_id, "owner").await?;
@@ -25,17 +26,19 @@ pub async fn visible_to(
     is_support: bool,
 ) -> AppResult<Vec<ProjectRef>> {
     let rows = if is_support {
-        sqlx::query_as::<_, ProjectRef>(
+        sqlx::query_as!(
+            ProjectRef,
             "SELECT id, name, plan FROM projects WHERE deleted_at IS NULL ORDER BY name, id LIMIT 1000",
         )
         .fetch_all(pool)
         .await?
     } else {
-        sqlx::query_as::<_, ProjectRef>(
+        sqlx::query_as!(
+            ProjectRef,
             "SELECT p.id, p.name, p.plan FROM projects p JOIN memberships m ON m.project_id = p.id
              WHERE m.user_id = $1 AND p.deleted_at IS NULL ORDER BY p.name, p.id",
+            user_id,
         )
-        .bind(user_id)
         .fetch_all(pool)
         .await?
     };
@@ -47,21 +50,23 @@ pub async fn find_by_owner_and_name(
     owner_id: i64,
     name: &str,
 ) -> AppResult<Option<ProjectRef>> {
-    Ok(sqlx::query_as::<_, ProjectRef>(
+    Ok(sqlx::query_as!(
+        ProjectRef,
         "SELECT p.id, p.name, p.plan FROM projects p JOIN memberships m ON m.project_id = p.id
          WHERE m.user_id = $1 AND m.role = 'owner' AND p.name = $2 AND p.deleted_at IS NULL ORDER BY p.id LIMIT 1",
+        owner_id,
+        name,
     )
-    .bind(owner_id)
-    .bind(name)
     .fetch_optional(pool)
     .await?)
 }
 
 pub async fn get(pool: &PgPool, id: i64) -> AppResult<Option<ProjectRef>> {
-    Ok(sqlx::query_as::<_, ProjectRef>(
+    Ok(sqlx::query_as!(
+        ProjectRef,
         "SELECT id, name, plan FROM projects WHERE id = $1 AND deleted_at IS NULL",
+        id,
     )
-    .bind(id)
     .fetch_optional(pool)
     .await?)
 }
@@ -71,13 +76,13 @@ pub async fn ops_endpoint(
     db: impl sqlx::PgExecutor<'_>,
     project_id: i64,
 ) -> AppResult<Option<i64>> {
-    Ok(
-        sqlx::query_scalar("SELECT ops_endpoint_id FROM projects WHERE id = $1")
-            .bind(project_id)
-            .fetch_optional(db)
-            .await?
-            .flatten(),
+    Ok(sqlx::query_scalar!(
+        "SELECT ops_endpoint_id FROM projects WHERE id = $1",
+        project_id
     )
+    .fetch_optional(db)
+    .await?
+    .flatten())
 }
 
 /// Where notices about `about` go: the project's ops endpoint, unless it is `about`
@@ -87,14 +92,15 @@ pub async fn ops_target(
     project_id: i64,
     about: i64,
 ) -> AppResult<Option<(i64, String)>> {
-    Ok(sqlx::query_as(
+    Ok(sqlx::query!(
         "SELECT e.id, e.url FROM projects p JOIN endpoints e ON e.id = p.ops_endpoint_id
          WHERE p.id = $1 AND e.deleted_at IS NULL AND e.id <> $2",
+        project_id,
+        about,
     )
-    .bind(project_id)
-    .bind(about)
     .fetch_optional(db)
-    .await?)
+    .await?
+    .map(|r| (r.id, r.url)))
 }
 
 pub async fn set_ops_endpoint(
@@ -102,22 +108,22 @@ pub async fn set_ops_endpoint(
     project_id: i64,
     endpoint_id: i64,
 ) -> AppResult<()> {
-    sqlx::query("UPDATE projects SET ops_endpoint_id = $2 WHERE id = $1")
-        .bind(project_id)
-        .bind(endpoint_id)
-        .execute(db)
-        .await?;
+    sqlx::query!(
+        "UPDATE projects SET ops_endpoint_id = $2 WHERE id = $1",
+        project_id,
+        endpoint_id,
+    )
+    .execute(db)
+    .await?;
     Ok(())
 }
 
 /// How many days of history the project shows and keeps: its operator's `retention_days`,
 /// within the server's window.
 pub async fn window_days(pool: &PgPool, project_id: i64, server_days: u32) -> AppResult<u32> {
-    let limits: Option<serde_json::Value> =
-        sqlx::query_scalar("SELECT limits FROM projects WHERE id = $1")
-            .bind(project_id)
-            .fetch_optional(pool)
-            .await?;
+    let limits = sqlx::query_scalar!("SELECT limits FROM projects WHERE id = $1", project_id)
+        .fetch_optional(pool)
+        .await?;
     Ok(limits.map_or(server_days, |l| {
         crate::core::operator::window_days(&l, server_days)
     }))

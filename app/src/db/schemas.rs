@@ -26,26 +26,28 @@ pub async fn put(
     schema: &str,
 ) -> AppResult<(StoredSchema, bool)> {
     // The project's row, locked: two requests adding the 200th schema take turns.
-    let count: i32 =
-        sqlx::query_scalar("SELECT event_schemas FROM projects WHERE id = $1 FOR UPDATE")
-            .bind(project_id)
-            .fetch_one(&mut *tx)
-            .await?;
+    let count = sqlx::query_scalar!(
+        "SELECT event_schemas FROM projects WHERE id = $1 FOR UPDATE",
+        project_id
+    )
+    .fetch_one(&mut *tx)
+    .await?;
     let exists = get(&mut *tx, project_id, event_type).await?.is_some();
     if !exists && i64::from(count) >= MAX_PER_PROJECT {
         return Err(AppError::LimitReached(format!(
             "at most {MAX_PER_PROJECT} event-type schemas per project; delete one first"
         )));
     }
-    let stored = sqlx::query_as(
-        "INSERT INTO event_type_schemas (project_id, event_type, schema) VALUES ($1, $2, $3)
+    let stored = sqlx::query_as!(
+        StoredSchema,
+        r#"INSERT INTO event_type_schemas (project_id, event_type, schema) VALUES ($1, $2, $3)
          ON CONFLICT (project_id, event_type) DO UPDATE
             SET schema = EXCLUDED.schema, version = event_type_schemas.version + 1, updated_at = now()
-         RETURNING event_type, schema, version, updated_at",
+         RETURNING event_type, schema, version, updated_at AS "updated_at: DateTime<Utc>""#,
+        project_id,
+        event_type,
+        schema,
     )
-    .bind(project_id)
-    .bind(event_type)
-    .bind(schema)
     .fetch_one(&mut *tx)
     .await?;
     Ok((stored, !exists))
@@ -56,12 +58,14 @@ pub async fn get<'c>(
     project_id: i64,
     event_type: &str,
 ) -> AppResult<Option<StoredSchema>> {
-    Ok(sqlx::query_as(
-        "SELECT event_type, schema, version, updated_at FROM event_type_schemas
-          WHERE project_id = $1 AND event_type = $2",
+    Ok(sqlx::query_as!(
+        StoredSchema,
+        r#"SELECT event_type, schema, version, updated_at AS "updated_at: DateTime<Utc>"
+           FROM event_type_schemas
+          WHERE project_id = $1 AND event_type = $2"#,
+        project_id,
+        event_type,
     )
-    .bind(project_id)
-    .bind(event_type)
     .fetch_optional(db)
     .await?)
 }
@@ -73,26 +77,31 @@ pub async fn delete(
     project_id: i64,
     event_type: &str,
 ) -> AppResult<bool> {
-    sqlx::query("SELECT 1 FROM projects WHERE id = $1 FOR UPDATE")
-        .bind(project_id)
-        .execute(&mut *tx)
-        .await?;
-    let deleted =
-        sqlx::query("DELETE FROM event_type_schemas WHERE project_id = $1 AND event_type = $2")
-            .bind(project_id)
-            .bind(event_type)
-            .execute(&mut *tx)
-            .await?;
+    sqlx::query!(
+        "SELECT 1 AS one FROM projects WHERE id = $1 FOR UPDATE",
+        project_id
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let deleted = sqlx::query!(
+        "DELETE FROM event_type_schemas WHERE project_id = $1 AND event_type = $2",
+        project_id,
+        event_type,
+    )
+    .execute(&mut *tx)
+    .await?;
     Ok(deleted.rows_affected() > 0)
 }
 
 /// Every schema of the project, by type.
 pub async fn list(pool: &PgPool, project_id: i64) -> AppResult<Vec<StoredSchema>> {
-    Ok(sqlx::query_as(
-        "SELECT event_type, schema, version, updated_at FROM event_type_schemas
-          WHERE project_id = $1 ORDER BY event_type",
+    Ok(sqlx::query_as!(
+        StoredSchema,
+        r#"SELECT event_type, schema, version, updated_at AS "updated_at: DateTime<Utc>"
+           FROM event_type_schemas
+          WHERE project_id = $1 ORDER BY event_type"#,
+        project_id,
     )
-    .bind(project_id)
     .fetch_all(pool)
     .await?)
 }

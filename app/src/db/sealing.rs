@@ -16,33 +16,43 @@ use crate::{
     error::AppResult,
 };
 
-/// Every secret value of every endpoint, as one SQL set of `value`, header values stored
-/// sealed included (plain ones have their own JSON type: whatever they read, they were
-/// never sealed).
-const VALUES: &str = "SELECT secret AS value FROM endpoints
-    UNION ALL SELECT previous_secret FROM endpoints WHERE previous_secret IS NOT NULL
-    UNION ALL SELECT client_key FROM endpoints WHERE client_key IS NOT NULL
-    UNION ALL SELECT signing_key FROM endpoints WHERE signing_key IS NOT NULL
-    UNION ALL SELECT h->1->>'sealed' FROM endpoints, jsonb_array_elements(custom_headers) h
-               WHERE jsonb_typeof(h->1) = 'object'";
+// Both read every secret value of every endpoint as one SQL set of `value`, header values
+// stored sealed included (plain ones have their own JSON type: whatever they read, they
+// were never sealed).
 
 /// The sealed values of every endpoint, as (key id, how many).
 pub async fn keys_in_use(pool: &PgPool) -> AppResult<Vec<(String, i64)>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT split_part(value, ':', 2) AS key, count(*) FROM ({VALUES}) v
-          WHERE value ~ '^ph[12]:' GROUP BY 1 ORDER BY 1"
-    ))
+    Ok(sqlx::query!(
+        r#"SELECT split_part(value, ':', 2) AS "key!", count(*) AS "n!" FROM (
+              SELECT secret AS value FROM endpoints
+                UNION ALL SELECT previous_secret FROM endpoints WHERE previous_secret IS NOT NULL
+                UNION ALL SELECT client_key FROM endpoints WHERE client_key IS NOT NULL
+                UNION ALL SELECT signing_key FROM endpoints WHERE signing_key IS NOT NULL
+                UNION ALL SELECT h->1->>'sealed' FROM endpoints, jsonb_array_elements(custom_headers) h
+                           WHERE jsonb_typeof(h->1) = 'object') v
+          WHERE value ~ '^ph[12]:' GROUP BY 1 ORDER BY 1"#
+    )
     .fetch_all(pool)
-    .await?)
+    .await?
+    .into_iter()
+    .map(|r| (r.key, r.n))
+    .collect())
 }
 
 /// Values not sealed bound to their endpoint: plain ones and the earlier format's.
 pub async fn unbound_values(pool: &PgPool) -> AppResult<i64> {
-    Ok(sqlx::query_scalar(&format!(
-        "SELECT (SELECT count(*) FROM ({VALUES}) v WHERE value !~ '^ph2:')
+    Ok(sqlx::query_scalar!(
+        r#"SELECT (SELECT count(*) FROM (
+              SELECT secret AS value FROM endpoints
+                UNION ALL SELECT previous_secret FROM endpoints WHERE previous_secret IS NOT NULL
+                UNION ALL SELECT client_key FROM endpoints WHERE client_key IS NOT NULL
+                UNION ALL SELECT signing_key FROM endpoints WHERE signing_key IS NOT NULL
+                UNION ALL SELECT h->1->>'sealed' FROM endpoints, jsonb_array_elements(custom_headers) h
+                           WHERE jsonb_typeof(h->1) = 'object') v
+             WHERE value !~ '^ph2:')
               + (SELECT count(*) FROM endpoints, jsonb_array_elements(custom_headers) h
-                  WHERE jsonb_typeof(h->1) = 'string')"
-    ))
+                  WHERE jsonb_typeof(h->1) = 'string') AS "n!""#
+    )
     .fetch_one(pool)
     .await?)
 }
@@ -67,24 +77,26 @@ impl State {
 }
 
 pub async fn state(pool: &PgPool) -> AppResult<State> {
-    let row: Option<(DateTime<Utc>, Option<DateTime<Utc>>)> =
-        sqlx::query_as("SELECT sealed_since, bound_since FROM sealing")
-            .fetch_optional(pool)
-            .await?;
-    Ok(row.map_or(State::default(), |(sealed, bound)| State {
-        sealed_since: Some(sealed),
-        bound_since: bound,
+    let row = sqlx::query!(
+        r#"SELECT sealed_since AS "sealed_since: DateTime<Utc>",
+                  bound_since AS "bound_since: DateTime<Utc>" FROM sealing"#
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map_or(State::default(), |r| State {
+        sealed_since: Some(r.sealed_since),
+        bound_since: r.bound_since,
     }))
 }
 
 /// Marks the database sealed, and with `bound` every value bound (neither is undone).
 async fn mark(pool: &PgPool, bound: bool) -> AppResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO sealing (bound_since) VALUES (CASE WHEN $1 THEN now() END)
          ON CONFLICT (only_row) DO UPDATE
             SET bound_since = coalesce(sealing.bound_since, excluded.bound_since)",
+        bound,
     )
-    .bind(bound)
     .execute(pool)
     .await?;
     Ok(())
@@ -162,17 +174,19 @@ pub async fn reseal(pool: &PgPool, keyring: &Keyring) -> AppResult<Resealed> {
     let mut done = Resealed::default();
     let mut after = 0i64;
     loop {
-        let rows: Vec<Row> = sqlx::query_as(
-            "SELECT id, project_id, secret, previous_secret, client_key, signing_key, custom_headers
+        let rows = sqlx::query_as!(
+            Row,
+            r#"SELECT id, project_id, secret, previous_secret, client_key, signing_key,
+                    custom_headers AS "custom_headers: sqlx::types::Json<Vec<(String, StoredValue)>>"
                FROM endpoints
               WHERE id > $1 AND (secret NOT LIKE $2 OR previous_secret NOT LIKE $2
                  OR client_key NOT LIKE $2 OR signing_key NOT LIKE $2
                  OR EXISTS (SELECT 1 FROM jsonb_array_elements(custom_headers) h
                              WHERE coalesce(h->1->>'sealed', '') NOT LIKE $2))
-              ORDER BY id LIMIT 200",
+              ORDER BY id LIMIT 200"#,
+            after,
+            &current,
         )
-        .bind(after)
-        .bind(&current)
         .fetch_all(pool)
         .await?;
         let Some(last) = rows.last() else {
@@ -251,24 +265,24 @@ async fn reseal_row(
     if values == 0 {
         return Ok((None, refused));
     }
-    let changed = sqlx::query(
+    let changed = sqlx::query!(
         "UPDATE endpoints SET secret = $2, previous_secret = $3, client_key = $4,
                 custom_headers = $5, signing_key = $10
           WHERE id = $1 AND secret = $6 AND previous_secret IS NOT DISTINCT FROM $7
             AND client_key IS NOT DISTINCT FROM $8 AND custom_headers = $9
             AND signing_key IS NOT DISTINCT FROM $11",
+        row.id,
+        &secret,
+        previous.as_deref(),
+        client_key.as_deref(),
+        sqlx::types::Json(&headers) as _,
+        &row.secret,
+        row.previous_secret.as_deref(),
+        row.client_key.as_deref(),
+        &row.custom_headers as _,
+        signing_key.as_deref(),
+        row.signing_key.as_deref(),
     )
-    .bind(row.id)
-    .bind(&secret)
-    .bind(&previous)
-    .bind(&client_key)
-    .bind(sqlx::types::Json(&headers))
-    .bind(&row.secret)
-    .bind(&row.previous_secret)
-    .bind(&row.client_key)
-    .bind(&row.custom_headers)
-    .bind(&signing_key)
-    .bind(&row.signing_key)
     .execute(pool)
     .await?
     .rows_affected();

@@ -14,16 +14,15 @@ pub async fn get_or_create(pool: &PgPool, name: &str) -> AppResult<Vec<u8>> {
     let mut fresh = vec![0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut fresh);
     // Two processes making it at once: the first insert wins, and both read that one.
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO server_keys (name, key) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+        name,
+        &fresh,
     )
-    .bind(name)
-    .bind(&fresh)
     .execute(pool)
     .await?;
     Ok(
-        sqlx::query_scalar("SELECT key FROM server_keys WHERE name = $1")
-            .bind(name)
+        sqlx::query_scalar!("SELECT key FROM server_keys WHERE name = $1", name)
             .fetch_one(pool)
             .await?,
     )
@@ -32,8 +31,7 @@ pub async fn get_or_create(pool: &PgPool, name: &str) -> AppResult<Vec<u8>> {
 /// The key called `name`, if one was made.
 pub async fn get(pool: &PgPool, name: &str) -> AppResult<Option<Vec<u8>>> {
     Ok(
-        sqlx::query_scalar("SELECT key FROM server_keys WHERE name = $1")
-            .bind(name)
+        sqlx::query_scalar!("SELECT key FROM server_keys WHERE name = $1", name)
             .fetch_optional(pool)
             .await?,
     )

@@ -22,15 +22,16 @@ pub async fn set(
     scheme: &str,
     fresh: bool,
 ) -> AppResult<Option<String>> {
-    let current: Option<(String, bool)> = sqlx::query_as(
-        "SELECT signature_scheme, signing_key IS NOT NULL FROM endpoints
-          WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL FOR UPDATE",
+    let row = sqlx::query!(
+        r#"SELECT signature_scheme, signing_key IS NOT NULL AS "has_key!" FROM endpoints
+          WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL FOR UPDATE"#,
+        id,
+        access.project_id,
     )
-    .bind(id)
-    .bind(access.project_id)
     .fetch_optional(&mut *tx)
-    .await?;
-    let (current, has_key) = current.ok_or(AppError::NotFound)?;
+    .await?
+    .ok_or(AppError::NotFound)?;
+    let (current, has_key) = (row.signature_scheme, row.has_key);
     if current == scheme {
         return Ok(None);
     }
@@ -49,35 +50,32 @@ pub async fn set(
                 Some(public),
             )
         };
-        sqlx::query(
+        sqlx::query!(
             "UPDATE endpoints SET signature_scheme = $2, scheme_switched_at = $3,
                     signing_key = coalesce($4, signing_key), public_key = coalesce($5, public_key),
                     updated_at = now()
               WHERE id = $1",
+            id,
+            ED25519,
+            switched_at as _,
+            private,
+            public,
         )
-        .bind(id)
-        .bind(ED25519)
-        .bind(switched_at)
-        .bind(private)
-        .bind(public)
         .execute(&mut *tx)
         .await?;
         return Ok(None);
     }
     // To HMAC: a new secret (an ed25519 endpoint's was never shown to anyone).
     let secret = new_endpoint_secret();
-    sqlx::query(
+    sqlx::query!(
         "UPDATE endpoints SET signature_scheme = $2, scheme_switched_at = $3, secret = $4,
                 previous_secret = NULL, previous_secret_expires_at = NULL, updated_at = now()
           WHERE id = $1",
+        id,
+        HMAC_SHA256,
+        switched_at as _,
+        sealed::seal(sealed::ENDPOINT_SECRET.of(access.project_id, id), &secret),
     )
-    .bind(id)
-    .bind(HMAC_SHA256)
-    .bind(switched_at)
-    .bind(sealed::seal(
-        sealed::ENDPOINT_SECRET.of(access.project_id, id),
-        &secret,
-    ))
     .execute(&mut *tx)
     .await?;
     Ok(Some(secret))
@@ -89,13 +87,14 @@ pub async fn of(
     access: &Access,
     id: i64,
 ) -> AppResult<(String, Option<String>)> {
-    sqlx::query_as(
+    sqlx::query!(
         "SELECT signature_scheme, public_key FROM endpoints
           WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+        id,
+        access.project_id,
     )
-    .bind(id)
-    .bind(access.project_id)
     .fetch_optional(db)
     .await?
+    .map(|r| (r.signature_scheme, r.public_key))
     .ok_or(AppError::NotFound)
 }

@@ -122,7 +122,7 @@ pub async fn find<'c>(
     // `notify_after_commit` migration for why); setting it in the first query of a
     // transaction saves a round trip. Every row carries the version, and a project without a matching endpoint still
     // has one row, with no endpoint in it.
-    #[derive(sqlx::FromRow)]
+    type Headers = sqlx::types::Json<Vec<(String, crate::core::sealed::StoredValue)>>;
     struct Row {
         version: i64,
         event_type: Option<String>,
@@ -139,20 +139,25 @@ pub async fn find<'c>(
         custom_headers: Option<sqlx::types::Json<Vec<(String, crate::core::sealed::StoredValue)>>>,
         filter: Option<String>,
     }
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT p.endpoints_version AS version, t.event_type, e.id, e.url,
-                e.rate_limit IS NOT NULL AS throttled, e.client_cert IS NOT NULL AS client_cert,
-                e.secret, e.previous_secret, e.signature_scheme, e.signing_key, e.scheme_switched_at,
-                e.previous_secret_expires_at, e.custom_headers, e.filter
+    let rows = sqlx::query_as!(
+        Row,
+        r#"SELECT p.endpoints_version AS "version!", t.event_type AS "event_type?", e.id AS "id?",
+                e.url AS "url?", e.rate_limit IS NOT NULL AS "throttled?",
+                e.client_cert IS NOT NULL AS "client_cert?", e.secret AS "secret?",
+                e.previous_secret AS "previous_secret?", e.signature_scheme AS "signature_scheme?",
+                e.signing_key AS "signing_key?", e.scheme_switched_at AS "scheme_switched_at?: DateTime<Utc>",
+                e.previous_secret_expires_at AS "previous_secret_expires_at?: DateTime<Utc>",
+                e.custom_headers AS "custom_headers?: Headers",
+                e.filter AS "filter?"
          FROM set_config('posthorn.defer_notify', 'on', true), projects p
          LEFT JOIN (unnest($2::text[]) AS t(event_type)
                     JOIN endpoints e ON e.event_types @> ARRAY['*'] OR e.event_types @> ARRAY[t.event_type])
            ON e.project_id = p.id AND e.enabled AND e.deleted_at IS NULL
          WHERE p.id = $1
-         ORDER BY t.event_type, e.id",
+         ORDER BY t.event_type, e.id"#,
+        project_id,
+        types as _,
     )
-    .bind(project_id)
-    .bind(types)
     .fetch_all(conn)
     .await?;
     let version = rows.first().map(|r| r.version);

@@ -37,29 +37,28 @@ pub struct TenantFields {
     pub brand: Option<Brand>,
 }
 
-type Row = (
-    i64,
-    Option<String>,
-    String,
-    String,
-    Value,
-    Vec<String>,
-    sqlx::types::Json<Brand>,
-    DateTime<Utc>,
-);
-
-const COLUMNS: &str = "id, uid, name, plan, limits, frame_ancestors, brand, created_at";
+/// A project's row as the queries below return it.
+struct Row {
+    id: i64,
+    uid: Option<String>,
+    name: String,
+    plan: String,
+    limits: Value,
+    frame_ancestors: Vec<String>,
+    brand: sqlx::types::Json<Brand>,
+    created_at: DateTime<Utc>,
+}
 
 fn tenant(r: Row) -> Tenant {
     Tenant {
-        id: r.0,
-        uid: r.1,
-        name: r.2,
-        plan: r.3,
-        overrides: r.4,
-        frame_ancestors: r.5,
-        brand: r.6 .0,
-        created_at: r.7,
+        id: r.id,
+        uid: r.uid,
+        name: r.name,
+        plan: r.plan,
+        overrides: r.limits,
+        frame_ancestors: r.frame_ancestors,
+        brand: r.brand.0,
+        created_at: r.created_at,
     }
 }
 
@@ -74,20 +73,20 @@ fn uid_taken(e: sqlx::Error) -> AppError {
 }
 
 pub async fn create(pool: &PgPool, f: &TenantFields) -> AppResult<Tenant> {
-    let row: Row = sqlx::query_as(&format!(
-        "INSERT INTO projects (name, uid, plan, limits, frame_ancestors, brand)
-         VALUES ($1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}"
-    ))
-    .bind(f.name.as_deref().unwrap_or("Untitled"))
-    .bind(f.uid.clone().flatten())
-    .bind(f.plan.as_deref().unwrap_or("trial"))
-    .bind(
+    let row = sqlx::query_as!(
+        Row,
+        r#"INSERT INTO projects (name, uid, plan, limits, frame_ancestors, brand)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, uid, name, plan, limits, frame_ancestors, brand AS "brand: sqlx::types::Json<Brand>",
+                created_at AS "created_at: DateTime<Utc>""#,
+        f.name.as_deref().unwrap_or("Untitled"),
+        f.uid.clone().flatten(),
+        f.plan.as_deref().unwrap_or("trial"),
         f.overrides
             .clone()
             .unwrap_or_else(|| Value::Object(Default::default())),
+        &f.frame_ancestors.clone().unwrap_or_default(),
+        sqlx::types::Json(f.brand.clone().unwrap_or_default()) as _,
     )
-    .bind(f.frame_ancestors.clone().unwrap_or_default())
-    .bind(sqlx::types::Json(f.brand.clone().unwrap_or_default()))
     .fetch_one(pool)
     .await
     .map_err(uid_taken)?;
@@ -95,10 +94,12 @@ pub async fn create(pool: &PgPool, f: &TenantFields) -> AppResult<Tenant> {
 }
 
 pub async fn get(pool: &PgPool, id: i64) -> AppResult<Tenant> {
-    let row: Option<Row> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM projects WHERE id = $1 AND deleted_at IS NULL"
-    ))
-    .bind(id)
+    let row = sqlx::query_as!(
+        Row,
+        r#"SELECT id, uid, name, plan, limits, frame_ancestors, brand AS "brand: sqlx::types::Json<Brand>",
+                created_at AS "created_at: DateTime<Utc>" FROM projects WHERE id = $1 AND deleted_at IS NULL"#,
+        id,
+    )
     .fetch_optional(pool)
     .await?;
     row.map(tenant).ok_or(AppError::NotFound)
@@ -115,40 +116,44 @@ pub async fn list(
         created_at: DateTime::<Utc>::UNIX_EPOCH,
         id: 0,
     });
-    let rows: Vec<Row> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM projects
+    let rows = sqlx::query_as!(
+        Row,
+        r#"SELECT id, uid, name, plan, limits, frame_ancestors, brand AS "brand: sqlx::types::Json<Brand>",
+                created_at AS "created_at: DateTime<Utc>" FROM projects
           WHERE deleted_at IS NULL AND ($1::text IS NULL OR uid = $1)
             AND (created_at, id) > ($2, $3)
-          ORDER BY created_at, id LIMIT $4"
-    ))
-    .bind(uid)
-    .bind(after.created_at)
-    .bind(after.id)
-    .bind(limit)
+          ORDER BY created_at, id LIMIT $4"#,
+        uid,
+        after.created_at as _,
+        after.id,
+        limit,
+    )
     .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().map(tenant).collect())
 }
 
 pub async fn update(pool: &PgPool, id: i64, f: &TenantFields) -> AppResult<Tenant> {
-    let row: Option<Row> = sqlx::query_as(&format!(
-        "UPDATE projects SET
+    let row = sqlx::query_as!(
+        Row,
+        r#"UPDATE projects SET
             name = coalesce($2, name),
             uid = CASE WHEN $3 THEN $4 ELSE uid END,
             plan = coalesce($5, plan),
             limits = coalesce($6, limits),
             frame_ancestors = coalesce($7, frame_ancestors),
             brand = coalesce($8, brand)
-          WHERE id = $1 AND deleted_at IS NULL RETURNING {COLUMNS}"
-    ))
-    .bind(id)
-    .bind(&f.name)
-    .bind(f.uid.is_some())
-    .bind(f.uid.clone().flatten())
-    .bind(&f.plan)
-    .bind(&f.overrides)
-    .bind(&f.frame_ancestors)
-    .bind(f.brand.clone().map(sqlx::types::Json))
+          WHERE id = $1 AND deleted_at IS NULL RETURNING id, uid, name, plan, limits, frame_ancestors, brand AS "brand: sqlx::types::Json<Brand>",
+                created_at AS "created_at: DateTime<Utc>""#,
+        id,
+        f.name.as_deref(),
+        f.uid.is_some(),
+        f.uid.clone().flatten(),
+        f.plan.as_deref(),
+        f.overrides.as_ref(),
+        f.frame_ancestors.as_deref(),
+        f.brand.clone().map(sqlx::types::Json) as _,
+    )
     .fetch_optional(pool)
     .await
     .map_err(uid_taken)?;
@@ -162,29 +167,46 @@ pub async fn update(pool: &PgPool, id: i64, f: &TenantFields) -> AppResult<Tenan
 /// ([`purge_step`]).
 pub async fn delete(pool: &PgPool, id: i64) -> AppResult<()> {
     let mut tx = pool.begin().await?;
-    let found =
-        sqlx::query("UPDATE projects SET deleted_at = now() WHERE id = $1 AND deleted_at IS NULL")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+    let found = sqlx::query!(
+        "UPDATE projects SET deleted_at = now() WHERE id = $1 AND deleted_at IS NULL",
+        id
+    )
+    .execute(&mut *tx)
+    .await?;
     if found.rows_affected() == 0 {
         return Err(AppError::NotFound);
     }
-    for statement in [
+    sqlx::query!(
         "UPDATE api_keys SET revoked_at = now() WHERE project_id = $1 AND revoked_at IS NULL",
-        "DELETE FROM portal_sessions WHERE project_id = $1",
-        "DELETE FROM portal_links WHERE project_id = $1",
-        "DELETE FROM invitations WHERE project_id = $1",
-        "DELETE FROM memberships WHERE project_id = $1",
-        "UPDATE endpoints SET deleted_at = now() WHERE project_id = $1 AND deleted_at IS NULL",
-    ] {
-        sqlx::query(statement).bind(id).execute(&mut *tx).await?;
-    }
-    // At most what the inspector's storage budget lets a project keep.
-    sqlx::query("DELETE FROM bin_requests WHERE source = $1 AND source LIKE 'project:%'")
-        .bind(crate::core::capture_source::CaptureSource::Project(id).usage_key())
+        id
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!("DELETE FROM portal_sessions WHERE project_id = $1", id)
         .execute(&mut *tx)
         .await?;
+    sqlx::query!("DELETE FROM portal_links WHERE project_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query!("DELETE FROM invitations WHERE project_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query!("DELETE FROM memberships WHERE project_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query!(
+        "UPDATE endpoints SET deleted_at = now() WHERE project_id = $1 AND deleted_at IS NULL",
+        id
+    )
+    .execute(&mut *tx)
+    .await?;
+    // At most what the inspector's storage budget lets a project keep.
+    sqlx::query!(
+        "DELETE FROM bin_requests WHERE source = $1 AND source LIKE 'project:%'",
+        crate::core::capture_source::CaptureSource::Project(id).usage_key()
+    )
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -192,11 +214,11 @@ pub async fn delete(pool: &PgPool, id: i64) -> AppResult<()> {
 /// Purges up to `batch` rows of the longest-deleted project; returns the rows removed
 /// (0 when no deleted project is left).
 pub async fn purge_step(pool: &PgPool, batch: i32) -> AppResult<i64> {
-    Ok(sqlx::query_scalar(
-        "SELECT coalesce(posthorn_purge_project(id, $1), 0) FROM projects
-          WHERE deleted_at IS NOT NULL ORDER BY deleted_at LIMIT 1",
+    Ok(sqlx::query_scalar!(
+        r#"SELECT coalesce(posthorn_purge_project(id, $1), 0) AS "removed!" FROM projects
+          WHERE deleted_at IS NOT NULL ORDER BY deleted_at LIMIT 1"#,
+        batch,
     )
-    .bind(batch)
     .fetch_optional(pool)
     .await?
     .unwrap_or(0))

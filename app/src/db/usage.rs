@@ -23,8 +23,9 @@ pub async fn between(
     since: NaiveDate,
     until: NaiveDate,
 ) -> AppResult<Vec<DayUsage>> {
-    let rows: Vec<(NaiveDate, i64, i64, i64, i64)> = sqlx::query_as(
-        "WITH a AS (
+    Ok(sqlx::query_as!(
+        DayUsage,
+        r#"WITH a AS (
             SELECT day,
                    sum(attempts) FILTER (WHERE status = 'succeeded') AS succeeded,
                    sum(attempts) FILTER (WHERE status = 'failed') AS failed,
@@ -32,25 +33,16 @@ pub async fn between(
               FROM usage_attempts WHERE project_id = $1 AND day BETWEEN $2 AND $3 GROUP BY day),
          e AS (SELECT day, sum(events)::bigint AS events FROM usage_events
                WHERE project_id = $1 AND day BETWEEN $2 AND $3 GROUP BY day)
-         SELECT coalesce(e.day, a.day), coalesce(e.events, 0),
-                coalesce(a.succeeded, 0)::bigint, coalesce(a.failed, 0)::bigint,
-                coalesce(a.dead_letter, 0)::bigint
+         SELECT coalesce(e.day, a.day) AS "day!: NaiveDate", coalesce(e.events, 0) AS "events!",
+                coalesce(a.succeeded, 0)::bigint AS "succeeded!",
+                coalesce(a.failed, 0)::bigint AS "failed!",
+                coalesce(a.dead_letter, 0)::bigint AS "dead_letter!"
            FROM e FULL JOIN a ON a.day = e.day
-          ORDER BY 1",
+          ORDER BY 1"#,
+        project_id,
+        since as _,
+        until as _,
     )
-    .bind(project_id)
-    .bind(since)
-    .bind(until)
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(day, events, succeeded, failed, dead_letter)| DayUsage {
-            day,
-            events,
-            succeeded,
-            failed,
-            dead_letter,
-        })
-        .collect())
+    .await?)
 }

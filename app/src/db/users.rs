@@ -95,14 +95,15 @@ pub async fn create(
     if !email.contains('@') {
         return Err(AppError::Invalid("email must contain @".into()));
     }
-    Ok(sqlx::query_as::<_, User>(
+    Ok(sqlx::query_as!(
+        User,
         "INSERT INTO users (email, password_hash, role) VALUES ($1, $2, $3)
          ON CONFLICT (lower(email)) DO NOTHING
          RETURNING id, email, password_hash, role, session_epoch",
+        email,
+        password_hash,
+        role,
     )
-    .bind(email)
-    .bind(password_hash)
-    .bind(role)
     .fetch_optional(db)
     .await?)
 }
@@ -111,32 +112,35 @@ pub async fn create(
 /// line and idempotent seeding only, where the operator names the password.
 pub async fn upsert(pool: &PgPool, email: &str, password: &str, role: &str) -> AppResult<User> {
     let hash = make_hash(password).await?;
-    Ok(sqlx::query_as::<_, User>(
+    Ok(sqlx::query_as!(
+        User,
         "INSERT INTO users (email, password_hash, role) VALUES ($1, $2, $3)
          ON CONFLICT (lower(email)) DO UPDATE SET password_hash = EXCLUDED.password_hash, role = EXCLUDED.role
          RETURNING id, email, password_hash, role, session_epoch",
+        email.trim(),
+        &hash,
+        role,
     )
-    .bind(email.trim())
-    .bind(&hash)
-    .bind(role)
     .fetch_one(pool)
     .await?)
 }
 
 pub async fn find_by_email(pool: &PgPool, email: &str) -> AppResult<Option<User>> {
-    Ok(sqlx::query_as::<_, User>(
+    Ok(sqlx::query_as!(
+        User,
         "SELECT id, email, password_hash, role, session_epoch FROM users WHERE lower(email) = lower($1)",
+        email.trim(),
     )
-    .bind(email.trim())
     .fetch_optional(pool)
     .await?)
 }
 
 pub async fn get(pool: &PgPool, id: i64) -> AppResult<Option<User>> {
-    Ok(sqlx::query_as::<_, User>(
+    Ok(sqlx::query_as!(
+        User,
         "SELECT id, email, password_hash, role, session_epoch FROM users WHERE id = $1",
+        id,
     )
-    .bind(id)
     .fetch_optional(pool)
     .await?)
 }
@@ -145,12 +149,12 @@ pub async fn get(pool: &PgPool, id: i64) -> AppResult<Option<User>> {
 /// the session that made the change carries on with.
 pub async fn set_password(pool: &PgPool, id: i64, password: &str) -> AppResult<i32> {
     let hash = make_hash(password).await?;
-    Ok(sqlx::query_scalar(
+    Ok(sqlx::query_scalar!(
         "UPDATE users SET password_hash = $2, session_epoch = session_epoch + 1 WHERE id = $1
          RETURNING session_epoch",
+        id,
+        hash,
     )
-    .bind(id)
-    .bind(hash)
     .fetch_one(pool)
     .await?)
 }
