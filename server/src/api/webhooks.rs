@@ -165,8 +165,8 @@ pub struct CreateWebhook {
     /// A CEL expression over `event`, `data` and `subjects` (e.g.
     /// `data.amount > 1000 && data.region == "eu"`): an event it does not match makes no
     /// attempt for this endpoint. At most 1024 bytes; checked when saved (422 with the
-    /// position of what is wrong).
-    #[schema(max_length = 1024)]
+    /// position of what is wrong). Not blank: null (or leaving it out) means no filter.
+    #[schema(max_length = 1024, pattern = r"\S")]
     pub filter: Option<String>,
 }
 
@@ -264,7 +264,7 @@ pub struct UpdateWebhook {
     pub signature_scheme: Option<String>,
     /// A new filter (CEL, at most 1024 bytes); null removes it, absent leaves it as it is.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>, max_length = 1024)]
+    #[schema(value_type = Option<String>, max_length = 1024, pattern = r"\S")]
     pub filter: Option<Option<String>>,
 }
 

@@ -175,6 +175,15 @@ async fn the_document_states_the_domains_patterns_and_enums() {
         delivery["event_type"]["maxLength"],
         json!(event_type::MAX_LEN)
     );
+    // A blank filter is refused, so the document asks for something not blank.
+    let filter = &schemas["CreateWebhook"]["properties"]["filter"];
+    assert_eq!(filter["pattern"], json!(r"\S"));
+    let blank = json!({"url": "https://example.com/h", "events": ["*"], "filter": " "});
+    let (_, key) = app.project("business").await;
+    let (s, _, v) = Api::new(&app, &key)
+        .send("POST", "/webhooks", Some(blank))
+        .await;
+    assert_eq!(s, 422, "{v}");
     let items = &schemas["CreateWebhook"]["properties"]["events"]["items"];
     assert_eq!(items["pattern"], json!(event_type::SUBSCRIPTION_PATTERN));
     // The enums are the domain's: every value it stores, under the document's names.
