@@ -279,24 +279,10 @@ pub async fn delete_endpoint(id: i64) -> Result<(), ServerFnError> {
 /// The current secret, on an explicit click; support staff never see secrets.
 #[server(endpoint = "reveal_secret")]
 pub async fn reveal_secret(id: i64) -> Result<String, ServerFnError> {
-    use crate::{
-        auth::current_access,
-        core::permissions::Action,
-        ctx::server_ctx,
-        db::{audit, endpoints},
-    };
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, ops};
     let ctx = server_ctx()?;
     let access = current_access(Action::RevealSecret).await?;
-    let (secret, _) = endpoints::secrets(&ctx.pool, &access, id).await?;
-    audit::record(
-        &ctx.pool,
-        &access,
-        "secret.reveal",
-        &format!("endpoint #{id}"),
-        serde_json::json!({}),
-    )
-    .await?;
-    Ok(secret)
+    Ok(ops::endpoints::reveal_secret(&ctx.pool, &access, id).await?)
 }
 
 #[server(endpoint = "rotate_secret")]

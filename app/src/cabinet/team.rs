@@ -18,19 +18,16 @@ pub async fn list_members() -> Result<Vec<Member>, ServerFnError> {
 #[server(endpoint = "change_password")]
 pub async fn change_password(current: String, new_password: String) -> Result<(), ServerFnError> {
     use crate::{
-        auth::{count_guess, guess_was_right, require_user, session, sign_in},
+        auth::{count_guess, require_user, session, sign_in},
         ctx::server_ctx,
         db::users,
-        error::AppError,
+        ops,
     };
     let ctx = server_ctx()?;
     let user = require_user().await?;
     let guess = count_guess(&ctx.pool, "password", &user.id.to_string()).await?;
-    if !users::check_password(&current, &user.password_hash).await? {
-        return Err(AppError::Invalid("The current password is wrong.".into()).into());
-    }
-    guess_was_right(&ctx.pool, guess).await?;
-    let epoch = users::set_password(&ctx.pool, user.id, &new_password).await?;
+    let epoch =
+        ops::team::change_password(&ctx.pool, &user, guess, &current, &new_password).await?;
     let user = users::User {
         session_epoch: epoch,
         ..user

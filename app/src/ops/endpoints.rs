@@ -258,3 +258,19 @@ pub async fn set_ops_endpoint(pool: &PgPool, access: &Access, id: i64) -> AppRes
     tx.commit().await?;
     Ok(())
 }
+
+/// The endpoint's signing secret, shown to whoever may reveal it (the reveal is audited).
+pub async fn reveal_secret(pool: &PgPool, access: &Access, id: i64) -> AppResult<String> {
+    access.require(Action::RevealSecret)?;
+    let (secret, _) = endpoints::secrets(pool, access, id).await?;
+    let target = format!("endpoint #{id}");
+    audit::record(
+        pool,
+        access,
+        "secret.reveal",
+        &target,
+        serde_json::json!({}),
+    )
+    .await?;
+    Ok(secret)
+}

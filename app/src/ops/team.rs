@@ -128,3 +128,20 @@ pub async fn accept(
     tx.commit().await?;
     Ok((user, project_id))
 }
+
+/// Changes a user's password once the current one is right (a wrong one stays counted
+/// against `guess`, as at sign-in); returns the new session epoch, which ends every other
+/// session of the user.
+pub async fn change_password(
+    pool: &PgPool,
+    user: &User,
+    guess: crate::auth::Guess,
+    current: &str,
+    new_password: &str,
+) -> AppResult<i32> {
+    if !users::check_password(current, &user.password_hash).await? {
+        return Err(AppError::Invalid("The current password is wrong.".into()));
+    }
+    crate::auth::guess_was_right(pool, guess).await?;
+    users::set_password(pool, user.id, new_password).await
+}
