@@ -4,16 +4,14 @@
 #![recursion_limit = "512"]
 
 pub mod auth;
-pub mod cabinet;
 pub mod components;
 pub mod core;
 pub mod csp;
-pub mod deliveries;
 pub mod delivery_filter;
 pub mod error;
-pub mod inspector;
 pub mod model;
 pub mod pages;
+pub mod server_fns;
 
 #[cfg(feature = "ssr")]
 pub mod cfg;
@@ -22,9 +20,7 @@ pub mod ctx;
 #[cfg(feature = "ssr")]
 pub mod db;
 #[cfg(feature = "ssr")]
-pub mod ops;
-#[cfg(feature = "ssr")]
-pub mod queue;
+pub mod use_cases;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};

@@ -99,7 +99,7 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             owner_password,
             plan,
         } => {
-            let (project_id, key) = app::ops::projects::create_with_owner(
+            let (project_id, key) = app::use_cases::projects::create_with_owner(
                 &pool,
                 &name,
                 &plan,
@@ -113,11 +113,11 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             );
         }
         Command::CreateOperatorKey { name } => {
-            let key = app::ops::accounts::create_operator_key(&pool, &name).await?;
+            let key = app::use_cases::accounts::create_operator_key(&pool, &name).await?;
             println!("{}", serde_json::json!({ "operator_key": key }));
         }
         Command::RevokeOperatorKey { name } => {
-            match app::ops::accounts::revoke_operator_key(&pool, &name).await {
+            match app::use_cases::accounts::revoke_operator_key(&pool, &name).await {
                 Err(app::error::AppError::NotFound) => {
                     return Err(format!("no live operator key is named `{name}`").into())
                 }
@@ -153,7 +153,8 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             password,
             role,
         } => {
-            let user = app::ops::accounts::create_user(&pool, &email, &password, &role).await?;
+            let user =
+                app::use_cases::accounts::create_user(&pool, &email, &password, &role).await?;
             println!(
                 "{}",
                 serde_json::json!({ "user_id": user.id, "email": user.email, "role": user.role })

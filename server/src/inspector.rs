@@ -46,7 +46,7 @@ async fn create(
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
 ) -> Result<Response, ApiError> {
     let (id, expires_at) =
-        match app::ops::bins::create(&state.pool, &state.cfg, Some(addr.ip())).await {
+        match app::use_cases::bins::create(&state.pool, &state.cfg, Some(addr.ip())).await {
             Err(AppError::TooMany(message)) => {
                 return Ok(rate_limited(message, chrono::Utc::now().timestamp()));
             }

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use app::core::status::DeliveryStatus;
 
-use app::queue::Outcome;
+use app::db::queue::Outcome;
 
 const BUCKETS_MS: [u64; 12] = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000];
 

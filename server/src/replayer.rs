@@ -20,7 +20,7 @@ pub async fn run(pool: PgPool, mut shutdown: watch::Receiver<bool>) {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "erasure step failed"),
         }
-        match app::db::lanes::release_deferred(&pool).await {
+        match app::db::queue::lanes::release_deferred(&pool).await {
             Ok(n) if n > 0 => tracing::debug!(released = n, "deferred lanes"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "releasing deferred lanes failed"),

@@ -21,7 +21,7 @@ pub struct AppState {
     pub cfg: Arc<Config>,
     pub metrics: Arc<Metrics>,
     /// The dispatcher of this process, when it takes attempts straight from ingest.
-    pub handoff: Option<Arc<dyn app::queue::handoff::Handoff>>,
+    pub handoff: Option<Arc<dyn app::db::queue::handoff::Handoff>>,
     /// The writers that take concurrent API requests' lone events and key hits together.
     pub group: Option<Arc<app::db::group_commit::GroupCommit>>,
     /// Endpoints read for lone events, reused while the project's endpoints are unchanged.

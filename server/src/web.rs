@@ -116,7 +116,7 @@ async fn healthz(State(pool): State<PgPool>) -> impl IntoResponse {
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
-    let (depth, oldest) = app::queue::queue_stats(&state.pool)
+    let (depth, oldest) = app::db::queue::queue_stats(&state.pool)
         .await
         .unwrap_or((0, 0.0));
     (

@@ -1,7 +1,7 @@
 //! What every event, alone or in a batch, must be before anything is stored: a known
 //! shape of type, an object as `data` nested no deeper than the project's `data_depth`,
 //! keys and subjects of bounded length without NUL. The API, the dashboard and the CLI
-//! send events through [`crate::ops::ingest`], which asks this module first.
+//! send events through [`crate::use_cases::ingest`], which asks this module first.
 
 use std::borrow::Cow;
 

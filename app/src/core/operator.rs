@@ -204,7 +204,11 @@ pub fn window_of(set: Option<u32>, server_days: u32) -> u32 {
 /// The operator API's `limits` object and its document are built from this table.
 pub fn overrides() -> impl Iterator<Item = (&'static str, u64, String)> {
     let counted = Limit::ALL.iter().map(|l| {
-        let about = format!("At most this many {} (default {}).", l.what(), l.default_value());
+        let about = format!(
+            "At most this many {} (default {}).",
+            l.what(),
+            l.default_value()
+        );
         (l.name(), u64::from(l.ceiling()), about)
     });
     counted.chain([

@@ -2,7 +2,7 @@
 
 use sqlx::PgPool;
 
-use crate::{auth::Access, error::AppResult, model::AuditEntry};
+use crate::{core::permissions::Access, error::AppResult, model::AuditEntry};
 
 /// Writes an entry; pass the action's own transaction so the entry and the change commit
 /// together (or neither does).

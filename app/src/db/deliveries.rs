@@ -4,9 +4,9 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
-use super::attempts::{insert_one, Lane, NewAttempt};
+use super::queue::enqueue::{insert_one, Lane, NewAttempt};
 use crate::{
-    auth::Access,
+    core::permissions::Access,
     core::{cursor::Cursor, ids::new_request_id, status::Trigger},
     delivery_filter::DeliveryFilter,
     error::{AppError, AppResult},

@@ -3,7 +3,7 @@
 use sqlx::PgPool;
 
 use crate::{
-    auth::Access,
+    core::permissions::Access,
     core::{
         ids::new_endpoint_secret,
         sealed::{self, StoredValue},

@@ -317,14 +317,14 @@ async fn end_waiting(
     .into_iter()
     .map(|r| (r.project_id, r.endpoint_id, r.ordering_key, r.lane_seq))
     .collect();
-    let lanes: Vec<super::lanes::EndedLane> = ended
+    let lanes: Vec<super::queue::lanes::EndedLane> = ended
         .iter()
         .filter_map(|(project, endpoint, key, seq)| match (key, seq) {
             (Some(key), Some(_)) => Some((*project, (*endpoint, key.clone()))),
             _ => None,
         })
         .collect();
-    super::lanes::advance(tx, &lanes).await?;
+    super::queue::lanes::advance(tx, &lanes).await?;
     Ok(Counts {
         dead_lettered: ended.len() as i64,
         ..Counts::default()

@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::{
-    attempts::{Inserted, Lane, LeaseTo, NewAttempt},
     group_commit::{GroupCommit, Lone},
-    handoff::{Claimed, Handoff, Reserved},
+    queue::enqueue::{Inserted, Lane, LeaseTo, NewAttempt},
+    queue::handoff::{Claimed, Handoff, Reserved},
     targets::{Target, TargetCache},
 };
 use crate::{
@@ -143,11 +143,11 @@ pub async fn ingest_all(
     // Several events may join lanes: every key is locked at once, in the global order,
     // before the first joins, or two batches could each hold a key the other waits for.
     if events.iter().filter(|e| e.ordering_key.is_some()).count() > 1 {
-        let keys: Vec<super::lanes::KeyLock> = events
+        let keys: Vec<super::queue::lanes::KeyLock> = events
             .iter()
             .filter_map(|e| e.ordering_key.map(|k| (project_id, k.to_string())))
             .collect();
-        super::lanes::lock_all(&mut tx, keys).await?;
+        super::queue::lanes::lock_all(&mut tx, keys).await?;
     }
     let mut stored = Vec::with_capacity(events.len());
     let mut handed: Vec<(Reserved, Vec<Claimed>)> = Vec::new();
@@ -186,13 +186,13 @@ pub async fn ingest_all(
             continue;
         };
         let mut attempts = first_attempts(project_id, &event_id, event, targets);
-        super::lanes::join(&mut tx, &mut attempts).await?;
+        super::queue::lanes::join(&mut tx, &mut attempts).await?;
         // A batch's transaction does not wait for a running claim: its events go to
         // the claim.
         let reserved = reserve(handoff, project_id, targets, &attempts, events.len() == 1).await;
         let taken = taken_by(reserved.as_ref(), targets);
         let lease_to = lease_to(reserved.as_ref(), &taken);
-        let rows = super::attempts::insert_leased(&mut tx, &attempts, lease_to).await?;
+        let rows = super::queue::enqueue::insert_leased(&mut tx, &attempts, lease_to).await?;
         let claimed = handed_rows(
             project_id, &event_id, created_at, event, &attempts, targets, rows,
         );

@@ -26,8 +26,8 @@ use tokio::sync::{mpsc, oneshot, Mutex, OwnedSemaphorePermit, Semaphore};
 
 use super::{
     api_keys::{self, KeyOwner},
-    attempts::{Inserted, NewAttempt},
     kept::Kept,
+    queue::enqueue::{Inserted, NewAttempt},
 };
 
 /// One event without an ordering key, checked and fanned out, ready to store.
@@ -101,7 +101,7 @@ const STORE: &str = concat!(
         ON CONFLICT (project_id, client_id) WHERE client_id IS NOT NULL DO NOTHING
         RETURNING event_id, created_at
      ), q AS (",
-    super::attempts::queue_insert!(
+    super::queue::enqueue::queue_insert!(
         " JOIN ev ON ev.event_id = n.event_id, set_config('posthorn.defer_notify', 'on', true)"
     ),
     ") SELECT ev.event_id, ev.created_at AS event_created_at,
@@ -133,7 +133,7 @@ pub(crate) async fn store(kept: &Kept, lones: &[Lone]) -> Result<Vec<Stored>, sq
         .flat_map(|l| (0..l.attempts.len()).map(|i| l.taken.get(i).copied().unwrap_or(false)))
         .collect();
     let lease = lones.iter().find_map(|l| l.lease.as_ref());
-    let lease_to = lease.map(|(worker, lease)| super::attempts::LeaseTo {
+    let lease_to = lease.map(|(worker, lease)| super::queue::enqueue::LeaseTo {
         worker,
         lease: *lease,
         taken: &taken,
@@ -141,7 +141,7 @@ pub(crate) async fn store(kept: &Kept, lones: &[Lone]) -> Result<Vec<Stored>, sq
     let column = |f: fn(&Lone) -> &str| lones.iter().map(f).collect::<Vec<&str>>();
     let mut conn = kept.get().await?;
     let rows: Result<Vec<Row>, sqlx::Error> =
-        super::attempts::bind_attempts(sqlx::query_as(STORE), &attempts, lease_to.as_ref())
+        super::queue::enqueue::bind_attempts(sqlx::query_as(STORE), &attempts, lease_to.as_ref())
             .bind(column(|l| &l.event_id))
             .bind(lones.iter().map(|l| l.project_id).collect::<Vec<i64>>())
             .bind(column(|l| &l.event_type))

@@ -4,7 +4,7 @@
 use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
 
-use crate::{auth::Access, error::AppResult};
+use crate::{core::permissions::Access, error::AppResult};
 
 fn hash_token(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()

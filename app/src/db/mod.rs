@@ -1,5 +1,5 @@
 //! Data access, one module per table or aggregate. Every function that reads or writes a
-//! project's data takes an [`crate::auth::Access`], which only the authorization layer makes.
+//! project's data takes an [`crate::core::permissions::Access`], which only the authorization layer makes.
 
 pub mod alert_mails;
 pub mod alert_recipients;
@@ -25,6 +25,7 @@ pub mod notices;
 pub mod operator_keys;
 pub mod portal;
 pub mod projects;
+pub mod queue;
 pub mod rate_counters;
 pub mod replays;
 pub mod schemas;
@@ -105,6 +106,3 @@ pub(crate) fn found(rows_affected: u64) -> AppResult<()> {
     }
     Ok(())
 }
-
-// The queue's modules, under the names the rest of `db` knew them by.
-pub use crate::queue::{enqueue as attempts, handoff, lanes};

@@ -3,9 +3,9 @@
 
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
-use super::attempts::{Lane, NewAttempt};
+use super::queue::enqueue::{Lane, NewAttempt};
 use crate::{
-    auth::Access,
+    core::permissions::Access,
     core::{ids::new_request_id, status::Trigger},
     delivery_filter::DeliveryFilter,
     error::{AppError, AppResult},
@@ -179,7 +179,7 @@ async fn tick_one(pool: &PgPool, replay: &Running) -> AppResult<u64> {
     }
     let (events, endpoints): (Vec<String>, Vec<i64>) = picked.into_iter().unzip();
     let mut attempts = queueable(&mut tx, replay, &events, &endpoints).await?;
-    super::lanes::join(&mut tx, &mut attempts).await?;
+    super::queue::lanes::join(&mut tx, &mut attempts).await?;
     let made = insert(&mut tx, &attempts).await?;
     mark_handled(&mut tx, replay.id, (&events, &endpoints), &made).await?;
     tx.commit().await?;
@@ -307,7 +307,7 @@ async fn insert(
         .iter()
         .map(|a| (a.request_id.as_str(), a))
         .collect();
-    Ok(super::attempts::insert(conn, attempts)
+    Ok(super::queue::enqueue::insert(conn, attempts)
         .await?
         .into_iter()
         .filter_map(|(delivery_id, request_id)| {

@@ -3,7 +3,7 @@
 //! its private half sealed; after a switch both schemes sign for 24 hours.
 
 use crate::{
-    auth::Access,
+    core::permissions::Access,
     core::{
         ed25519::{self, ED25519, HMAC_SHA256},
         ids::new_endpoint_secret,

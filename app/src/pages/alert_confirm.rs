@@ -8,7 +8,7 @@ use crate::components::{hydration::gate, widgets::error_text};
 
 #[component]
 pub fn ConfirmAlertAddressPage() -> impl IntoView {
-    use crate::cabinet::{alert_address_to_confirm, ConfirmAlertAddress};
+    use crate::server_fns::alerts::{alert_address_to_confirm, ConfirmAlertAddress};
     use leptos_router::hooks::use_params_map;
     let params = use_params_map();
     let token = move || params.read().get("token").unwrap_or_default();

@@ -7,8 +7,8 @@
 use leptos::{html, prelude::*};
 
 use crate::{
-    cabinet::{alert_settings, resend_alert_confirmation, save_alert_settings},
     components::{hydration::gate, widgets::error_text},
+    server_fns::alerts::{alert_settings, resend_alert_confirmation, save_alert_settings},
 };
 
 /// The panel's data, read by the page before its frame: a resource made inside the
@@ -17,13 +17,13 @@ use crate::{
 /// (a panic in about one load in four).
 pub fn alert_settings_resource(
     version: RwSignal<u32>,
-) -> Resource<Result<crate::cabinet::AlertsView, ServerFnError>> {
+) -> Resource<Result<crate::server_fns::alerts::AlertsView, ServerFnError>> {
     Resource::new(move || version.get(), |_| alert_settings())
 }
 
 #[component]
 pub fn AlertsPanel(
-    settings: Resource<Result<crate::cabinet::AlertsView, ServerFnError>>,
+    settings: Resource<Result<crate::server_fns::alerts::AlertsView, ServerFnError>>,
 ) -> impl IntoView {
     let gate = gate();
     let minutes = NodeRef::<html::Input>::new();

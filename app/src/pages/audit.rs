@@ -3,13 +3,13 @@
 use leptos::prelude::*;
 
 use crate::{
-    cabinet::list_audit,
     components::{
         hydration::gate,
         layout::Cabinet,
         widgets::{error_text, pretty, Time},
     },
     model::AuditEntry,
+    server_fns::catalogue::list_audit,
 };
 
 #[component]

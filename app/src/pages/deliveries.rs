@@ -14,11 +14,11 @@ use crate::{
         duration::format_millis,
         status::{ErrorKind, Trigger},
     },
-    deliveries::{
+    model::DeliveryRow,
+    server_fns::deliveries::{
         cancel_replay, delivery_filter_options, list_deliveries, preview_replay, start_replay,
         DeliveryFilter, FilterOptions, ReplayProgress,
     },
-    model::DeliveryRow,
 };
 
 use super::{delivery_detail::Detail, delivery_filters::FilterBar};
@@ -208,7 +208,7 @@ fn follow_rows(
                 })
                 .unwrap_or((0, chrono::DateTime::<chrono::Utc>::UNIX_EPOCH));
             spawn_local(async move {
-                if let Ok(n) = crate::deliveries::count_newer(f, id, at).await {
+                if let Ok(n) = crate::server_fns::deliveries::count_newer(f, id, at).await {
                     newer.set(n);
                 }
             });
@@ -235,7 +235,7 @@ fn refresh_live(rows: RwSignal<Vec<DeliveryRow>>) {
         .map(|x| x.1)
         .collect();
     leptos::task::spawn_local(async move {
-        if let Ok(fresh) = crate::deliveries::refresh_rows(project_id, ids).await {
+        if let Ok(fresh) = crate::server_fns::deliveries::refresh_rows(project_id, ids).await {
             rows.update(|v| {
                 for f in fresh {
                     if let Some(r) = v.iter_mut().find(|r| r.id == f.id) {
@@ -489,7 +489,7 @@ fn follow_replay(progress: RwSignal<Option<ReplayProgress>>) {
             return;
         }
         spawn_local(async move {
-            if let Ok(fresh) = crate::deliveries::get_replay_progress(p.id).await {
+            if let Ok(fresh) = crate::server_fns::deliveries::get_replay_progress(p.id).await {
                 progress.set(Some(fresh));
             }
         });

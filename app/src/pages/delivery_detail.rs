@@ -13,8 +13,8 @@ use crate::{
         },
     },
     core::status::{DeliveryStatus, ErrorKind},
-    deliveries::{get_delivery_detail, redirect_delivery, retry_delivery},
     model::{DeliveryDetail, DeliveryRow},
+    server_fns::deliveries::{get_delivery_detail, redirect_delivery, retry_delivery},
 };
 
 type DetailResource = Resource<Result<DeliveryDetail, ServerFnError>>;

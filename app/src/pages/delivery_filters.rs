@@ -8,7 +8,7 @@ use leptos_router::hooks::use_navigate;
 
 use crate::{
     core::status::{DeliveryStatus, ErrorKind},
-    deliveries::{DeliveryFilter, FilterOptions},
+    server_fns::deliveries::{DeliveryFilter, FilterOptions},
 };
 
 #[component]

@@ -4,12 +4,12 @@
 use leptos::prelude::*;
 
 use crate::{
-    cabinet::event_catalogue,
     components::{
         hydration::gate,
         layout::Cabinet,
         widgets::{error_text, pretty, Time},
     },
+    server_fns::catalogue::event_catalogue,
 };
 
 #[component]

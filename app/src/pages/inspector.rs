@@ -10,8 +10,8 @@ use crate::{
     components::hydration::gate,
     components::widgets::{absolute, error_text, pretty, CopyButton, HeaderTable, Time},
     core::{curl::curl_bytes, signing},
-    inspector::{bin_requests, create_bin, get_bin_info, BinInfo},
     model::BinRequest,
+    server_fns::inspector::{bin_requests, create_bin, get_bin_info, BinInfo},
 };
 
 #[component]
@@ -99,7 +99,7 @@ fn BinView(
 
 #[component]
 fn RequestList(bin_id: String, list: Vec<BinRequest>, secret: RwSignal<String>) -> impl IntoView {
-    let more = RwSignal::new(list.len() as i64 >= crate::inspector::PAGE_SIZE);
+    let more = RwSignal::new(list.len() as i64 >= crate::server_fns::inspector::PAGE_SIZE);
     let items = RwSignal::new(list);
     let open = RwSignal::new(None::<i64>);
     let older = {
@@ -108,7 +108,7 @@ fn RequestList(bin_id: String, list: Vec<BinRequest>, secret: RwSignal<String>) 
     };
     Effect::new(move |_| {
         if let Some(Ok(page)) = older.value().get() {
-            more.set(page.len() as i64 >= crate::inspector::PAGE_SIZE);
+            more.set(page.len() as i64 >= crate::server_fns::inspector::PAGE_SIZE);
             items.update(|v| v.extend(page));
         }
     });
@@ -200,7 +200,9 @@ fn RequestDetail(bin_id: String, r: BinRequest, secret: RwSignal<String>) -> imp
         return view! { <FullRequest r secret/> }.into_any();
     }
     let (id, size) = (r.id, r.size);
-    let load = Action::new(move |_: &()| crate::inspector::bin_request_body(bin_id.clone(), id));
+    let load = Action::new(move |_: &()| {
+        crate::server_fns::inspector::bin_request_body(bin_id.clone(), id)
+    });
     view! {
         {move || match load.value().get() {
             Some(Ok(body)) => {

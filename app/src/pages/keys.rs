@@ -3,7 +3,6 @@
 use leptos::prelude::*;
 
 use crate::{
-    cabinet::{create_key, list_keys, revoke_key},
     components::{
         confirm::ConfirmButton,
         hydration::gate,
@@ -11,6 +10,7 @@ use crate::{
         widgets::{error_text, CopyButton, Time},
     },
     core::permissions::Action as Perm,
+    server_fns::keys::{create_key, list_keys, revoke_key},
 };
 
 #[component]

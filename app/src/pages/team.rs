@@ -3,7 +3,6 @@
 use leptos::{prelude::*, server_fn::ServerFn};
 
 use crate::{
-    cabinet::{invite_member, list_members, remove_member, ChangePassword},
     components::{
         confirm::ConfirmButton,
         hydration::gate,
@@ -11,6 +10,7 @@ use crate::{
         widgets::{error_text, input_value, CopyButton, Time},
     },
     core::permissions::Action as Perm,
+    server_fns::team::{invite_member, list_members, remove_member, ChangePassword},
 };
 
 #[component]
@@ -95,7 +95,7 @@ pub fn TeamPage() -> impl IntoView {
 /// `/invite/{token}`: join a project with a one-time link.
 #[component]
 pub fn InvitePage() -> impl IntoView {
-    use crate::cabinet::{get_invitation, AcceptInvitation};
+    use crate::server_fns::team::{get_invitation, AcceptInvitation};
     use leptos_router::hooks::use_params_map;
     let params = use_params_map();
     let token = move || params.read().get("token").unwrap_or_default();

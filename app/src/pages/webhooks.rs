@@ -4,13 +4,16 @@
 use leptos::prelude::*;
 
 use crate::{
-    cabinet::{create_endpoint, list_endpoints, EndpointStats, EventTypeInfo},
     components::{
         hydration::{gate, Gate},
         layout::{Cabinet, CanAct, NotInPortal},
         widgets::{error_text, CopyButton},
     },
     core::permissions::Action as Perm,
+    server_fns::{
+        catalogue::EventTypeInfo,
+        endpoints::{create_endpoint, list_endpoints, EndpointStats},
+    },
 };
 
 mod card;
@@ -36,7 +39,7 @@ pub fn WebhooksPage() -> impl IntoView {
         description: RwSignal::new(String::new()),
     };
     // The catalogue (documented and seen types) to pick subscriptions from.
-    let catalogue = Resource::new(|| (), |_| crate::cabinet::event_catalogue());
+    let catalogue = Resource::new(|| (), |_| crate::server_fns::catalogue::event_catalogue());
     let alerts = super::alerts::alert_settings_resource(version);
     let picker_gate = crate::components::hydration::gate();
     let create = Action::new(move |_: &()| {

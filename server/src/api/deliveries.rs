@@ -8,7 +8,7 @@ use app::{
     core::text::no_nul,
     db::deliveries,
     model::DeliveryRow,
-    ops,
+    use_cases,
 };
 use axum::{
     extract::{Path, State},
@@ -210,7 +210,7 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> Result<Json<DeliveryDetail>, ApiError> {
     let access = caller.access(Action::ReadDeliveries)?;
-    let d = ops::deliveries::detail(&pool, &access, parse_id(&id)?).await?;
+    let d = use_cases::deliveries::detail(&pool, &access, parse_id(&id)?).await?;
     if d.row.created_at < caller.window_start(&cfg) {
         return Err(app::error::AppError::NotFound.into());
     }
@@ -239,6 +239,6 @@ pub async fn retry(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Delivery>), ApiError> {
     let access = caller.access(Action::Retry)?;
-    let row = ops::deliveries::retry(&pool, &access, parse_id(&id)?).await?;
+    let row = use_cases::deliveries::retry(&pool, &access, parse_id(&id)?).await?;
     Ok((StatusCode::ACCEPTED, Json(row.into())))
 }

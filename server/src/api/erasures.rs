@@ -1,7 +1,7 @@
 //! Erasure by data subject: `POST /erasures` starts one, `GET /erasures/{id}` follows it.
 //! (`DELETE /events/{id}/data`, one event, is in [`super::events`].)
 
-use app::{core::permissions::Action, ops};
+use app::{core::permissions::Action, use_cases};
 use axum::{
     extract::{Path, State},
     http::StatusCode,
@@ -52,8 +52,8 @@ pub struct Erasure {
     pub inspector_copies: i64,
 }
 
-impl From<ops::erasures::Erasure> for Erasure {
-    fn from(e: ops::erasures::Erasure) -> Erasure {
+impl From<use_cases::erasures::Erasure> for Erasure {
+    fn from(e: use_cases::erasures::Erasure) -> Erasure {
         Erasure {
             id: e.id,
             status: e.status,
@@ -82,8 +82,8 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<Erasure>), ApiError> {
     let access = caller.access(Action::EraseData)?;
     app::core::event_input::check_subject(&body.subject)?;
-    let erasure = ops::erasures::erase_subject(&pool, &access, &body.subject).await?;
-    ops::erasures::start_now(&pool, erasure.id, std::time::Duration::from_secs(5));
+    let erasure = use_cases::erasures::erase_subject(&pool, &access, &body.subject).await?;
+    use_cases::erasures::start_now(&pool, erasure.id, std::time::Duration::from_secs(5));
     Ok((StatusCode::ACCEPTED, Json(erasure.into())))
 }
 
@@ -95,6 +95,6 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> Result<Json<Erasure>, ApiError> {
     let access = caller.access(Action::ReadDeliveries)?;
-    let erasure = ops::erasures::get(&pool, &access, parse_id(&id)?).await?;
+    let erasure = use_cases::erasures::get(&pool, &access, parse_id(&id)?).await?;
     Ok(Json(erasure.into()))
 }

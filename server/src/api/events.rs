@@ -1,4 +1,4 @@
-//! `/events`: ingest (through [`app::ops::ingest`]) and poll by cursor.
+//! `/events`: ingest (through [`app::use_cases::ingest`]) and poll by cursor.
 
 use app::{
     core::{
@@ -8,7 +8,7 @@ use app::{
     },
     db::events::{self, StoredEvent},
     error::AppError,
-    ops::{
+    use_cases::{
         ingest::{self, Refused, Routes, Sender, Units},
         schemas::SchemaScope,
     },
@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 use sqlx::PgPool;
 
 /// The dispatcher of this process, if it takes attempts straight from ingest.
-type Handoff = Option<std::sync::Arc<dyn app::queue::handoff::Handoff>>;
+type Handoff = Option<std::sync::Arc<dyn app::db::queue::handoff::Handoff>>;
 /// The writers that take concurrent requests' lone events together, if any.
 type Group = Option<std::sync::Arc<app::db::group_commit::GroupCommit>>;
 
@@ -329,7 +329,7 @@ pub async fn erase(
     if event.created_at < caller.window_start(&cfg) {
         return Err(AppError::NotFound.into());
     }
-    let erasure = app::ops::erasures::erase_event(&pool, &access, &id, ERASE_WAIT).await?;
+    let erasure = app::use_cases::erasures::erase_event(&pool, &access, &id, ERASE_WAIT).await?;
     Ok(match erasure {
         Some(e) if e.status != "done" => (
             StatusCode::ACCEPTED,

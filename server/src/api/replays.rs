@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use app::{
     cfg::Config, core::permissions::Action, db::endpoints, delivery_filter::DeliveryFilter,
-    model::ReplayProgress, ops,
+    model::ReplayProgress, use_cases,
 };
 use axum::{
     extract::{Path, State},
@@ -101,7 +101,7 @@ pub async fn recover(
         unresolved: true,
         ..DeliveryFilter::default()
     };
-    let progress = ops::replays::start(&pool, &cfg, &access, &filter).await?;
+    let progress = use_cases::replays::start(&pool, &cfg, &access, &filter).await?;
     Ok((StatusCode::ACCEPTED, Json(progress.into())))
 }
 
@@ -113,7 +113,7 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> Result<Json<Replay>, ApiError> {
     let access = caller.access(Action::ReadDeliveries)?;
-    let progress = ops::replays::progress(&pool, &access, parse_id(&id)?).await?;
+    let progress = use_cases::replays::progress(&pool, &access, parse_id(&id)?).await?;
     Ok(Json(progress.into()))
 }
 
@@ -126,6 +126,6 @@ pub async fn cancel(
     Path(id): Path<String>,
 ) -> Result<Json<Replay>, ApiError> {
     let access = caller.access(Action::Replay)?;
-    let progress = ops::replays::cancel(&pool, &access, parse_id(&id)?).await?;
+    let progress = use_cases::replays::cancel(&pool, &access, parse_id(&id)?).await?;
     Ok(Json(progress.into()))
 }

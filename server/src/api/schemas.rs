@@ -1,11 +1,11 @@
 //! `/event-types/{type}/schema`: a JSON Schema (draft 2020-12) per event type, set and
-//! removed through [`app::ops::schemas`], which also holds the check ingest makes.
+//! removed through [`app::use_cases::schemas`], which also holds the check ingest makes.
 
 use app::{
     core::{event_type::EventType, permissions::Action, schema},
     db::schemas,
     error::AppError,
-    ops,
+    use_cases,
 };
 use axum::{
     body::Bytes,
@@ -57,7 +57,7 @@ pub async fn put(
         ));
     }
     let text = std::str::from_utf8(&body).map_err(|_| ApiError::invalid("schema: not UTF-8"))?;
-    let (stored, created) = ops::schemas::set(&pool, &access, &t, text).await?;
+    let (stored, created) = use_cases::schemas::set(&pool, &access, &t, text).await?;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -113,6 +113,6 @@ pub async fn delete(
 ) -> Result<StatusCode, ApiError> {
     let access = caller.access(Action::EditEndpoint)?;
     let t = event_type(&t)?;
-    ops::schemas::remove(&pool, &access, &t).await?;
+    use_cases::schemas::remove(&pool, &access, &t).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -8,7 +8,7 @@ use app::{
     },
     db::endpoints::{self},
     model::EndpointView,
-    ops,
+    use_cases,
 };
 use axum::{
     extract::{Path, State},
@@ -364,10 +364,10 @@ pub async fn create(
     let client_cert = client_cert(body.client_certificate.as_ref())?;
     let signature_scheme = scheme(body.signature_scheme.as_deref())?;
     let access = caller.access(Action::CreateEndpoint)?;
-    let (ep, secret) = ops::endpoints::create(
+    let (ep, secret) = use_cases::endpoints::create(
         &pool,
         &access,
-        ops::endpoints::NewEndpoint {
+        use_cases::endpoints::NewEndpoint {
             url: url.to_string(),
             event_types: events,
             description: body.description.unwrap_or_default(),
@@ -456,11 +456,11 @@ pub async fn update(
         .transpose()?;
     let signature_scheme = scheme(body.signature_scheme.as_deref())?;
     let access = caller.access(Action::EditEndpoint)?;
-    let (ep, secret) = ops::endpoints::change(
+    let (ep, secret) = use_cases::endpoints::change(
         &pool,
         &access,
         id,
-        ops::endpoints::EndpointChange {
+        use_cases::endpoints::EndpointChange {
             url: url.map(|u| u.to_string()),
             event_types: events,
             description: body.description,
@@ -483,7 +483,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let access = caller.access(Action::DeleteEndpoint)?;
-    ops::endpoints::delete(&pool, &access, parse_id(&id)?).await?;
+    use_cases::endpoints::delete(&pool, &access, parse_id(&id)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -495,7 +495,7 @@ pub async fn rotate(
 ) -> Result<Json<Webhook>, ApiError> {
     let id = parse_id(&id)?;
     let access = caller.access(Action::RotateSecret)?;
-    let secret = ops::endpoints::rotate_secret(&pool, &access, id).await?;
+    let secret = use_cases::endpoints::rotate_secret(&pool, &access, id).await?;
     let ep = endpoints::get(&pool, &access, id).await?;
     Ok(Json(Webhook::from_view(ep, Some(secret))))
 }

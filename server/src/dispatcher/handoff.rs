@@ -1,4 +1,4 @@
-//! The dispatcher's side of [`app::queue::handoff`]: room for attempts straight from ingest
+//! The dispatcher's side of [`app::db::queue::handoff`]: room for attempts straight from ingest
 //! in this process, counted against the same shares as claimed rows.
 
 use std::{
@@ -10,7 +10,7 @@ use std::{
     time::Duration,
 };
 
-use app::queue::handoff::{Busy, Claimed, Handoff};
+use app::db::queue::handoff::{Busy, Claimed, Handoff};
 use tokio::sync::{mpsc, watch};
 
 use super::{Held, HeldRow};

@@ -17,7 +17,7 @@ use std::{
     time::Duration,
 };
 
-use app::{cfg::Config, queue};
+use app::{cfg::Config, db::queue};
 use sqlx::{postgres::PgListener, PgPool};
 use tokio::{
     sync::{mpsc, watch, Notify, Semaphore},
@@ -83,8 +83,8 @@ impl Dispatcher {
     }
 
     /// Lets ingest in this process hand fresh attempts straight to this dispatcher (see
-    /// [`app::queue::handoff`]); it takes them while it runs.
-    pub fn handoff(&mut self) -> Arc<dyn app::queue::handoff::Handoff> {
+    /// [`app::db::queue::handoff`]); it takes them while it runs.
+    pub fn handoff(&mut self) -> Arc<dyn app::db::queue::handoff::Handoff> {
         let (handoff, _) = self.handoff.get_or_insert_with(|| {
             LocalHandoff::new(
                 self.worker.clone(),

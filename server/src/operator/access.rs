@@ -3,7 +3,7 @@
 use app::{
     core::operator::check_text,
     db::{tenants, usage},
-    ops,
+    use_cases,
 };
 use axum::{
     extract::{Path, State},
@@ -60,7 +60,7 @@ pub async fn create_key(
     let project = tenants::get(&state.pool, parse_id(&id)?).await?;
     let name = check_text("name", &body.name, 100).map_err(ApiError::invalid)?;
     let (key, view) =
-        ops::keys::create_with_view(&state.pool, &op.access(project.id), &name).await?;
+        use_cases::keys::create_with_view(&state.pool, &op.access(project.id), &name).await?;
     Ok((
         StatusCode::CREATED,
         Json(CreatedKey {
@@ -82,7 +82,7 @@ pub async fn revoke_key(
     Path((id, key_id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     let project = tenants::get(&state.pool, parse_id(&id)?).await?;
-    ops::keys::revoke(&state.pool, &op.access(project.id), parse_id(&key_id)?).await?;
+    use_cases::keys::revoke(&state.pool, &op.access(project.id), parse_id(&key_id)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -246,7 +246,7 @@ pub async fn portal_link(
     ApiJson(body): ApiJson<CreatePortalLink>,
 ) -> Result<impl IntoResponse, ApiError> {
     let access = op.access(parse_id(&id)?);
-    let input = ops::projects::PortalLinkInput {
+    let input = use_cases::projects::PortalLinkInput {
         user_id: body.user.id,
         email: body.user.email,
         name: body.user.name,
@@ -254,7 +254,7 @@ pub async fn portal_link(
         expires_in: body.expires_in,
     };
     let (token, expires_at) =
-        ops::projects::portal_link(&state.pool, &access, input, &op.actor()).await?;
+        use_cases::projects::portal_link(&state.pool, &access, input, &op.actor()).await?;
     Ok((
         StatusCode::CREATED,
         Json(PortalLink {

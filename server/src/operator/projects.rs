@@ -8,7 +8,7 @@ use app::{
         ratelimit::Plan,
     },
     db::tenants::{self, Tenant},
-    ops::projects::{self, BrandInput, ProjectInput},
+    use_cases::projects::{self, BrandInput, ProjectInput},
 };
 use axum::{
     extract::{Path, State},

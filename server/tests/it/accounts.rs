@@ -264,12 +264,12 @@ async fn two_people_accepting_invitations_to_one_address_at_once_make_one_accoun
     let (_, second) = inviting_project(&app).await;
     for round in 0..6 {
         let email = format!("race-{round}-{}@example.com", ulid::Ulid::new()).to_lowercase();
-        let token_a = app::ops::team::invite(&app.pool, &first, &email)
+        let token_a = app::use_cases::team::invite(&app.pool, &first, &email)
             .await
             .unwrap();
         // Even rounds: two invitations; odd rounds: the same link in both browsers.
         let token_b = if round % 2 == 0 {
-            app::ops::team::invite(&app.pool, &second, &email)
+            app::use_cases::team::invite(&app.pool, &second, &email)
                 .await
                 .unwrap()
         } else {

@@ -308,10 +308,10 @@ async fn confirmation_mails_are_limited_per_address_and_per_project() {
         .await
         .unwrap();
     let elsewhere = access_of(&app, other, owner_id).await;
-    app::ops::alerts::set_email_alerts(&app.pool, &elsewhere, true)
+    app::use_cases::alerts::set_email_alerts(&app.pool, &elsewhere, true)
         .await
         .unwrap();
-    let refused = app::ops::alerts::send_confirmation_again(&app.pool, &elsewhere)
+    let refused = app::use_cases::alerts::send_confirmation_again(&app.pool, &elsewhere)
         .await
         .unwrap_err();
     assert!(refused.to_string().contains("This address"), "{refused}");
@@ -322,11 +322,13 @@ async fn confirmation_mails_are_limited_per_address_and_per_project() {
     for i in 0..7 {
         let id = member(&app, project, &format!("member-{i}-{tag}@example.com")).await;
         let access = access_of(&app, project, id).await;
-        app::ops::alerts::set_email_alerts(&app.pool, &access, true)
+        app::use_cases::alerts::set_email_alerts(&app.pool, &access, true)
             .await
             .unwrap();
         for _ in 0..2 {
-            if let Err(e) = app::ops::alerts::send_confirmation_again(&app.pool, &access).await {
+            if let Err(e) =
+                app::use_cases::alerts::send_confirmation_again(&app.pool, &access).await
+            {
                 project_refusal = Some(e.to_string());
             }
         }

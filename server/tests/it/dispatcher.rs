@@ -405,7 +405,7 @@ async fn disabled_endpoints_hold_their_rows_and_deleted_ones_dead_letter_them() 
     assert_eq!(after[0].1, "succeeded", "re-enabling sends the held row");
 
     queue("evt_held000000000000000000002".into(), "req_held2").await;
-    app::ops::endpoints::delete(&app.pool, &access, ep)
+    app::use_cases::endpoints::delete(&app.pool, &access, ep)
         .await
         .unwrap();
     let rows = app.attempts("evt_held000000000000000000002").await;

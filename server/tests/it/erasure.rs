@@ -178,7 +178,7 @@ async fn erasing_a_subject_leaves_no_byte_of_its_data_anywhere_and_sends_nothing
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    let (_, bin) = app::ops::deliveries::redirect(&app.pool, &cfg, &access, first, None)
+    let (_, bin) = app::use_cases::deliveries::redirect(&app.pool, &cfg, &access, first, None)
         .await
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -280,7 +280,7 @@ async fn erasing_a_subject_leaves_no_byte_of_its_data_anywhere_and_sends_nothing
     assert_eq!(ev["data"]["email"], theirs.as_str());
 
     // The dashboard's expanded attempt shows the marker and no payload.
-    let detail = app::ops::deliveries::detail(&app.pool, &access, first)
+    let detail = app::use_cases::deliveries::detail(&app.pool, &access, first)
         .await
         .unwrap();
     assert_eq!(detail.payload, "");
@@ -328,7 +328,8 @@ async fn erasing_a_subject_leaves_no_byte_of_its_data_anywhere_and_sends_nothing
         )
         .await;
     assert_eq!(s, 409, "{r}");
-    let redirected = app::ops::deliveries::redirect(&app.pool, &cfg, &access, first, None).await;
+    let redirected =
+        app::use_cases::deliveries::redirect(&app.pool, &cfg, &access, first, None).await;
     assert!(matches!(redirected, Err(app::error::AppError::Conflict(_))));
     let since = (chrono::Utc::now() - chrono::Duration::minutes(5)).to_rfc3339();
     let (s, replay) = app

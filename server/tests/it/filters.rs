@@ -182,11 +182,11 @@ async fn filters_decide_which_endpoint_gets_an_event() {
     // Bulk replay of everything the filtered endpoint got: only what passes now.
     let access = app::auth::system_access(project_id, "test");
     let cfg = common::test_config(&app.db_url);
-    let replay = app::ops::replays::start(
+    let replay = app::use_cases::replays::start(
         &app.pool,
         &cfg,
         &access,
-        &app::deliveries::DeliveryFilter {
+        &app::server_fns::deliveries::DeliveryFilter {
             endpoint: Some(filtered_id),
             ..Default::default()
         },

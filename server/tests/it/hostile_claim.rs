@@ -16,7 +16,7 @@ use common::*;
 /// after each, by a worker in which the `busy` endpoints are at their share, on a
 /// connection set up as the dispatcher's own.
 async fn claim_median_ms(pool: &sqlx::PgPool, busy: &[i64]) -> f64 {
-    let claims = app::queue::claim_pool(pool);
+    let claims = app::db::queue::claim_pool(pool);
     claim_median_ms_on(&claims, busy, 1).await
 }
 
@@ -33,7 +33,7 @@ async fn claim_median_ms_holding(
     holding: i64,
     expect: usize,
 ) -> f64 {
-    use app::queue;
+    use app::db::queue;
     let held = vec![holding; busy.len()];
     let caps = queue::Caps {
         per_endpoint: 16,
@@ -207,7 +207,7 @@ async fn a_deep_backlog_behind_a_busy_endpoint_costs_the_claim_nothing() {
     app.ingest(other, "order.paid", serde_json::json!({})).await;
     let without = claim_median_ms(&app.pool, &[busy]).await;
     // The busy endpoint with room for 7 more, on the dispatcher's claim connection.
-    let claims = app::queue::claim_pool(&app.pool);
+    let claims = app::db::queue::claim_pool(&app.pool);
     let room_without = claim_median_ms_holding(&claims, &[busy], 9, 2).await;
 
     sqlx::query(
@@ -250,7 +250,7 @@ async fn a_deep_backlog_behind_a_busy_endpoint_costs_the_claim_nothing() {
 /// few; the dispatcher's claim connection walks the due index in order whatever they say.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_between_two_analyzes_does_not_slow_the_claim() {
-    use app::queue;
+    use app::db::queue;
     let _turn = ONE_AT_A_TIME.lock().await;
     let db = TestDb::new().await;
     let app = TestApp::spawn_on(db, |_| {}, false).await;

@@ -296,7 +296,7 @@ async fn bin_creation_is_rate_limited_per_address() {
     let mut statuses = Vec::new();
     // Twice the limit and more: a run straddling the calendar minute's reset still
     // fills one of its two windows.
-    for _ in 0..2 * app::inspector::BIN_CREATIONS_PER_MINUTE + 2 {
+    for _ in 0..2 * app::server_fns::inspector::BIN_CREATIONS_PER_MINUTE + 2 {
         statuses.push(
             http.post(format!("{}/inspector/bins", app.base))
                 .send()
@@ -309,7 +309,7 @@ async fn bin_creation_is_rate_limited_per_address() {
     assert!(statuses.contains(&429), "{statuses:?}");
     assert!(
         statuses.iter().filter(|s| **s == 201).count()
-            >= app::inspector::BIN_CREATIONS_PER_MINUTE as usize
+            >= app::server_fns::inspector::BIN_CREATIONS_PER_MINUTE as usize
     );
     app.stop().await;
 }

@@ -70,7 +70,7 @@ async fn redirect(app: &TestApp, project: i64, event_id: &str) -> (String, Optio
     let mut cfg = common::test_config(&app.db_url);
     cfg.public_url = app.base.clone();
     let access = app::auth::system_access(project, "support@example.com");
-    let (row, bin) = app::ops::deliveries::redirect(&app.pool, &cfg, &access, original, None)
+    let (row, bin) = app::use_cases::deliveries::redirect(&app.pool, &cfg, &access, original, None)
         .await
         .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);

@@ -6,7 +6,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use app::{auth::system_access, delivery_filter::DeliveryFilter, ops};
+use app::{auth::system_access, delivery_filter::DeliveryFilter, use_cases};
 use common::{Answer, Receiver, TestApp};
 use serde_json::{json, Value};
 
@@ -27,11 +27,11 @@ async fn parked(app: &TestApp, id: i64) -> Option<bool> {
 }
 
 async fn disable(app: &TestApp, project_id: i64, endpoint_id: i64) {
-    ops::endpoints::change(
+    use_cases::endpoints::change(
         &app.pool,
         &system_access(project_id, "test"),
         endpoint_id,
-        ops::endpoints::EndpointChange {
+        use_cases::endpoints::EndpointChange {
             enabled: Some(false),
             ..Default::default()
         },
@@ -98,7 +98,7 @@ async fn rows_for_a_disabled_endpoint_are_parked_whatever_makes_them() {
         endpoint: Some(endpoint),
         ..Default::default()
     };
-    let replay = ops::replays::start(&app.pool, &app_config(&app), &access, &filter)
+    let replay = use_cases::replays::start(&app.pool, &app_config(&app), &access, &filter)
         .await
         .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -129,11 +129,11 @@ async fn rows_for_a_disabled_endpoint_are_parked_whatever_makes_them() {
         1,
         "nothing was sent to the disabled endpoint"
     );
-    ops::endpoints::change(
+    use_cases::endpoints::change(
         &app.pool,
         &access,
         endpoint,
-        ops::endpoints::EndpointChange {
+        use_cases::endpoints::EndpointChange {
             enabled: Some(true),
             ..Default::default()
         },
@@ -160,7 +160,7 @@ async fn the_follow_up_of_an_attempt_in_flight_when_its_endpoint_is_deleted_is_a
     let (endpoint, _) = app.endpoint(project, &rx.url).await;
     let event = app.ingest(project, "order.paid", json!({"n": 1})).await;
     assert_eq!(rx.wait_for(1, Duration::from_secs(5)).await.len(), 1);
-    ops::endpoints::delete(&app.pool, &system_access(project, "test"), endpoint)
+    use_cases::endpoints::delete(&app.pool, &system_access(project, "test"), endpoint)
         .await
         .unwrap();
     let attempts = app.settled(&event, Duration::from_secs(10)).await;
@@ -237,10 +237,10 @@ async fn every_limit_answers_limit_reached_and_frees_up_when_used_less() {
 
     let access = system_access(project, "test");
     // The harness made one key already.
-    ops::keys::create(&app.pool, &access, "second")
+    use_cases::keys::create(&app.pool, &access, "second")
         .await
         .unwrap();
-    let refused = ops::keys::create(&app.pool, &access, "third")
+    let refused = use_cases::keys::create(&app.pool, &access, "third")
         .await
         .unwrap_err();
     assert!(
@@ -251,10 +251,10 @@ async fn every_limit_answers_limit_reached_and_frees_up_when_used_less() {
 
     // The owner is one member; an open invitation is another.
     let owner = owner_access(&app, project).await;
-    ops::team::invite(&app.pool, &owner, "one@example.com")
+    use_cases::team::invite(&app.pool, &owner, "one@example.com")
         .await
         .unwrap();
-    let refused = ops::team::invite(&app.pool, &owner, "two@example.com")
+    let refused = use_cases::team::invite(&app.pool, &owner, "two@example.com")
         .await
         .unwrap_err();
     assert!(
@@ -275,7 +275,7 @@ async fn every_limit_answers_limit_reached_and_frees_up_when_used_less() {
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    let refused = ops::replays::start(&app.pool, &cfg, &access, &filter)
+    let refused = use_cases::replays::start(&app.pool, &cfg, &access, &filter)
         .await
         .unwrap_err();
     assert!(

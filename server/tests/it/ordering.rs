@@ -208,7 +208,7 @@ async fn a_bulk_replay_joins_the_end_of_its_keys_queue() {
         q: Some(first.clone()),
         ..Default::default()
     };
-    app::ops::replays::start(
+    app::use_cases::replays::start(
         &app.pool,
         &cfg,
         &app::auth::system_access(project, "test"),

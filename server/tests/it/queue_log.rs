@@ -29,8 +29,8 @@ async fn flush_stats(pool: &sqlx::PgPool) {
 }
 
 /// Shares with nothing held yet, roomy enough for every test here.
-fn nothing_held() -> app::queue::Caps<'static> {
-    app::queue::Caps {
+fn nothing_held() -> app::db::queue::Caps<'static> {
+    app::db::queue::Caps {
         per_endpoint: 16,
         per_project: 128,
         endpoints: &[],
@@ -45,8 +45,11 @@ fn nothing_held() -> app::queue::Caps<'static> {
 }
 
 /// A claimed row's outcome: answered 204 in 3 ms, the end of its chain.
-fn succeeded(row: &app::queue::Claimed, now: chrono::DateTime<chrono::Utc>) -> app::queue::Outcome {
-    app::queue::Outcome {
+fn succeeded(
+    row: &app::db::queue::Claimed,
+    now: chrono::DateTime<chrono::Utc>,
+) -> app::db::queue::Outcome {
+    app::db::queue::Outcome {
         id: row.id,
         created_at: row.created_at,
         status: app::core::status::DeliveryStatus::Succeeded,
@@ -68,7 +71,7 @@ fn succeeded(row: &app::queue::Claimed, now: chrono::DateTime<chrono::Utc>) -> a
 /// whole into the log).
 #[tokio::test]
 async fn claims_write_no_index_entries_and_outcomes_move_rows_to_the_log() {
-    use app::queue::{self, Outcome};
+    use app::db::queue::{self, Outcome};
     let db = TestDb::new().await;
     let app = TestApp::spawn_on(db, |_| {}, false).await;
     let (project, _) = app.project("business").await;
@@ -241,7 +244,7 @@ async fn queue_seq_scans(pool: &sqlx::PgPool) -> i64 {
 /// whole burst's dead pages for every outcome.
 #[tokio::test]
 async fn an_outcome_is_found_by_key_in_a_queue_full_of_dead_rows() {
-    use app::queue;
+    use app::db::queue;
     let db = TestDb::new().await;
     let app = TestApp::spawn_on(db, |_| {}, false).await;
     let (project, _) = app.project("business").await;
@@ -297,7 +300,7 @@ async fn an_outcome_is_found_by_key_in_a_queue_full_of_dead_rows() {
 /// recovery pass read the whole queue: 68 ms beside 300,000 held rows, every few seconds.
 #[tokio::test]
 async fn lease_recovery_does_not_read_a_held_backlog() {
-    use app::queue;
+    use app::db::queue;
     let db = TestDb::new().await;
     let url = db.url.clone();
     let app = TestApp::spawn_on(db, |_| {}, false).await;
@@ -363,7 +366,7 @@ async fn lease_recovery_does_not_read_a_held_backlog() {
 /// queued behind them.
 #[tokio::test]
 async fn a_claim_sized_to_one_projects_room_keeps_the_shares_and_takes_the_others_rows() {
-    use app::queue;
+    use app::db::queue;
     let app = TestApp::spawn_on(TestDb::new().await, |_| {}, false).await;
     let (busy, _) = app.project("business").await;
     let (other, _) = app.project("business").await;
@@ -398,7 +401,7 @@ async fn a_claim_sized_to_one_projects_room_keeps_the_shares_and_takes_the_other
 /// A claim that passes that project over takes the other project's row at once.
 #[tokio::test]
 async fn a_claim_passing_a_busy_project_over_takes_the_others_rows() {
-    use app::queue;
+    use app::db::queue;
     let app = TestApp::spawn_on(TestDb::new().await, |_| {}, false).await;
     let (busy, _) = app.project("business").await;
     let (other, _) = app.project("business").await;

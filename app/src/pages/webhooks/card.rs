@@ -4,10 +4,6 @@
 use leptos::prelude::*;
 
 use crate::{
-    cabinet::{
-        delete_endpoint, edit_endpoint_header, reveal_secret, rotate_secret, set_ops_endpoint,
-        test_send, update_endpoint, EndpointStats,
-    },
     components::{
         confirm::ConfirmButton,
         layout::{CanAct, NotInPortal},
@@ -15,6 +11,10 @@ use crate::{
     },
     core::permissions::Action as Perm,
     model::{DeliveryRow, EndpointView},
+    server_fns::endpoints::{
+        delete_endpoint, edit_endpoint_header, reveal_secret, rotate_secret, set_ops_endpoint,
+        test_send, update_endpoint, EndpointStats,
+    },
 };
 
 type Done = Action<(), Result<(), ServerFnError>>;
@@ -172,7 +172,7 @@ fn follow_test_send(test_row: RwSignal<Option<DeliveryRow>>) {
         }
         spawn_local(async move {
             if let Ok(mut fresh) =
-                crate::deliveries::refresh_rows(row.project_id, vec![row.id]).await
+                crate::server_fns::deliveries::refresh_rows(row.project_id, vec![row.id]).await
             {
                 if let Some(f) = fresh.pop() {
                     test_row.set(Some(f));

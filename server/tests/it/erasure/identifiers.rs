@@ -192,7 +192,7 @@ async fn deleting_a_project_takes_its_redirect_copies_out_of_the_bins() {
     let access = app::auth::system_access(project, "test");
     let mut cfg = test_config(&app.db_url);
     cfg.public_url = app.base.clone();
-    let (_, bin) = app::ops::deliveries::redirect(&app.pool, &cfg, &access, attempt, None)
+    let (_, bin) = app::use_cases::deliveries::redirect(&app.pool, &cfg, &access, attempt, None)
         .await
         .unwrap();
     // Someone else's capture in the same bin stays.

@@ -18,7 +18,7 @@ const ENDPOINTS: usize = 500;
 
 /// Another project with `REPLAYS` running replays of `REPLAY_PAIRS` pairs each to its one
 /// disabled endpoint. The history they replay is written with SQL (100,000 dead letters),
-/// and the replays as `ops::replays::start` writes them; the server's replayer then
+/// and the replays as `use_cases::replays::start` writes them; the server's replayer then
 /// queues their attempts, a few per second each, for the whole measurement.
 pub async fn replays(rig: &Rig) {
     let started = Instant::now();

@@ -7,10 +7,10 @@ pub use crate::model::Member;
 
 #[server(endpoint = "list_members")]
 pub async fn list_members() -> Result<Vec<Member>, ServerFnError> {
-    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, ops};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let access = current_access(Action::ReadTeam).await?;
-    Ok(ops::team::members(&ctx.pool, &access).await?)
+    Ok(use_cases::team::members(&ctx.pool, &access).await?)
 }
 
 /// Changes the signed-in user's password: guessed at no faster than sign-in allows,
@@ -21,13 +21,13 @@ pub async fn change_password(current: String, new_password: String) -> Result<()
         auth::{count_guess, require_user, session, sign_in},
         ctx::server_ctx,
         db::users,
-        ops,
+        use_cases,
     };
     let ctx = server_ctx()?;
     let user = require_user().await?;
     let guess = count_guess(&ctx.pool, "password", &user.id.to_string()).await?;
     let epoch =
-        ops::team::change_password(&ctx.pool, &user, guess, &current, &new_password).await?;
+        use_cases::team::change_password(&ctx.pool, &user, guess, &current, &new_password).await?;
     let user = users::User {
         session_epoch: epoch,
         ..user
@@ -40,20 +40,20 @@ pub async fn change_password(current: String, new_password: String) -> Result<()
 /// passes it on). Owners only.
 #[server(endpoint = "invite_member")]
 pub async fn invite_member(email: String) -> Result<String, ServerFnError> {
-    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, ops};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let access = current_access(Action::ManageTeam).await?;
-    let token = ops::team::invite(&ctx.pool, &access, &email).await?;
+    let token = use_cases::team::invite(&ctx.pool, &access, &email).await?;
     Ok(format!("{}/invite/{token}", ctx.cfg.public_url))
 }
 
 /// Removes a member; the last owner of a project cannot be removed.
 #[server(endpoint = "remove_member")]
 pub async fn remove_member(email: String) -> Result<(), ServerFnError> {
-    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, ops};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let access = current_access(Action::ManageTeam).await?;
-    Ok(ops::team::remove_member(&ctx.pool, &access, &email).await?)
+    Ok(use_cases::team::remove_member(&ctx.pool, &access, &email).await?)
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -67,9 +67,9 @@ pub struct InvitationView {
 
 #[server(endpoint = "get_invitation")]
 pub async fn get_invitation(token: String) -> Result<InvitationView, ServerFnError> {
-    use crate::{auth::current_user, ctx::server_ctx, ops};
+    use crate::{auth::current_user, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
-    let open = ops::team::invitation(&ctx.pool, &token).await?;
+    let open = use_cases::team::invitation(&ctx.pool, &token).await?;
     let signed_in_as_invitee = current_user()
         .await?
         .is_some_and(|u| u.email.eq_ignore_ascii_case(&open.email));
@@ -82,7 +82,7 @@ pub async fn get_invitation(token: String) -> Result<InvitationView, ServerFnErr
 }
 
 /// Accepts an invitation once and joins the project, signed in as the account that
-/// joined (see [`crate::ops::team::accept`] for who may).
+/// joined (see [`crate::use_cases::team::accept`] for who may).
 #[server(endpoint = "accept_invitation")]
 pub async fn accept_invitation(
     token: String,
@@ -91,12 +91,12 @@ pub async fn accept_invitation(
     use crate::{
         auth::{current_user, internal, session, sign_in, PROJECT_KEY},
         ctx::server_ctx,
-        ops,
+        use_cases,
     };
     let ctx = server_ctx()?;
     let signed_in = current_user().await?;
     let (user, project_id) =
-        ops::team::accept(&ctx.pool, &token, signed_in.as_ref(), password).await?;
+        use_cases::team::accept(&ctx.pool, &token, signed_in.as_ref(), password).await?;
     let session = session().await?;
     sign_in(&session, &user).await?;
     session

@@ -84,9 +84,9 @@ pub async fn save_alert_settings(minutes: i64, email: bool) -> Result<(), Server
     let access = current_access(Action::ReadTeam).await?;
     let current = notices::failing_after(&ctx.pool, access.project_id).await? / 60;
     if minutes != current.max(1) {
-        crate::ops::alerts::set_failing_after(&ctx.pool, &access, minutes).await?;
+        crate::use_cases::alerts::set_failing_after(&ctx.pool, &access, minutes).await?;
     }
-    crate::ops::alerts::set_email_alerts(&ctx.pool, &access, email).await?;
+    crate::use_cases::alerts::set_email_alerts(&ctx.pool, &access, email).await?;
     Ok(())
 }
 
@@ -96,7 +96,7 @@ pub async fn resend_alert_confirmation() -> Result<(), ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::ReadTeam).await?;
-    crate::ops::alerts::send_confirmation_again(&ctx.pool, &access).await?;
+    crate::use_cases::alerts::send_confirmation_again(&ctx.pool, &access).await?;
     Ok(())
 }
 
@@ -111,7 +111,7 @@ pub struct AddressToConfirm {
 pub async fn alert_address_to_confirm(token: String) -> Result<AddressToConfirm, ServerFnError> {
     use crate::ctx::server_ctx;
     let ctx = server_ctx()?;
-    let (project, email) = crate::ops::alerts::address_to_confirm(&ctx.pool, &token).await?;
+    let (project, email) = crate::use_cases::alerts::address_to_confirm(&ctx.pool, &token).await?;
     Ok(AddressToConfirm { project, email })
 }
 
@@ -121,5 +121,5 @@ pub async fn alert_address_to_confirm(token: String) -> Result<AddressToConfirm,
 pub async fn confirm_alert_address(token: String) -> Result<String, ServerFnError> {
     use crate::ctx::server_ctx;
     let ctx = server_ctx()?;
-    Ok(crate::ops::alerts::confirm_address(&ctx.pool, &token).await?)
+    Ok(crate::use_cases::alerts::confirm_address(&ctx.pool, &token).await?)
 }

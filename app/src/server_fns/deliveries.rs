@@ -47,10 +47,12 @@ pub async fn get_delivery_detail(
     project_id: i64,
     id: i64,
 ) -> Result<DeliveryDetail, ServerFnError> {
-    use crate::{auth::access_to, core::permissions::Action, ctx::server_ctx, db::deliveries, ops};
+    use crate::{
+        auth::access_to, core::permissions::Action, ctx::server_ctx, db::deliveries, use_cases,
+    };
     let ctx = server_ctx()?;
     let access = access_to(project_id, Action::ReadDeliveries).await?;
-    let d = ops::deliveries::detail(&ctx.pool, &access, id).await?;
+    let d = use_cases::deliveries::detail(&ctx.pool, &access, id).await?;
     crate::db::projects::within_window(
         &ctx.pool,
         d.row.project_id,
@@ -84,10 +86,10 @@ pub async fn get_delivery_detail(
 
 #[server(endpoint = "retry_delivery")]
 pub async fn retry_delivery(project_id: i64, id: i64) -> Result<DeliveryRow, ServerFnError> {
-    use crate::{auth::access_to, core::permissions::Action, ctx::server_ctx, ops};
+    use crate::{auth::access_to, core::permissions::Action, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let access = access_to(project_id, Action::Retry).await?;
-    Ok(ops::deliveries::retry(&ctx.pool, &access, id).await?)
+    Ok(use_cases::deliveries::retry(&ctx.pool, &access, id).await?)
 }
 
 /// Redirects to the given bin (its id or URL), or to a new one.
@@ -97,10 +99,10 @@ pub async fn redirect_delivery(
     id: i64,
     bin: Option<String>,
 ) -> Result<(DeliveryRow, String), ServerFnError> {
-    use crate::{auth::access_to, core::permissions::Action, ctx::server_ctx, ops};
+    use crate::{auth::access_to, core::permissions::Action, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let access = access_to(project_id, Action::Redirect).await?;
-    Ok(ops::deliveries::redirect(&ctx.pool, &ctx.cfg, &access, id, bin.as_deref()).await?)
+    Ok(use_cases::deliveries::redirect(&ctx.pool, &ctx.cfg, &access, id, bin.as_deref()).await?)
 }
 
 /// Fresh state of some rows (live status updates after Retry / Redirect).
@@ -188,34 +190,34 @@ pub async fn delivery_filter_options(project: Option<i64>) -> Result<FilterOptio
 pub async fn preview_replay(
     #[server(default)] filter: DeliveryFilter,
 ) -> Result<i64, ServerFnError> {
-    use crate::{core::permissions::Action, ctx::server_ctx, ops};
+    use crate::{core::permissions::Action, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let access = view_access(filter.project, Action::Replay).await?;
-    Ok(ops::replays::preview(&ctx.pool, &ctx.cfg, &access, &filter).await?)
+    Ok(use_cases::replays::preview(&ctx.pool, &ctx.cfg, &access, &filter).await?)
 }
 
 #[server(endpoint = "start_replay")]
 pub async fn start_replay(
     #[server(default)] filter: DeliveryFilter,
 ) -> Result<ReplayProgress, ServerFnError> {
-    use crate::{core::permissions::Action, ctx::server_ctx, ops};
+    use crate::{core::permissions::Action, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let access = view_access(filter.project, Action::Replay).await?;
-    Ok(ops::replays::start(&ctx.pool, &ctx.cfg, &access, &filter).await?)
+    Ok(use_cases::replays::start(&ctx.pool, &ctx.cfg, &access, &filter).await?)
 }
 
 #[server(endpoint = "get_replay_progress")]
 pub async fn get_replay_progress(id: i64) -> Result<ReplayProgress, ServerFnError> {
-    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, ops};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let access = current_access(Action::ReadDeliveries).await?;
-    Ok(ops::replays::progress(&ctx.pool, &access, id).await?)
+    Ok(use_cases::replays::progress(&ctx.pool, &access, id).await?)
 }
 
 #[server(endpoint = "cancel_replay")]
 pub async fn cancel_replay(id: i64) -> Result<ReplayProgress, ServerFnError> {
-    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, ops};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let access = current_access(Action::Replay).await?;
-    Ok(ops::replays::cancel(&ctx.pool, &access, id).await?)
+    Ok(use_cases::replays::cancel(&ctx.pool, &access, id).await?)
 }

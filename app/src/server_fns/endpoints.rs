@@ -1,18 +1,4 @@
-//! Server functions behind the rest of the cabinet, one file per page: endpoints (here),
-//! API keys, the audit log and event catalogue, the team. Each names its action to the
-//! authorization layer first; changes go through the use cases in `ops/`.
-
-mod alerts;
-mod catalogue;
-mod filters;
-mod keys;
-mod team;
-
-pub use alerts::*;
-pub use catalogue::*;
-pub use filters::*;
-pub use keys::*;
-pub use team::*;
+//! The Webhooks page's server functions: endpoints and their cards.
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -81,7 +67,7 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
     let now = chrono::Utc::now();
     let days = projects::window_days(&ctx.pool, access.project_id, ctx.cfg.retention_days).await?;
     let mut filter_cards =
-        filters::FilterCards::read(&ctx.pool, &access, &list, &query, days).await?;
+        super::filters::FilterCards::read(&ctx.pool, &access, &list, &query, days).await?;
     let endpoint_activity::Activity {
         hourly: rows,
         p95,
@@ -161,10 +147,10 @@ pub async fn create_endpoint(
     let access = current_access(Action::CreateEndpoint).await?;
     let url = parse_endpoint_url(url.trim()).map_err(AppError::Invalid)?;
     let types = parse_types(&event_types).map_err(AppError::Invalid)?;
-    let (_, secret) = crate::ops::endpoints::create(
+    let (_, secret) = crate::use_cases::endpoints::create(
         &ctx.pool,
         &access,
-        crate::ops::endpoints::NewEndpoint {
+        crate::use_cases::endpoints::NewEndpoint {
             url: url.to_string(),
             event_types: types,
             description,
@@ -209,11 +195,11 @@ pub async fn update_endpoint(
         .map(|t| parse_types(&t))
         .transpose()
         .map_err(AppError::Invalid)?;
-    crate::ops::endpoints::change(
+    crate::use_cases::endpoints::change(
         &ctx.pool,
         &access,
         id,
-        crate::ops::endpoints::EndpointChange {
+        crate::use_cases::endpoints::EndpointChange {
             url,
             event_types: types,
             enabled,
@@ -253,7 +239,8 @@ pub async fn edit_endpoint_header(
         }
     }
     let names =
-        crate::ops::endpoints::edit_header(&ctx.pool, &access, id, &name, value.as_deref()).await?;
+        crate::use_cases::endpoints::edit_header(&ctx.pool, &access, id, &name, value.as_deref())
+            .await?;
     Ok(names)
 }
 
@@ -263,7 +250,7 @@ pub async fn set_ops_endpoint(id: i64) -> Result<(), ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::SetOpsEndpoint).await?;
-    crate::ops::endpoints::set_ops_endpoint(&ctx.pool, &access, id).await?;
+    crate::use_cases::endpoints::set_ops_endpoint(&ctx.pool, &access, id).await?;
     Ok(())
 }
 
@@ -272,17 +259,17 @@ pub async fn delete_endpoint(id: i64) -> Result<(), ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::DeleteEndpoint).await?;
-    crate::ops::endpoints::delete(&ctx.pool, &access, id).await?;
+    crate::use_cases::endpoints::delete(&ctx.pool, &access, id).await?;
     Ok(())
 }
 
 /// The current secret, on an explicit click; support staff never see secrets.
 #[server(endpoint = "reveal_secret")]
 pub async fn reveal_secret(id: i64) -> Result<String, ServerFnError> {
-    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, ops};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let access = current_access(Action::RevealSecret).await?;
-    Ok(ops::endpoints::reveal_secret(&ctx.pool, &access, id).await?)
+    Ok(use_cases::endpoints::reveal_secret(&ctx.pool, &access, id).await?)
 }
 
 #[server(endpoint = "rotate_secret")]
@@ -290,7 +277,7 @@ pub async fn rotate_secret(id: i64) -> Result<String, ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::RotateSecret).await?;
-    let secret = crate::ops::endpoints::rotate_secret(&ctx.pool, &access, id).await?;
+    let secret = crate::use_cases::endpoints::rotate_secret(&ctx.pool, &access, id).await?;
     Ok(secret)
 }
 
@@ -300,7 +287,7 @@ pub async fn test_send(id: i64) -> Result<DeliveryRow, ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::TestSend).await?;
-    Ok(crate::ops::deliveries::test_send(&ctx.pool, &access, id).await?)
+    Ok(crate::use_cases::deliveries::test_send(&ctx.pool, &access, id).await?)
 }
 
 /// Sets an endpoint's client certificate (PEM certificate and key, checked as the API
@@ -326,11 +313,11 @@ pub async fn set_client_certificate(
                     .map_err(AppError::Invalid)?,
             )
         };
-        crate::ops::endpoints::change(
+        crate::use_cases::endpoints::change(
             &ctx.pool,
             &access,
             id,
-            crate::ops::endpoints::EndpointChange {
+            crate::use_cases::endpoints::EndpointChange {
                 client_cert: Some(cert),
                 ..Default::default()
             },

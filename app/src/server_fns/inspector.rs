@@ -19,13 +19,13 @@ pub use crate::core::ratelimit::BIN_CREATIONS_PER_MINUTE;
 
 #[server(endpoint = "create_bin")]
 pub async fn create_bin() -> Result<BinInfo, ServerFnError> {
-    use crate::{ctx::server_ctx, ops};
+    use crate::{ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let from = leptos_axum::extract::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .await
         .map(|c| c.0.ip())
         .ok();
-    let (id, expires_at) = ops::bins::create(&ctx.pool, &ctx.cfg, from).await?;
+    let (id, expires_at) = use_cases::bins::create(&ctx.pool, &ctx.cfg, from).await?;
     Ok(BinInfo {
         url: ctx.cfg.bin_url(&id),
         id,

@@ -16,7 +16,7 @@ use crate::{
     db::{
         events::{self, Ingested, NewEvent, Via},
         group_commit::GroupCommit,
-        handoff::Handoff,
+        queue::handoff::Handoff,
         rate_counters,
         targets::TargetCache,
     },

@@ -37,16 +37,16 @@ pub async fn list_keys() -> Result<KeysView, ServerFnError> {
 /// Returns the new key: the only time it is ever shown.
 #[server(endpoint = "create_key")]
 pub async fn create_key(name: String) -> Result<String, ServerFnError> {
-    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, ops};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let access = current_access(Action::ManageKeys).await?;
-    Ok(ops::keys::create(&ctx.pool, &access, &name).await?)
+    Ok(use_cases::keys::create(&ctx.pool, &access, &name).await?)
 }
 
 #[server(endpoint = "revoke_key")]
 pub async fn revoke_key(id: i64) -> Result<(), ServerFnError> {
-    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, ops};
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let access = current_access(Action::ManageKeys).await?;
-    Ok(ops::keys::revoke(&ctx.pool, &access, id).await?)
+    Ok(use_cases::keys::revoke(&ctx.pool, &access, id).await?)
 }
