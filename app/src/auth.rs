@@ -288,6 +288,17 @@ mod server_side {
         Ok(authorize(&ctx.pool, &user, project_id, action).await?)
     }
 
+    /// The access a card's plain form needs on endpoint `id` of the session's project. A
+    /// refusal answers with its own status (401, 403, 404 for another project's endpoint)
+    /// rather than the redirect back to the page that carries a form's mistakes: the
+    /// caller was never shown the form.
+    pub async fn endpoint_access(id: i64, action: Action) -> Result<Access, ServerFnError> {
+        let ctx = server_ctx()?;
+        let access = current_access(action).await?;
+        crate::db::endpoints::get(&ctx.pool, &access, id).await?;
+        Ok(access)
+    }
+
     /// Access to the project selected in the session (or the user's first project).
     pub async fn current_access(action: Action) -> Result<Access, ServerFnError> {
         if let Some(portal) = portal_session().await {

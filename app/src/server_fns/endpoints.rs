@@ -303,7 +303,7 @@ pub async fn set_client_certificate(
 ) -> Result<(), ServerFnError> {
     use crate::{core::permissions::Action, ctx::server_ctx, error::AppError};
     let ctx = server_ctx()?;
-    let access = card_access(id, Action::EditEndpoint).await?;
+    let access = crate::auth::endpoint_access(id, Action::EditEndpoint).await?;
     let result: Result<(), ServerFnError> = async {
         let cert = if cert.trim().is_empty() && key.trim().is_empty() {
             None
@@ -336,18 +336,4 @@ pub async fn set_client_certificate(
         .map(|e| (id, crate::components::widgets::error_text(&e)));
     leptos_axum::redirect(&crate::core::next_path::with_cert_error(back, error));
     Ok(())
-}
-
-/// The access a card's plain form needs on endpoint `id`. A refusal answers with its
-/// own status (401, 403, 404 for another project's endpoint) rather than the redirect
-/// back to the page that carries a form's mistakes: the caller was never shown the form.
-#[cfg(feature = "ssr")]
-pub(crate) async fn card_access(
-    id: i64,
-    action: crate::core::permissions::Action,
-) -> Result<crate::auth::Access, ServerFnError> {
-    let ctx = crate::ctx::server_ctx()?;
-    let access = crate::auth::current_access(action).await?;
-    crate::db::endpoints::get(&ctx.pool, &access, id).await?;
-    Ok(access)
 }

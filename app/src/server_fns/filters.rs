@@ -10,7 +10,7 @@ use leptos::prelude::*;
 pub async fn set_endpoint_filter(id: i64, filter: String) -> Result<(), ServerFnError> {
     use crate::{core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
-    let access = super::endpoints::card_access(id, Action::EditEndpoint).await?;
+    let access = crate::auth::endpoint_access(id, Action::EditEndpoint).await?;
     let text = filter.trim().to_string();
     let result: Result<(), ServerFnError> = async {
         crate::use_cases::endpoints::change(
@@ -49,7 +49,7 @@ pub async fn set_endpoint_filter(id: i64, filter: String) -> Result<(), ServerFn
 /// may change the filter are offered it.
 #[server(endpoint = "try_endpoint_filter")]
 pub async fn try_endpoint_filter(id: i64, filter: String) -> Result<(), ServerFnError> {
-    super::endpoints::card_access(id, crate::core::permissions::Action::EditEndpoint).await?;
+    crate::auth::endpoint_access(id, crate::core::permissions::Action::EditEndpoint).await?;
     let text: String = filter.trim().chars().take(1024).collect();
     back(&[("try_endpoint", id.to_string()), ("try_filter", text)]).await;
     Ok(())
