@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use app::{db, deliveries::DeliveryFilter};
+use app::{db, server_fns::deliveries::DeliveryFilter};
 
 use crate::{scratch_db, serve_app};
 
