@@ -68,15 +68,15 @@ impl Pacing {
     }
 
     /// Notes which project the claim's rows came from; `passing`: it passed one over.
-    pub fn claimed(&mut self, projects: impl Iterator<Item = i64>, passing: bool, now: Instant) {
-        let mut projects = projects;
-        self.sole_project = projects.next().and_then(|first| {
-            let mut all_first = true;
-            for p in projects {
-                all_first &= p == first;
-            }
-            all_first.then_some(first)
-        });
+    pub fn claimed(
+        &mut self,
+        mut projects: impl Iterator<Item = i64>,
+        passing: bool,
+        now: Instant,
+    ) {
+        self.sole_project = projects
+            .next()
+            .filter(|first| projects.all(|p| p == *first));
         if !passing && now.duration_since(self.last_pass_over) >= PASS_OVER_EVERY {
             self.pass_over_next = self.sole_project;
         }
