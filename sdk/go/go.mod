@@ -1,0 +1,3 @@
+module github.com/posthorn/posthorn-go
+
+go 1.19
