@@ -54,7 +54,7 @@ module TestHelper
 end
 
 # Assertions and accessors the server tests share.
-module ServerTest
+module ServerTestHelpers
   def base_url = TestHelper.env(self, "POSTHORN_TEST_URL")
   def business_key = TestHelper.env(self, "POSTHORN_TEST_KEY_BUSINESS")
   def operator_key = TestHelper.env(self, "POSTHORN_OPERATOR_KEY")
