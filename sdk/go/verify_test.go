@@ -182,7 +182,6 @@ func TestSignaturesMadeByTheStandardWebhooksPackageVerify(t *testing.T) {
 			h.Set(name, value)
 		}
 		wantVerified(t, c.Body, h, c.Secret, at(c.Timestamp))
-		wantVerified(t, c.Body, h, c.Secret) // signed moments ago: inside the window now
 		// And the other way: what Sign makes is the reference package's signature, one
 		// of the header's entries during a rotation.
 		ours := mustSign(t, c.Secret, c.Headers["webhook-id"], c.Timestamp, []byte(c.Body))
