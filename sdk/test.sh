@@ -41,6 +41,11 @@ ensure_tools() {
     log "installing the TypeScript package's dev dependencies (npm ci)"
     (cd "$SDK/typescript" && npm ci --no-audit --no-fund >/dev/null)
   fi
+  command -v go >/dev/null || apt_install golang-go
+  # The Go module uses the standard library only: nothing is fetched (only apt may be
+  # reachable), and the build cache lives in the user's home, not in the tree.
+  export GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off
+  export GOCACHE="${GOCACHE:-${HOME:-/tmp}/.cache/go-build}" GOPATH="${GOPATH:-${HOME:-/tmp}/go}"
 }
 
 # --- the server ------------------------------------------------------------------------
@@ -133,11 +138,12 @@ log "running the Python, TypeScript and PHP suites at once (about a minute: each
 run_suite python bash -c "cd '$SDK/python' && exec .venv/bin/python -m pytest -q -p no:cacheprovider tests"
 run_suite typescript bash -c "cd '$SDK/typescript' && exec node --test --test-concurrency=1 test/"
 run_suite php bash -c "cd '$SDK/php' && exec phpunit --do-not-cache-result"
+run_suite go bash -c "cd '$SDK/go' && exec go test -count=1 ./..."
 for pid in "${PIDS[@]}"; do wait "$pid" || true; done
 PIDS=()
 
 failed=0
-for name in python typescript php; do
+for name in python typescript php go; do
   read -r code secs <"$WORK/$name.status" 2>/dev/null || { code=1; secs="?"; }
   log "$name: exit $code in ${secs}s"
   cat "$WORK/$name.log"
