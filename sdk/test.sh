@@ -41,6 +41,9 @@ ensure_tools() {
     log "installing the TypeScript package's dev dependencies (npm ci)"
     (cd "$SDK/typescript" && npm ci --no-audit --no-fund >/dev/null)
   fi
+  # Ruby's suite runs on minitest, which Debian's Ruby 3.1 bundles (ruby-minitest if not).
+  command -v ruby >/dev/null || apt_install ruby
+  ruby -e 'require "minitest"' 2>/dev/null || apt_install ruby-minitest
   command -v go >/dev/null || apt_install golang-go
   # The Go module uses the standard library only: nothing is fetched (only apt may be
   # reachable), and the build cache lives in the user's home, not in the tree.
@@ -138,12 +141,13 @@ log "running the Python, TypeScript and PHP suites at once (about a minute: each
 run_suite python bash -c "cd '$SDK/python' && exec .venv/bin/python -m pytest -q -p no:cacheprovider tests"
 run_suite typescript bash -c "cd '$SDK/typescript' && exec node --test --test-concurrency=1 test/"
 run_suite php bash -c "cd '$SDK/php' && exec phpunit --do-not-cache-result"
+run_suite ruby bash -c "cd '$SDK/ruby' && exec ruby -Ilib -Itest -e 'Dir[\"test/**/*_test.rb\"].sort.each { |f| require_relative f }'"
 run_suite go bash -c "cd '$SDK/go' && exec go test -count=1 ./..."
 for pid in "${PIDS[@]}"; do wait "$pid" || true; done
 PIDS=()
 
 failed=0
-for name in python typescript php go; do
+for name in python typescript php ruby go; do
   read -r code secs <"$WORK/$name.status" 2>/dev/null || { code=1; secs="?"; }
   log "$name: exit $code in ${secs}s"
   cat "$WORK/$name.log"
