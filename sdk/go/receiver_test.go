@@ -39,9 +39,19 @@ type receiver struct {
 
 var (
 	buildOnce sync.Once
+	buildDir  string
 	built     string
 	buildErr  error
 )
+
+// TestMain removes the receiver built for the run, if one was.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
 
 // buildReceiver compiles the README's program once per run (go build, offline: the
 // module is replaced by this folder and needs nothing else).
@@ -53,6 +63,7 @@ func buildReceiver(t *testing.T) string {
 			buildErr = err
 			return
 		}
+		buildDir = dir
 		gomod := fmt.Sprintf("module receiver\n\ngo 1.19\n\nrequire github.com/posthorn/posthorn-go v0.0.0\n\n"+
 			"replace github.com/posthorn/posthorn-go => %s\n", here)
 		if err = os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err == nil {
