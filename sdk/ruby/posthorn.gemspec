@@ -11,7 +11,7 @@ Gem::Specification.new do |spec|
                      "rate-limit awareness and cursor iteration. Standard library only."
   spec.authors = ["Posthorn"]
   spec.license = "MIT"
-  spec.files = Dir["lib/**/*.rb", "README.md"]
+  spec.files = Dir.chdir(__dir__) { Dir["lib/**/*.rb", "README.md"] }
   spec.require_paths = ["lib"]
   spec.required_ruby_version = ">= 3.1"
   spec.metadata["rubygems_mfa_required"] = "true"
