@@ -18,6 +18,7 @@ type Client struct {
 	Replays    *Replays
 	Erasures   *Erasures
 	EventTypes *EventTypes
+	Listen     *Listen
 	t          *transport
 }
 
@@ -32,6 +33,7 @@ func NewClient(apiKey string, opts ...Option) *Client {
 		Replays:    &Replays{t},
 		Erasures:   &Erasures{t},
 		EventTypes: &EventTypes{t},
+		Listen:     &Listen{t},
 		t:          t,
 	}
 }

@@ -13,6 +13,15 @@ type ClientCertificate struct {
 	NotAfter time.Time `json:"not_after"`
 }
 
+// Destination is where an endpoint that is no plain URL sends: "listen", a `posthorn
+// listen` session's (its deliveries go to the CLI's machine).
+type Destination struct {
+	Type string `json:"type"`
+	// Name is the session's --name; nil: it ends when its CLI exits.
+	Name      *string `json:"name"`
+	Connected bool    `json:"connected"` // its CLI is connected now
+}
+
 // Webhook is an endpoint. Secret is only set in the answers to Create and RotateSecret
 // of an HMAC endpoint, and to an Update that switches to "hmac-sha256".
 type Webhook struct {
@@ -36,6 +45,20 @@ type Webhook struct {
 	// of Events.
 	Filter *string `json:"filter"`
 	Secret *string `json:"secret"`
+	// Destination is only set for an endpoint that is no plain URL (a `posthorn listen`
+	// session's).
+	Destination *Destination `json:"destination,omitempty"`
+}
+
+// ListenSession answers Listen.Open: the session's endpoint, the secret its deliveries
+// are signed with, and the path (under /public/v1) of its WebSocket.
+type ListenSession struct {
+	Endpoint    Webhook `json:"endpoint"`
+	Secret      string  `json:"secret"` // "whsec_…": the local receiver checks signatures with it
+	ConnectPath string  `json:"connect_path"`
+	// Reattached is true when an existing named session was taken up again (answered
+	// 200; a new session is 201).
+	Reattached bool `json:"reattached"`
 }
 
 // EventAccepted answers a sent event: its id and how many endpoints it went to.

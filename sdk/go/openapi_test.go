@@ -231,6 +231,8 @@ func TestModelsMatchThePublicOpenAPIDocument(t *testing.T) {
 	checkModels(t, d, map[string]reflect.Type{
 		"Webhook":              reflect.TypeOf(Webhook{}),
 		"ClientCertificateOut": reflect.TypeOf(ClientCertificate{}),
+		"Destination":          reflect.TypeOf(Destination{}),
+		"ListenSession":        reflect.TypeOf(ListenSession{}),
 		"EventAccepted":        reflect.TypeOf(EventAccepted{}),
 		"Event":                reflect.TypeOf(Event{}),
 		"FilteredOut":          reflect.TypeOf(FilteredOut{}),
@@ -296,6 +298,7 @@ func callEveryPublicOperation(c *Client) {
 	c.EventTypes.SetSchema(ctx, "a.b", nil)
 	c.EventTypes.GetSchema(ctx, "a.b")
 	c.EventTypes.DeleteSchema(ctx, "a.b")
+	c.Listen.Open(ctx, ListenOpen{Forward: "http://localhost:8000/x"})
 }
 
 func callEveryOperatorOperation(op *Operator) {

@@ -12,7 +12,8 @@ class OpenapiTest < Minitest::Test
     "EventAccepted" => Posthorn::Models::EventAccepted, "Event" => Posthorn::Models::Event,
     "FilteredOut" => Posthorn::Models::FilteredOut, "Delivery" => Posthorn::Models::Delivery,
     "DeliveryDetail" => Posthorn::Models::DeliveryDetail, "Replay" => Posthorn::Models::Replay,
-    "Erasure" => Posthorn::Models::Erasure, "EventTypeSchema" => Posthorn::Models::EventTypeSchema
+    "Erasure" => Posthorn::Models::Erasure, "EventTypeSchema" => Posthorn::Models::EventTypeSchema,
+    "Destination" => Posthorn::Models::Destination, "ListenSession" => Posthorn::Models::ListenSession
   }.freeze
   OPERATOR_MODELS = {
     "Project" => Posthorn::Models::Project, "EffectiveLimits" => Posthorn::Models::EffectiveLimits,
@@ -151,6 +152,7 @@ class OpenapiTest < Minitest::Test
     [[:create, "user:1"], [:get, 1]].each { |c| call_with(erasures, c) }
     schemas = record(Posthorn::EventTypes, recorder)
     [[:set_schema, "a.b", {}], [:get_schema, "a.b"], [:delete_schema, "a.b"]].each { |c| call_with(schemas, c) }
+    call_with(record(Posthorn::Listen, recorder), [:open, "http://localhost:8000/x"])
 
     documented = operations(document("/public/v1/openapi.json"), "/public/v1")
     documented -= [["GET", "/openapi.json"]] # the document itself

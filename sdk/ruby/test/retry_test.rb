@@ -98,6 +98,22 @@ class RetryTest < Minitest::Test
     assert_equal [%w[POST /public/v1/replays/7/cancel]] * 2, calls
   end
 
+  def test_an_unnamed_listen_open_is_not_retried_after_5xx_but_a_named_one_is
+    session = { endpoint: HOOK, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                connect_path: "/public/v1/listen/1/connect", reattached: true }
+    @answers.push([503, {}, ERR], [201, {}, session])
+    error = assert_raises(Posthorn::ApiError) { @client.listen.open("http://localhost:8000/webhooks") }
+    assert_equal [503, [%w[POST /public/v1/listen]]], [error.status, calls]
+    assert_equal({ "forward" => "http://localhost:8000/webhooks" }, @seen[0].body) # nothing else unless given
+    @answers = [[503, {}, ERR], [200, {}, session]]
+    @seen.clear
+    opened = @client.listen.open("http://localhost:8000/webhooks", events: ["order.paid"], name: "laptop",
+                                                                    filter: "data.amount > 1000")
+    assert_equal [true, 1, 2], [opened.reattached, opened.endpoint.id, @seen.size]
+    assert_equal({ "forward" => "http://localhost:8000/webhooks", "events" => ["order.paid"], "name" => "laptop",
+                   "filter" => "data.amount > 1000" }, @seen[1].body)
+  end
+
   def test_sending_an_event_is_retried_with_the_same_idempotency_key
     @answers.push([502, {}, ERR], [202, {}, { id: "evt_1", deliveries: 0 }])
     assert_equal "evt_1", @client.events.send("order.paid", {}).id

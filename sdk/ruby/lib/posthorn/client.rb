@@ -11,7 +11,7 @@ module Posthorn
   # Calls back off on 429 (honouring Retry-After), wait for the minute's reset when the
   # quota is spent, and retry 5xx and connection errors for calls safe to repeat.
   class Client
-    attr_reader :webhooks, :events, :deliveries, :replays, :erasures, :event_types
+    attr_reader :webhooks, :events, :deliveries, :replays, :erasures, :event_types, :listen
     # The HTTP layer (for its #sleeper and #policy); not needed to call the API.
     attr_reader :transport
 
@@ -29,6 +29,7 @@ module Posthorn
       @replays = Replays.new(@transport)
       @erasures = Erasures.new(@transport)
       @event_types = EventTypes.new(@transport)
+      @listen = Listen.new(@transport)
     end
   end
 
@@ -228,6 +229,29 @@ module Posthorn
     def delete_schema(type)
       call("DELETE", path("event-types", type, "schema"), retry_safe: true)
       nil
+    end
+  end
+
+  # `/listen`: the listen sessions of `posthorn listen`, which forwards a project's
+  # deliveries to a receiver on the CLI's machine. The CLI is the usual way to use them;
+  # #open is what it calls first.
+  class Listen < Resource
+    # Opens a listen session (answered 201), or reattaches to the project's live session
+    # named +name+ (200, +reattached+ true: the same endpoint, the same secret, the
+    # attempts that waited). Answers a ListenSession. A project holds at most 5, each
+    # counting as an endpoint; webhooks.delete of its endpoint ends one. Retried on 5xx
+    # only with a +name+: a named open is idempotent, a repeated unnamed one would make a
+    # second session.
+    # forward:: the local receiver's URL, where the CLI sends the deliveries
+    # events:: event types, or `["*"]` (the default) for all
+    # name:: `^[A-Za-z0-9._-]{1,64}$`; unnamed, the session ends when its CLI exits
+    # filter:: a CEL filter, as an endpoint's
+    #
+    # (The name shadows Kernel#open on this object alone.)
+    def open(forward, events: UNSET, name: UNSET, filter: UNSET)
+      body = given(forward: forward, events: events, name: name, filter: filter)
+      named = !name.equal?(UNSET) && !name.nil?
+      call("POST", "/listen", Models::ListenSession, body: body, retry_safe: named)
     end
   end
 end

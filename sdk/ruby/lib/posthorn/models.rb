@@ -12,6 +12,14 @@ module Posthorn
       field :not_after, :time
     end
 
+    # Where an endpoint that is no plain URL sends: `listen`, a `posthorn listen`
+    # session's (its deliveries go to the CLI's machine).
+    class Destination < Model
+      field :type, :string
+      field :name, :string, null: true # the session's `--name`; nil: it ends when its CLI exits
+      field :connected, :boolean # its CLI is connected now
+    end
+
     # An endpoint. +secret+ is only set in the answers to create and rotate_secret of an
     # HMAC endpoint, and to an update that switches to `hmac-sha256`.
     class Webhook < Model
@@ -31,6 +39,18 @@ module Posthorn
       # The CEL filter events must match to be sent here; nil: every event of +events+.
       field :filter, :string, null: true
       field :secret, :string, null: true
+      # Only for an endpoint that is no plain URL (a `posthorn listen` session's).
+      field :destination, Destination, null: true
+    end
+
+    # A listen session, as listen.open answers it: its endpoint, the secret its
+    # deliveries are signed with, and the path (under `/public/v1`) of its WebSocket.
+    class ListenSession < Model
+      field :endpoint, Webhook
+      field :secret, :string # `whsec_…`: the local receiver checks signatures with it
+      field :connect_path, :string
+      # true: an existing named session was taken up again (answered 200; a new one 201)
+      field :reattached, :boolean
     end
 
     class EventAccepted < Model
