@@ -179,6 +179,19 @@ pub struct EndpointView {
     /// Its filter (a CEL expression), shown and edited in the card's server-built block.
     #[serde(skip)]
     pub filter: Option<String>,
+    /// `http`, or `listen` for a `posthorn listen` session's endpoint (its attempts go to
+    /// a developer's machine over the CLI's connection, not to `url`).
+    pub destination: String,
+    /// A listen session's `--name` (None: unnamed, or not a listen session).
+    pub listen_name: Option<String>,
+    /// A listen session's CLI is connected now.
+    pub listen_connected: bool,
+}
+
+impl EndpointView {
+    pub fn is_listen(&self) -> bool {
+        self.destination == "listen"
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

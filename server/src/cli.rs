@@ -58,6 +58,8 @@ pub enum Command {
     /// Re-seal every secret under the first key of POSTHORN_ENCRYPTION_KEY (list the new
     /// key first and the old one after it, comma-separated; drop the old one afterwards).
     RotateEncryptionKey,
+    /// Forward a project's deliveries to a local URL (the API key in POSTHORN_API_KEY).
+    Listen(crate::listen::client::Args),
     /// Create a user (support staff read every project).
     CreateUser {
         #[arg(long)]
@@ -72,6 +74,10 @@ pub enum Command {
 pub type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 pub async fn run(cli: Cli) -> Result<(), Failure> {
+    // A developer's machine: no database, no server configuration.
+    if let Some(Command::Listen(args)) = cli.command {
+        return crate::listen::client::run(args).await;
+    }
     let cfg = Arc::new(Config::from_env().map_err(|e| format!("configuration: {e}"))?);
     let command = cli.command.unwrap_or(Command::Serve { no_dispatch: false });
     let pool_size = match command {
@@ -148,6 +154,8 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
                 })
             );
         }
+        // Answered above, before any configuration is read.
+        Command::Listen(_) => {}
         Command::CreateUser {
             email,
             password,

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod dispatcher;
 pub mod health;
 pub mod inspector;
+pub mod listen;
 pub mod maintenance;
 pub mod metrics;
 pub mod operator;

@@ -46,6 +46,11 @@ pub async fn run(
         if let Err(e) = app::db::portal::sweep(&pool).await {
             tracing::warn!(error = %e, "portal sweep failed");
         }
+        match app::use_cases::listen::end_idle(&pool).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(sessions = n, "listen sessions ended after 10 idle minutes"),
+            Err(e) => tracing::warn!(error = %e, "ending idle listen sessions failed"),
+        }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(60)) => {}
             _ = shutdown.changed() => return,

@@ -15,7 +15,9 @@ use crate::{
 const COLUMNS: &str =
     "id, project_id, url, description, event_types, enabled, disabled_reason, created_at,
     ARRAY(SELECT h->>0 FROM jsonb_array_elements(custom_headers) h) AS header_names, rate_limit,
-    client_cert_subject, client_cert_not_after, signature_scheme, public_key, filter";
+    client_cert_subject, client_cert_not_after, signature_scheme, public_key, filter,
+    destination, listen_name, listen_connected AND listen_seen_at > now() - interval '90 seconds'
+      AS listen_connected";
 
 pub struct NewEndpoint<'a> {
     pub url: &'a str,

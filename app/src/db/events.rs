@@ -381,7 +381,7 @@ async fn reserve<'h>(
     let plain: Vec<i64> = targets
         .iter()
         .zip(attempts)
-        .filter(|(t, a)| !t.throttled && !t.client_cert && !a.lane.is_waiting())
+        .filter(|(t, a)| !t.throttled && !t.queued_only && !a.lane.is_waiting())
         .map(|(t, _)| t.id)
         .collect();
     let endpoints = if plain.is_empty() {

@@ -19,6 +19,7 @@ pub mod idempotency;
 pub mod invitations;
 pub mod kept;
 pub mod limits;
+pub mod listen;
 pub mod maintenance;
 pub mod memberships;
 pub mod notices;

@@ -18,9 +18,10 @@ pub struct Target {
     pub id: i64,
     pub url: String,
     pub throttled: bool,
-    /// It presents a client certificate: its attempts go through the queue, whose claim
-    /// reads the certificate, and are not handed off (the cache keeps no certificates).
-    pub client_cert: bool,
+    /// Its attempts go through the queue and are never handed off: it presents a client
+    /// certificate (the claim reads it; the cache keeps no certificates), or it is a
+    /// listen session's (its session claims them).
+    pub queued_only: bool,
     pub secret: String,
     /// How it signs (see [`crate::core::ed25519::active`]): its scheme, its sealed
     /// ed25519 key, and when it last switched.
@@ -129,7 +130,7 @@ pub async fn find<'c>(
         id: Option<i64>,
         url: Option<String>,
         throttled: Option<bool>,
-        client_cert: Option<bool>,
+        queued_only: Option<bool>,
         secret: Option<String>,
         signature_scheme: Option<String>,
         signing_key: Option<String>,
@@ -143,7 +144,7 @@ pub async fn find<'c>(
         Row,
         r#"SELECT p.endpoints_version AS "version!", t.event_type AS "event_type?", e.id AS "id?",
                 e.url AS "url?", e.rate_limit IS NOT NULL AS "throttled?",
-                e.client_cert IS NOT NULL AS "client_cert?", e.secret AS "secret?",
+                e.client_cert IS NOT NULL OR e.destination <> 'http' AS "queued_only?", e.secret AS "secret?",
                 e.previous_secret AS "previous_secret?", e.signature_scheme AS "signature_scheme?",
                 e.signing_key AS "signing_key?", e.scheme_switched_at AS "scheme_switched_at?: DateTime<Utc>",
                 e.previous_secret_expires_at AS "previous_secret_expires_at?: DateTime<Utc>",
@@ -169,7 +170,7 @@ pub async fn find<'c>(
                 id: r.id?,
                 url: r.url?,
                 throttled: r.throttled?,
-                client_cert: r.client_cert?,
+                queued_only: r.queued_only?,
                 signature_scheme: r.signature_scheme?,
                 signing_key: r.signing_key,
                 scheme_switched_at: r.scheme_switched_at,
@@ -278,7 +279,7 @@ mod tests {
             id,
             url: format!("http://127.0.0.1/{id}"),
             throttled: false,
-            client_cert: false,
+            queued_only: false,
             secret: "s".into(),
             signature_scheme: "hmac-sha256".into(),
             signing_key: None,

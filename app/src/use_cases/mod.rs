@@ -15,6 +15,7 @@ pub mod endpoints;
 pub mod erasures;
 pub mod ingest;
 pub mod keys;
+pub mod listen;
 pub mod projects;
 pub mod replays;
 pub mod schema_gate;

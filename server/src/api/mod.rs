@@ -5,6 +5,7 @@ pub mod deliveries;
 pub mod erasures;
 pub mod error;
 pub mod events;
+pub mod listen;
 pub mod openapi;
 pub mod paging;
 pub mod replays;
@@ -62,6 +63,8 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/deliveries", get(deliveries::list))
         .route("/deliveries/{id}", get(deliveries::get))
         .route("/deliveries/{id}/retry", post(deliveries::retry))
+        .route("/listen", post(listen::open))
+        .route("/listen/{id}/connect", get(listen::connect))
         .route("/openapi.json", get(openapi::document))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .layer(middleware::from_fn(refuse_nul_in_path))

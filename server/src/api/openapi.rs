@@ -93,6 +93,7 @@ const ERRORS: CommonErrors = CommonErrors {
         super::deliveries::list, super::deliveries::get, super::deliveries::retry,
         super::replays::recover, super::replays::get, super::replays::cancel,
         super::schemas::put, super::schemas::get, super::schemas::delete,
+        super::listen::open,
     ),
     components(schemas(super::error::ApiErrorBody, super::error::ApiErrorDetail)),
     modifiers(&KEY, &ERRORS),

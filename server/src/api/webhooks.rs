@@ -122,7 +122,7 @@ fn endpoint_url_schema(nullable: bool) -> utoipa::openapi::Object {
         .build()
 }
 
-fn endpoint_url() -> utoipa::openapi::Object {
+pub(super) fn endpoint_url() -> utoipa::openapi::Object {
     endpoint_url_schema(false)
 }
 
@@ -130,7 +130,7 @@ fn optional_endpoint_url() -> utoipa::openapi::Object {
     endpoint_url_schema(true)
 }
 
-fn subscription() -> utoipa::openapi::Array {
+pub(super) fn subscription() -> utoipa::openapi::Array {
     subscription_schema(false)
 }
 
@@ -322,11 +322,17 @@ pub struct Webhook {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = String, required = false, pattern = r"^whsec_[A-Za-z0-9+/]+={0,2}$")]
     pub secret: Option<String>,
+    /// Only for an endpoint that is no plain URL: a `posthorn listen` session's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = super::listen::Destination, required = false)]
+    pub destination: Option<super::listen::Destination>,
 }
 
 impl Webhook {
-    fn from_view(e: EndpointView, secret: Option<String>) -> Webhook {
+    pub(super) fn from_view(e: EndpointView, secret: Option<String>) -> Webhook {
+        let destination = super::listen::Destination::of(&e);
         Webhook {
+            destination,
             id: e.id,
             url: e.url,
             events: e.event_types,

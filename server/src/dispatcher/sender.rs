@@ -33,11 +33,15 @@ pub const MAX_RESPONSE_BODY: usize = 64 * 1024;
 
 /// An attempt's signed request, ready to go out.
 pub struct Prepared {
-    body: Vec<u8>,
-    headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub headers: Vec<(String, String)>,
     /// The headers as recorded (custom ones redacted).
-    recorded: Vec<(String, String)>,
+    pub recorded: Vec<(String, String)>,
 }
+
+/// What came back: the receiver's status, headers and body (at most
+/// [`MAX_RESPONSE_BODY`]), or the transport's failure in words.
+pub type Answer = Result<(u16, Vec<(String, String)>, String), (TransportError, String)>;
 
 /// When an attempt's request went out and came back.
 struct Timing {
@@ -212,10 +216,26 @@ impl Sender {
         let started_at = Utc::now();
         let started = Instant::now();
         let result = self.send(row, &headers, body).await;
+        let duration_ms = started.elapsed().as_millis().min(i32::MAX as u128) as i32;
+        self.judge(row, recorded, started_at, duration_ms, result, jitter)
+    }
+
+    /// The outcome of an attempt whose request went out at `started_at` and took
+    /// `duration_ms`, from the receiver's answer (status, headers, body) or the transport's
+    /// failure: the same rules whoever carried it (this sender, or a listen session's CLI).
+    pub fn judge(
+        &self,
+        row: &Claimed,
+        recorded: Vec<(String, String)>,
+        started_at: chrono::DateTime<Utc>,
+        duration_ms: i32,
+        result: Answer,
+        jitter: f64,
+    ) -> Outcome {
         let timing = Timing {
             started_at,
             finished_at: Utc::now(),
-            duration_ms: started.elapsed().as_millis().min(i32::MAX as u128) as i32,
+            duration_ms,
         };
         let finished_at = timing.finished_at;
         let exchange = match result {
@@ -347,12 +367,7 @@ impl Sender {
         }
     }
 
-    async fn send(
-        &self,
-        row: &Claimed,
-        headers: &[(String, String)],
-        body: Vec<u8>,
-    ) -> Result<(u16, Vec<(String, String)>, String), (TransportError, String)> {
+    async fn send(&self, row: &Claimed, headers: &[(String, String)], body: Vec<u8>) -> Answer {
         let parsed = reqwest::Url::parse(&row.target_url)
             .map_err(|e| (TransportError::Other, format!("bad target URL: {e}")))?;
         let own_bin = self.is_own_bin(&parsed);

@@ -135,11 +135,24 @@ pub fn claim_size(limit: i64, sole_project_room: Option<i64>) -> i64 {
     }
 }
 
+/// A [`Claimed`] row's columns but `start_at`, from the queue row `d`, its event `ev`
+/// and its endpoint `e`.
+pub(super) const CLAIMED: &str = "d.id, d.created_at, d.project_id, d.event_id, d.event_type,
+    d.endpoint_id, d.target_url, d.attempt, d.trigger, d.request_id, d.chain_started_at,
+    d.lease_expires_at, ev.created_at AS event_created_at, ev.data::text AS data,
+    e.url AS endpoint_url, e.secret,
+    CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
+    e.custom_headers, e.client_cert, e.client_key,
+    e.signature_scheme, e.signing_key, e.scheme_switched_at,
+    (ev.erased_at IS NOT NULL OR d.error_kind IS NOT DISTINCT FROM 'erased') AS erased";
+
 /// What a row must satisfy to be claimed, whichever way the candidates are found.
 macro_rules! claimable {
     () => {
         "d.status = 'pending' AND NOT d.parked AND d.scheduled_at <= now()
-         AND (d.trigger IN ('redirect', 'test') OR (e.enabled AND e.deleted_at IS NULL))
+         -- a listen session's rows are its session's to send (`super::listen`)
+         AND (d.trigger = 'redirect' OR (e.destination = 'http'
+              AND (d.trigger = 'test' OR (e.enabled AND e.deleted_at IS NULL))))
          -- an endpoint booked far enough ahead is left alone until its slots run low
          AND (d.trigger = 'redirect' OR e.rate_limit IS NULL OR e.next_start_at IS NULL
               OR e.next_start_at <= now() + $12 / 2)"
@@ -316,15 +329,8 @@ pub async fn claim_due<'c>(
           -- planned as a walk of the whole partition when its statistics say it is empty.
           WHERE d.tableoid = s.tableoid AND d.ctid = s.ctid AND d.id = s.id
             AND ev.event_id = d.event_id AND e.id = d.endpoint_id
-         RETURNING d.id, d.created_at, d.project_id, d.event_id, d.event_type, d.endpoint_id,
-                   d.target_url, d.attempt, d.trigger, d.request_id, d.chain_started_at,
-                   d.lease_expires_at, ev.created_at AS event_created_at, ev.data::text AS data,
-                   e.url AS endpoint_url, e.secret,
-                   CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
-                   e.custom_headers, e.client_cert, e.client_key,
-                   e.signature_scheme, e.signing_key, e.scheme_switched_at,
-                   t.first_slot + (s.k - 1) * interval '1 second' / t.rate_limit AS start_at,
-                   (ev.erased_at IS NOT NULL OR d.error_kind IS NOT DISTINCT FROM 'erased') AS erased"
+         RETURNING {CLAIMED},
+                   t.first_slot + (s.k - 1) * interval '1 second' / t.rate_limit AS start_at"
     ))
     .bind(worker)
     .bind(limit)

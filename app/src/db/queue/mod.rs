@@ -16,6 +16,7 @@ pub mod claim;
 pub mod enqueue;
 pub mod handoff;
 pub mod lanes;
+pub mod listen;
 pub mod outcomes;
 
 pub use claim::{

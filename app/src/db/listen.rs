@@ -1,0 +1,108 @@
+//! Listen sessions (`posthorn listen`): endpoints whose attempts go to a developer's
+//! machine over the CLI's WebSocket. The endpoint row is an ordinary endpoint with
+//! `destination = 'listen'`; this module marks it so, finds a named one to reattach to,
+//! and keeps the signs of life that decide when it ends.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+
+use crate::{auth::Access, error::AppResult};
+
+/// A session without a connected CLI for this long ends (SPEC "Listen").
+pub const IDLE_END: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
+
+/// Marks a just-created endpoint as a listen session named `name`.
+pub async fn mark(
+    conn: &mut PgConnection,
+    access: &Access,
+    id: i64,
+    name: Option<&str>,
+) -> AppResult<()> {
+    sqlx::query!(
+        "UPDATE endpoints SET destination = 'listen', listen_name = $3, listen_seen_at = now()
+          WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+        id,
+        access.project_id,
+        name
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The project's live session called `name`, locked until the caller's transaction ends
+/// (two CLIs reattaching at once find the same one).
+pub async fn named(conn: &mut PgConnection, access: &Access, name: &str) -> AppResult<Option<i64>> {
+    Ok(sqlx::query_scalar!(
+        "SELECT id FROM endpoints
+          WHERE project_id = $1 AND listen_name = $2 AND deleted_at IS NULL
+          FOR UPDATE",
+        access.project_id,
+        name
+    )
+    .fetch_optional(conn)
+    .await?)
+}
+
+/// How many live listen sessions the project has.
+pub async fn count(conn: &mut PgConnection, access: &Access) -> AppResult<i64> {
+    Ok(sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM endpoints
+            WHERE project_id = $1 AND destination = 'listen' AND deleted_at IS NULL"#,
+        access.project_id
+    )
+    .fetch_one(conn)
+    .await?)
+}
+
+/// Whether `id` is one of the project's live listen sessions.
+pub async fn is_session(
+    db: impl sqlx::PgExecutor<'_>,
+    access: &Access,
+    id: i64,
+) -> AppResult<bool> {
+    Ok(sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM endpoints
+            WHERE id = $1 AND project_id = $2 AND destination = 'listen'
+              AND deleted_at IS NULL) AS "found!""#,
+        id,
+        access.project_id
+    )
+    .fetch_one(db)
+    .await?)
+}
+
+/// A sign of life from the session's CLI: connected now (`true`), or just gone.
+pub async fn seen(
+    db: impl sqlx::PgExecutor<'_>,
+    id: i64,
+    connected: bool,
+    forward: Option<&str>,
+) -> AppResult<()> {
+    sqlx::query!(
+        "UPDATE endpoints SET listen_seen_at = now(), listen_connected = $2,
+                url = coalesce($3, url)
+          WHERE id = $1 AND destination = 'listen' AND deleted_at IS NULL",
+        id,
+        connected,
+        forward
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Sessions whose CLI has been away for [`IDLE_END`]: (project, endpoint), oldest first.
+pub async fn idle(db: impl sqlx::PgExecutor<'_>, now: DateTime<Utc>) -> AppResult<Vec<(i64, i64)>> {
+    Ok(sqlx::query!(
+        "SELECT project_id, id FROM endpoints
+          WHERE destination = 'listen' AND deleted_at IS NULL AND listen_seen_at < $1
+          ORDER BY listen_seen_at LIMIT 100",
+        (now - IDLE_END) as _
+    )
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|r| (r.project_id, r.id))
+    .collect())
+}

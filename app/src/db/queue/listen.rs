@@ -1,0 +1,69 @@
+//! A listen session's side of the queue. Its endpoint's waiting attempts are parked
+//! (out of the dispatchers' indexes, by the admission trigger), and the session that
+//! holds the CLI's connection claims them by endpoint, through the parked rows' index,
+//! under the same lease as a dispatcher's claim; its outcomes are recorded by
+//! [`super::record`] like any other. What it did not finish goes back parked.
+
+use chrono::{DateTime, Utc};
+
+use super::claim::{Claimed, CLAIMED};
+
+/// Claims up to `limit` of the session's due attempts, oldest first: parked rows, and
+/// unparked ones (a lease that expired hands a row back unparked; test sends are
+/// queued unparked), never one waiting for its turn in an ordering key's lane.
+pub async fn claim(
+    db: impl sqlx::PgExecutor<'_>,
+    endpoint_id: i64,
+    worker: &str,
+    limit: i64,
+    lease: std::time::Duration,
+) -> Result<Vec<Claimed>, sqlx::Error> {
+    sqlx::query_as::<_, Claimed>(&format!(
+        "WITH picked AS (
+            SELECT d.tableoid, d.ctid, d.id FROM delivery_queue d
+             WHERE d.endpoint_id = $1 AND d.status = 'pending' AND d.waits_for IS NULL
+               AND d.trigger <> 'redirect' AND d.scheduled_at <= now()
+             ORDER BY d.scheduled_at, d.id
+             LIMIT $3
+             FOR UPDATE SKIP LOCKED
+         )
+         UPDATE delivery_queue d
+            SET status = 'in_flight', parked = false, started_at = now(), claimed_by = $2,
+                lease_expires_at = now() + $4
+           FROM picked p, events ev, endpoints e
+          WHERE d.tableoid = p.tableoid AND d.ctid = p.ctid AND d.id = p.id
+            AND ev.event_id = d.event_id AND e.id = d.endpoint_id
+            AND e.destination = 'listen' AND e.deleted_at IS NULL
+            AND (e.enabled OR d.trigger = 'test')
+         RETURNING {CLAIMED}, NULL::timestamptz AS start_at"
+    ))
+    .bind(endpoint_id)
+    .bind(worker)
+    .bind(limit)
+    .bind(chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60)))
+    .fetch_all(db)
+    .await
+}
+
+/// Hands back rows the session claimed but did not finish (its CLI went away): waiting
+/// again, parked, with the same request ids, for the CLI's return.
+pub async fn hand_back(
+    db: impl sqlx::PgExecutor<'_>,
+    worker: &str,
+    rows: &[(i64, DateTime<Utc>)],
+) -> Result<u64, sqlx::Error> {
+    let (ids, created): (Vec<i64>, Vec<DateTime<Utc>>) = rows.iter().copied().unzip();
+    Ok(sqlx::query!(
+        "UPDATE delivery_queue d
+            SET status = 'pending', parked = true, claimed_by = NULL, lease_expires_at = NULL
+           FROM unnest($2::bigint[], $3::timestamptz[]) AS r(id, created_at)
+          WHERE d.id = r.id AND d.created_at = r.created_at
+            AND d.status = 'in_flight' AND d.claimed_by = $1",
+        worker,
+        &ids,
+        &created as _
+    )
+    .execute(db)
+    .await?
+    .rows_affected())
+}
