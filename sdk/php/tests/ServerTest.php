@@ -20,6 +20,7 @@ final class ServerTest extends TestCase
     private const MODELS = [
         'Webhook' => 'Webhook',
         'ClientCertificateOut' => 'ClientCertificate',
+        'Destination' => 'Destination',
         'EventAccepted' => 'EventAccepted',
         'Event' => 'Event',
         'FilteredOut' => 'FilteredOut',

@@ -21,6 +21,7 @@ from posthorn import (
     ApiError,
     Client,
     ClientCertificate,
+    Destination,
     Delivery,
     DeliveryDetail,
     Erasure,
@@ -391,6 +392,7 @@ def test_sixty_calls_on_a_trial_key_all_succeed_and_none_goes_early(base_url, tr
 MODELS = {
     "Webhook": Webhook,
     "ClientCertificateOut": ClientCertificate,
+    "Destination": Destination,
     "EventAccepted": EventAccepted,
     "Event": Event,
     "FilteredOut": FilteredOut,

@@ -45,6 +45,7 @@ export type {
   Webhook,
   SignatureScheme,
   ClientCertificate,
+  Destination,
   EventAccepted,
   Event,
   FilteredOut,

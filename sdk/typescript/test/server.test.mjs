@@ -407,6 +407,7 @@ function schemaProperties(doc, schema) {
 const MODELS = {
   Webhook: "Webhook",
   ClientCertificateOut: "ClientCertificate",
+  Destination: "Destination",
   EventAccepted: "EventAccepted",
   Event: "Event",
   FilteredOut: "FilteredOut",

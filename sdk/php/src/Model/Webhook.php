@@ -30,4 +30,6 @@ class Webhook extends Model
     /** the CEL filter events must match to be sent here; null: every event of `events` */
     public ?string $filter = null;
     public ?string $secret = null;
+    /** only for an endpoint that is no plain URL (a `posthorn listen` session's) */
+    public ?Destination $destination = null;
 }

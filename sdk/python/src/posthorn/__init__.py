@@ -11,6 +11,7 @@ from .client import Client, ClientCertificateIn, CursorIterator, EventIn  # noqa
 from .errors import ApiConnectionError, ApiError, PosthornError, RateLimitError  # noqa: E402
 from .models import (  # noqa: E402
     ClientCertificate,
+    Destination,
     Delivery,
     DeliveryDetail,
     Erasure,
@@ -54,6 +55,7 @@ __all__ = [
     "ApiConnectionError",
     "Webhook",
     "ClientCertificate",
+    "Destination",
     "ClientCertificateIn",
     "EventAccepted",
     "Event",

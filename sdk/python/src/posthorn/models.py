@@ -16,6 +16,7 @@ from typing import Any, Dict, Generic, List, Optional, Tuple, TypeVar
 __all__ = [
     "Webhook",
     "ClientCertificate",
+    "Destination",
     "EventAccepted",
     "Event",
     "FilteredOut",
@@ -29,6 +30,16 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class Destination:
+    """Where an endpoint that is no plain URL sends: `listen`, a `posthorn listen`
+    session's (its deliveries go to the CLI's machine)."""
+
+    type: str
+    name: Optional[str]  # the session's `--name`; None: it ends when its CLI exits
+    connected: bool  # its CLI is connected now
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +71,8 @@ class Webhook:
     # The CEL filter events must match to be sent here; None: every event of `events`.
     filter: Optional[str] = None
     secret: Optional[str] = None
+    # Only for an endpoint that is no plain URL (a `posthorn listen` session's).
+    destination: Optional[Destination] = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,6 +27,17 @@ export interface Webhook {
     /** The CEL filter events must match to be sent here; null: every event of `events`. */
     filter: string | null;
     secret?: string;
+    /** Only for an endpoint that is no plain URL (a `posthorn listen` session's). */
+    destination?: Destination;
+}
+/** Where an endpoint that is no plain URL sends. */
+export interface Destination {
+    /** `listen`: a `posthorn listen` session's; its deliveries go to the CLI's machine. */
+    type: "listen";
+    /** The session's `--name`; null: it ends when its CLI exits. */
+    name: string | null;
+    /** Its CLI is connected now. */
+    connected: boolean;
 }
 /** How an endpoint's deliveries are signed. */
 export type SignatureScheme = "hmac-sha256" | "ed25519";

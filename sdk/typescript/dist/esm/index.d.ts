@@ -12,4 +12,4 @@ export type { OperatorOptions, CreateProject, UpdateProject, ListProjects, Limit
 export { PosthornError, ApiError, RateLimitError, ApiConnectionError } from "./errors.js";
 export { backoff, parseRetryAfter, retryWait, DEFAULT_POLICY, type RetryPolicy } from "./retry.js";
 export type { Attempt } from "./transport.js";
-export type { Webhook, SignatureScheme, ClientCertificate, EventAccepted, Event, FilteredOut, Delivery, DeliveryDetail, DeliveryStatus, DeliveryTrigger, Replay, ReplayStatus, Erasure, ErasureStatus, EventTypeSchema, Page, Project, Plan, EffectiveLimits, Brand, CreatedKey, Usage, UsageDay, AttemptCounts, PortalLink, } from "./models.js";
+export type { Webhook, SignatureScheme, ClientCertificate, Destination, EventAccepted, Event, FilteredOut, Delivery, DeliveryDetail, DeliveryStatus, DeliveryTrigger, Replay, ReplayStatus, Erasure, ErasureStatus, EventTypeSchema, Page, Project, Plan, EffectiveLimits, Brand, CreatedKey, Usage, UsageDay, AttemptCounts, PortalLink, } from "./models.js";
