@@ -92,13 +92,27 @@ pub async fn seen(
     Ok(())
 }
 
-/// Sessions whose CLI has been away for [`IDLE_END`]: (project, endpoint), oldest first.
+/// Attempts a session may hold waiting while its CLI is away: past them it ends (as after
+/// [`IDLE_END`]), and they become dead letters. A connected CLI drains its backlog at its
+/// own pace, whatever its size.
+pub const AWAY_BUFFER: i64 = 1_000;
+
+/// Sessions to end: their CLI has been away for [`IDLE_END`], or away with more than
+/// [`AWAY_BUFFER`] attempts waiting. (project, endpoint), at most 100 a call. Each
+/// session's count stops at the bound (an index walk of at most 1,001 entries).
 pub async fn idle(db: impl sqlx::PgExecutor<'_>, now: DateTime<Utc>) -> AppResult<Vec<(i64, i64)>> {
     Ok(sqlx::query!(
-        "SELECT project_id, id FROM endpoints
-          WHERE destination = 'listen' AND deleted_at IS NULL AND listen_seen_at < $1
-          ORDER BY listen_seen_at LIMIT 100",
-        (now - IDLE_END) as _
+        "SELECT e.project_id, e.id FROM endpoints e
+          WHERE e.destination = 'listen' AND e.deleted_at IS NULL
+            AND (e.listen_seen_at < $1
+                 OR (NOT (e.listen_connected AND e.listen_seen_at > $2::timestamptz - interval '90 seconds')
+                     AND (SELECT count(*) FROM (SELECT 1 FROM delivery_queue q
+                                                 WHERE q.endpoint_id = e.id AND q.status = 'pending'
+                                                 LIMIT $3::bigint + 1) waiting) > $3::bigint))
+          ORDER BY e.listen_seen_at LIMIT 100",
+        (now - IDLE_END) as _,
+        now as _,
+        AWAY_BUFFER
     )
     .fetch_all(db)
     .await?

@@ -138,7 +138,8 @@ pub async fn close(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
     super::endpoints::delete(pool, access, id).await
 }
 
-/// Ends the sessions whose CLI has been away for 10 minutes; returns how many.
+/// Ends the sessions whose CLI has been away for 10 minutes, or away with more than
+/// [`listen::AWAY_BUFFER`] attempts waiting; returns how many.
 pub async fn end_idle(pool: &PgPool) -> AppResult<usize> {
     let idle = listen::idle(pool, chrono::Utc::now()).await?;
     for (project_id, id) in &idle {

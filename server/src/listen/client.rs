@@ -204,25 +204,29 @@ async fn attach(
     let (mut sink, mut stream) = socket.split();
     let (answers, mut to_send) = mpsc::channel::<FromCli>(64);
     let mut delivered = false;
+    // The server pings every 20 s: a connection silent for much longer is gone (a laptop
+    // that slept, a load balancer that dropped it) even if no error says so.
+    let silence = super::session::HEARTBEAT * 3;
+    let mut last_heard = tokio::time::Instant::now();
+    let mut watch = tokio::time::interval(super::session::HEARTBEAT);
     loop {
         tokio::select! {
-            msg = stream.next() => match msg {
-                Some(Ok(Message::Text(t))) => match serde_json::from_str::<ToCli>(&t) {
-                    Ok(ToCli::Ready { .. }) => eprintln!("posthorn listen: connected; waiting for events"),
-                    Ok(ToCli::Delivery { id, event_id, event_type, headers, body, .. }) => {
-                        delivered = true;
-                        let answers = answers.clone();
-                        let forward = forward.clone();
-                        tokio::spawn(async move {
-                            let answer = deliver(&forward.0, &forward.1, id, &event_id, &event_type, headers, body).await;
-                            let _ = answers.send(answer).await;
-                        });
+            _ = watch.tick() => {
+                if last_heard.elapsed() > silence {
+                    eprintln!("posthorn listen: nothing from the server for {} s", silence.as_secs());
+                    return Ok(Attached::Dropped { delivered });
+                }
+            }
+            msg = stream.next() => {
+                last_heard = tokio::time::Instant::now();
+                match msg {
+                    Some(Ok(Message::Text(t))) => on_text(&t, &answers, &forward, &mut delivered),
+                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => {
+                        return Ok(Attached::Dropped { delivered })
                     }
-                    Err(e) => eprintln!("posthorn listen: unreadable message from the server: {e}"),
-                },
-                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return Ok(Attached::Dropped { delivered }),
-                Some(Ok(_)) => {}
-            },
+                    Some(Ok(_)) => {}
+                }
+            }
             Some(answer) = to_send.recv() => {
                 let text = serde_json::to_string(&answer).unwrap_or_default();
                 if sink.send(Message::Text(text.into())).await.is_err() {
@@ -236,6 +240,37 @@ async fn attach(
                 return Ok(Attached::Stopped);
             }
         }
+    }
+}
+
+/// A message from the server: a delivery is forwarded in a task of its own, its answer
+/// sent back through `answers`.
+fn on_text(
+    text: &str,
+    answers: &mpsc::Sender<FromCli>,
+    forward: &Arc<(reqwest::Client, String)>,
+    delivered: &mut bool,
+) {
+    match serde_json::from_str::<ToCli>(text) {
+        Ok(ToCli::Ready { .. }) => eprintln!("posthorn listen: connected; waiting for events"),
+        Ok(ToCli::Delivery {
+            id,
+            event_id,
+            event_type,
+            headers,
+            body,
+            ..
+        }) => {
+            *delivered = true;
+            let answers = answers.clone();
+            let forward = forward.clone();
+            tokio::spawn(async move {
+                let (http, url) = &*forward;
+                let answer = deliver(http, url, id, &event_id, &event_type, headers, body).await;
+                let _ = answers.send(answer).await;
+            });
+        }
+        Err(e) => eprintln!("posthorn listen: unreadable message from the server: {e}"),
     }
 }
 

@@ -28,8 +28,8 @@ use crate::dispatcher::sender::{Sender, MAX_RESPONSE_BODY};
 const LEASE: Duration = Duration::from_secs(120);
 /// How often an idle session looks for due attempts.
 const POLL: Duration = Duration::from_millis(200);
-/// How often a connected session says it is alive and renews its leases.
-const HEARTBEAT: Duration = Duration::from_secs(30);
+/// How often a connected session pings its CLI, says it is alive and renews its leases.
+pub const HEARTBEAT: Duration = Duration::from_secs(20);
 
 /// One attempt out at the CLI.
 struct Out {
@@ -159,6 +159,11 @@ impl Session {
                     _ => return false,
                 },
                 _ = heartbeat.tick() => {
+                    // A ping keeps an idle connection open through load balancers that
+                    // cut quiet ones, and tells the CLI the server is still there.
+                    if sink.send(Message::Ping(Default::default())).await.is_err() {
+                        return false;
+                    }
                     let ids: Vec<i64> = out.values().map(|o| o.row.id).collect();
                     let _ = listen::seen(&self.pool, self.endpoint_id, true, None).await;
                     let _ = queue::renew_leases(&self.pool, worker, &ids, LEASE).await;

@@ -23,6 +23,7 @@ mod inspector;
 mod inspector_isolation;
 mod isolation;
 mod isolation_locks;
+mod listen;
 mod operator;
 mod ops;
 mod ordering;
