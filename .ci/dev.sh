@@ -276,7 +276,7 @@ test_all() {
   log "Kubernetes: both overlays rendered and checked, the demo played with podman (deploy/test_kube.py)"
   ensure_container_tools
   "$ROOT/.venv/bin/python" deploy/test_kube.py
-  log "client libraries (Python, TypeScript, PHP) against a running server"
+  log "client libraries (Python, TypeScript, PHP, Go, Ruby; posthorn listen) against a running server"
   bash sdk/test.sh
   log "end-to-end tests (Playwright, Chromium)"
   (cd end2end && npx playwright test)

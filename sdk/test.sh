@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the three client libraries' suites (pytest, node --test, PHPUnit) at once against a
+# Runs the five client libraries' suites (pytest, node --test, PHPUnit, go test, minitest) at once against a
 # real `posthorn serve` on a fresh database, and exits non-zero if any fails.
 #   POSTHORN_BIN                 the server binary
 #   POSTHORN_TEST_DATABASE_URL   an admin URL; a database is created on it and dropped after
@@ -23,6 +23,9 @@ apt_install() {
 ensure_tools() {
   command -v psql >/dev/null || apt_install postgresql-client
   command -v curl >/dev/null || apt_install curl
+  # posthorn listen's test through a TLS-terminating load balancer.
+  command -v haproxy >/dev/null || apt_install haproxy
+  command -v openssl >/dev/null || apt_install openssl
   if ! command -v php >/dev/null || ! command -v phpunit >/dev/null || ! php -m | grep -qx curl || ! php -m | grep -qx mbstring; then
     apt_install php-cli php-curl php-mbstring php-xml phpunit
   fi
@@ -137,7 +140,7 @@ start_server
 export POSTHORN_SWH_FIXTURES="$WORK/standardwebhooks.json"
 "$SDK/python/.venv/bin/python" "$SDK/standardwebhooks_fixtures.py" "$POSTHORN_SWH_FIXTURES"
 
-log "running the Python, TypeScript and PHP suites at once (about a minute: each waits out a trial key's rate limit)"
+log "running the Python, TypeScript, PHP, Go and Ruby suites at once (about a minute: each waits out a trial key's rate limit)"
 run_suite python bash -c "cd '$SDK/python' && exec .venv/bin/python -m pytest -q -p no:cacheprovider tests"
 run_suite typescript bash -c "cd '$SDK/typescript' && exec node --test --test-concurrency=1 test/"
 run_suite php bash -c "cd '$SDK/php' && exec phpunit --do-not-cache-result"

@@ -374,12 +374,14 @@ func TestAnOrderingKeyIsSentAndReadBack(t *testing.T) {
 	if event.OrderingKey == nil || *event.OrderingKey != orderingKey {
 		t.Fatalf("%+v", event)
 	}
-	// Its attempts (a retry may already be queued: example.com does not answer here).
-	page, err := client.Deliveries.List(ctx, DeliveryListParams{OrderingKey: orderingKey})
-	ok(t, err)
-	if len(page.Data) == 0 {
-		t.Fatal("no attempts")
-	}
+	// Its attempts (a retry may already be queued: example.com does not answer here). The
+	// list reads up to the server's commit horizon, which may lag the 202 by a moment.
+	var page *Page[Delivery]
+	waitFor(t, "its attempts to be listed", 10*time.Second, func() bool {
+		page, err = client.Deliveries.List(ctx, DeliveryListParams{OrderingKey: orderingKey})
+		ok(t, err)
+		return len(page.Data) > 0
+	})
 	for _, d := range page.Data {
 		if d.EventID != sent.ID || d.OrderingKey == nil || *d.OrderingKey != orderingKey {
 			t.Fatalf("%+v", d)

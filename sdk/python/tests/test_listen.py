@@ -129,6 +129,13 @@ def test_listen_forwards_signed_deliveries_and_records_the_local_answers(base_ur
         assert "seen" in client.deliveries.get(ok.id).response_body
         wait_for("the CLI's line", lambda: [l for l in cli.out if sent.id in l and " 200 " in l])
 
+        # A Retry goes to the laptop again, with a new request id.
+        again = client.deliveries.retry(ok.id)
+        wait_for("the retried event", lambda: receiver.seen(sent.id) == [200, 200])
+        retried = wait_for("the retry's outcome", lambda: (lambda d: d.status == "succeeded" and d)(
+            client.deliveries.get(again.id)))
+        assert retried.request_id != ok.request_id and retried.trigger == "manual_retry"
+
         # A 500 from the laptop is retried on the schedule, then delivered.
         flaky = client.events.send("listen.flaky", {"answers": [500]})
         wait_for("the retry", lambda: receiver.seen(flaky.id) == [500, 200])
@@ -232,3 +239,64 @@ def test_sessions_are_bounded_checked_and_the_project_s_own(base_url, business_k
     finally:
         for session in made:
             client.webhooks.delete(session)
+
+
+HAPROXY = """
+global
+    maxconn 100
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    timeout tunnel 1h
+frontend tls
+    bind 127.0.0.1:{port} ssl crt {pem}
+    default_backend posthorn
+backend posthorn
+    server posthorn {upstream}
+"""
+
+
+def test_listen_works_through_a_tls_load_balancer(base_url, business_key, receiver, tmp_path):
+    """HAProxy terminates TLS in front of the server, as an operator's load balancer does;
+    the CLI reaches it at https:// (its WebSocket at wss://), trusting the operator's CA."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=tmp_path, check=True, capture_output=True)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=Test CA",
+            "-keyout", "ca.key", "-out", "ca.pem")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+            "-keyout", "lb.key", "-out", "lb.csr")
+    (tmp_path / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "lb.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "2", "-extfile", "san.ext", "-out", "lb.crt")
+    (tmp_path / "lb.pem").write_text((tmp_path / "lb.crt").read_text() + (tmp_path / "lb.key").read_text())
+    port = free_port()
+    (tmp_path / "haproxy.cfg").write_text(HAPROXY.format(
+        port=port, pem=tmp_path / "lb.pem", upstream=base_url.removeprefix("http://")))
+    lb = subprocess.Popen(["haproxy", "-db", "-f", str(tmp_path / "haproxy.cfg")],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    os.environ["SSL_CERT_FILE"] = str(tmp_path / "ca.pem")
+    try:
+        wait_for("the load balancer", lambda: lb.poll() is not None or _listening(port))
+        assert lb.poll() is None, lb.stderr.read()
+        cli = Listen(f"https://127.0.0.1:{port}", business_key, receiver.url, "--events", "tls.created")
+        receiver.secret = cli.secret
+        try:
+            sent = Client(business_key, base_url).events.send("tls.created", {"over": "wss"})
+            wait_for("the event through the load balancer", lambda: receiver.seen(sent.id) == [200])
+        finally:
+            assert cli.stop() == 0
+    finally:
+        del os.environ["SSL_CERT_FILE"]
+        lb.terminate()
+        lb.wait(10)
+
+
+def _listening(port):
+    import socket
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
