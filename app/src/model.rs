@@ -180,12 +180,20 @@ pub struct EndpointView {
     #[serde(skip)]
     pub filter: Option<String>,
     /// `http`, or `listen` for a `posthorn listen` session's endpoint (its attempts go to
-    /// a developer's machine over the CLI's connection, not to `url`).
+    /// a developer's machine over the CLI's connection, not to `url`). For the API: the
+    /// card shows [`EndpointView::listen`].
+    #[serde(skip)]
     pub destination: String,
     /// A listen session's `--name` (None: unnamed, or not a listen session).
+    #[serde(skip)]
     pub listen_name: Option<String>,
     /// A listen session's CLI is connected now.
+    #[serde(skip)]
     pub listen_connected: bool,
+    /// A listen session's mark on the card (`laptop · connected`), built into the card's
+    /// server-made block, so the browser bundle carries none of it.
+    #[serde(skip)]
+    pub listen: Option<String>,
 }
 
 impl EndpointView {

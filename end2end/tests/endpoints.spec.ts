@@ -1,6 +1,8 @@
 import { test, expect } from "@playwright/test";
+import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { api, createProject, hydrated, login, startReceiver, webhooksPageOfNewProject, OWNER, SUPPORT } from "./helpers";
+import { BASE_URL } from "./env";
 
 function botix(secret: string, ts: string, body: string) {
   return "sha256=" + createHmac("sha256", secret).update(`${ts}.${body}`).digest("hex");
@@ -152,4 +154,33 @@ test("a client certificate is set, shown by subject and expiry, refused with its
   await card.getByTestId("remove-client-cert-button").click();
   await expect(card.getByTestId("client-cert")).toHaveCount(0);
   receiver.close();
+});
+
+test("a posthorn listen session shows on its card, takes a test send through the CLI and waits when the CLI is gone", async ({ page }) => {
+  const { receiver, project } = await webhooksPageOfNewProject(page, "Listen");
+  const cli = spawn(process.env.POSTHORN_BIN!, ["listen", "--server", BASE_URL, "--forward", receiver.url, "--name", "laptop"], {
+    env: { ...process.env, POSTHORN_API_KEY: project.apiKey },
+  });
+  let err = "";
+  cli.stderr.on("data", (d) => (err += d));
+  try {
+    await expect.poll(() => err, { timeout: 15_000 }).toContain("connected");
+    await page.reload();
+    await hydrated(page);
+    const card = page.getByTestId("endpoint-row");
+    await expect(card.getByTestId("listen-badge")).toHaveText("Listen session · laptop · connected");
+    await page.screenshot({ path: "../docs/screenshots/endpoint-listen-session.png" });
+    await card.getByTestId("test-send-button").click();
+    await expect(card.getByTestId("test-send-result")).toHaveAttribute("data-status", "succeeded", { timeout: 15_000 });
+    expect(receiver.received).toHaveLength(1);
+    expect(receiver.received[0].headers["webhook-signature"]).toMatch(/^v1,/);
+  } finally {
+    cli.kill("SIGINT");
+    await new Promise((r) => cli.once("exit", r));
+    receiver.close();
+  }
+  // Named: it waits for its CLI (10 minutes), and says so.
+  await page.reload();
+  await hydrated(page);
+  await expect(page.getByTestId("listen-badge")).toHaveText("Listen session · laptop · waiting");
 });

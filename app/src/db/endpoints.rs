@@ -17,7 +17,10 @@ const COLUMNS: &str =
     ARRAY(SELECT h->>0 FROM jsonb_array_elements(custom_headers) h) AS header_names, rate_limit,
     client_cert_subject, client_cert_not_after, signature_scheme, public_key, filter,
     destination, listen_name, listen_connected AND listen_seen_at > now() - interval '90 seconds'
-      AS listen_connected";
+      AS listen_connected,
+    CASE WHEN destination = 'listen' THEN concat_ws(' · ', listen_name,
+      CASE WHEN listen_connected AND listen_seen_at > now() - interval '90 seconds'
+           THEN 'connected' ELSE 'waiting' END) END AS listen";
 
 pub struct NewEndpoint<'a> {
     pub url: &'a str,

@@ -87,7 +87,13 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
                         .map(|r| r.3 as f64 / r.2 as f64)
                 })
                 .collect();
-            let mut cert_html = crate::components::cert_card::html(
+            // A `posthorn listen` session: its deliveries go to the CLI's machine.
+            let mut cert_html = endpoint
+                .listen
+                .as_deref()
+                .map(listen_mark)
+                .unwrap_or_default();
+            cert_html += &crate::components::cert_card::html(
                 &crate::components::cert_card::CertCard {
                     id: endpoint.id,
                     subject: endpoint.client_cert_subject.as_deref(),
@@ -336,4 +342,15 @@ pub async fn set_client_certificate(
         .map(|e| (id, crate::components::widgets::error_text(&e)));
     leptos_axum::redirect(&crate::core::next_path::with_cert_error(back, error));
     Ok(())
+}
+
+/// The card's mark for a listen session: its name and whether its CLI is connected.
+#[cfg(feature = "ssr")]
+fn listen_mark(label: &str) -> String {
+    format!(
+        "<span class=\"badge badge-redirect\" data-testid=\"listen-badge\" title=\"Forwarded \
+         by posthorn listen to the URL shown; waiting: its CLI is away (the session ends after \
+         10 minutes)\">Listen session · {}</span> ",
+        crate::core::alerts::escape_html(label)
+    )
 }

@@ -210,36 +210,11 @@ fn CardHead(ep: EndpointView, is_ops: bool) -> impl IntoView {
         <div class="ephead">
             <span class="mono break epurl">{ep.url.clone()}</span>
             {is_ops.then(|| view! { <span class="badge badge-pending" title="Receives the project's operational notices">"Operations alerts"</span> })}
-            <ListenBadge ep=ep.clone()/>
             {if ep.enabled { view! { <span class="badge badge-succeeded">"Enabled"</span> }.into_any() } else {
                 view! { <span class="badge badge-dead_letter" title=ep.disabled_reason.clone().unwrap_or_default()>"Disabled"</span> }.into_any()
             }}
         </div>
     }
-}
-
-/// A `posthorn listen` session's endpoint: its deliveries go to a developer's machine
-/// (the URL is where the CLI forwards them), while the CLI is connected.
-#[component]
-fn ListenBadge(ep: EndpointView) -> impl IntoView {
-    ep.is_listen().then(|| {
-        let name = ep.listen_name.clone().map(|n| format!(" · {n}")).unwrap_or_default();
-        let (class, state, title) = if ep.listen_connected {
-            ("badge badge-succeeded", "connected", "Deliveries go to the CLI now")
-        } else {
-            (
-                "badge badge-pending",
-                "waiting",
-                "The CLI is away: deliveries wait for it, and the session ends after 10 minutes",
-            )
-        };
-        view! {
-            <span class="badge badge-redirect" data-testid="listen-badge" title="Forwarded by posthorn listen to the URL shown">
-                {format!("Listen session{name}")}
-            </span>
-            <span class=class title=title>{state}</span>
-        }
-    })
 }
 
 /// The success ratio's class: ok from 95 %, warn from 50 %.
