@@ -26,8 +26,11 @@ use crate::dispatcher::sender::{Sender, MAX_RESPONSE_BODY};
 
 /// How long a claimed attempt is leased; renewed while the CLI is connected.
 const LEASE: Duration = Duration::from_secs(120);
-/// How often an idle session looks for due attempts.
+/// How often a session looks for due attempts while they come; an idle one looks less
+/// and less often, down to once a second (thousands of idle sessions cost a few hundred
+/// index lookups a second, and a developer's next event waits at most a second).
 const POLL: Duration = Duration::from_millis(200);
+const IDLE_POLL: Duration = Duration::from_secs(1);
 /// How often a connected session pings its CLI, says it is alive and renews its leases.
 pub const HEARTBEAT: Duration = Duration::from_secs(20);
 
@@ -137,7 +140,7 @@ impl Session {
         if sink.send(text(&ready)).await.is_err() {
             return false;
         }
-        let mut poll = tokio::time::interval(POLL);
+        let mut wait = POLL;
         let mut heartbeat = tokio::time::interval(HEARTBEAT);
         let answer_within = self.cfg.read_timeout + Duration::from_secs(5);
         loop {
@@ -168,7 +171,7 @@ impl Session {
                     let _ = listen::seen(&self.pool, self.endpoint_id, true, None).await;
                     let _ = queue::renew_leases(&self.pool, worker, &ids, LEASE).await;
                 }
-                _ = poll.tick() => {
+                _ = tokio::time::sleep(wait) => {
                     let late: Vec<String> = out.iter()
                         .filter(|(_, o)| o.sent.elapsed() > answer_within)
                         .map(|(id, _)| id.clone())
@@ -192,6 +195,7 @@ impl Session {
                             continue;
                         }
                     };
+                    wait = if claimed.is_empty() && out.is_empty() { (wait * 2).min(IDLE_POLL) } else { POLL };
                     for row in claimed {
                         if let Some(msg) = self.send_one(sender, worker, row, out).await {
                             if sink.send(msg).await.is_err() {
