@@ -16,6 +16,9 @@ CREATE UNIQUE INDEX endpoints_listen_name ON endpoints (project_id, listen_name)
     WHERE listen_name IS NOT NULL AND deleted_at IS NULL;
 CREATE INDEX endpoints_listen ON endpoints (listen_seen_at)
     WHERE destination = 'listen' AND deleted_at IS NULL;
+-- A session's claim takes its parked rows oldest first, a range of this index (the
+-- endpoint's parked rows in time order) however many wait behind them.
+CREATE INDEX delivery_queue_parked_due ON delivery_queue (endpoint_id, scheduled_at) WHERE parked;
 
 -- Admission: a listen endpoint's attempts are parked as they are queued (test sends
 -- too: only its session sends them); redirects still go to their bin.
@@ -35,7 +38,9 @@ BEGIN
     PERFORM posthorn_settle_held(held, ARRAY(
         SELECT n.id FROM admitted n
          WHERE n.endpoint_id = ANY (held) AND n.status = 'pending' AND NOT n.parked
-           AND n.trigger <> 'redirect'));
+           AND n.trigger <> 'redirect'
+           AND (n.trigger <> 'test'
+                OR (SELECT e.destination = 'listen' FROM endpoints e WHERE e.id = n.endpoint_id))));
     RETURN NULL;
 END $$;
 
@@ -67,24 +72,34 @@ BEGIN
     RETURN moved + parked_now;
 END $$;
 
+-- Strays, as before, and a listen session's rows outside its claim: rows whose lease
+-- expired come back unparked (parked again here, out of the dispatchers' index), and rows
+-- of a session that ended (handed back by its server, or recovered from a lease, after
+-- the endpoint was deleted; or inserted while it was being deleted) become dead letters.
+-- Ended sessions are looked at for an hour: every lease expires well within it.
 CREATE OR REPLACE FUNCTION posthorn_settle_strays() RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     ids bigint[];
     rows bigint[];
 BEGIN
-    -- A listen endpoint's unparked rows are its session's own (claimed, or handed back by
-    -- an expired lease): the session takes them as they are.
     SELECT array_agg(e.id) INTO ids FROM endpoints e
-     WHERE NOT e.enabled AND e.destination = 'http'
-       AND EXISTS (SELECT 1 FROM delivery_queue q
-                    WHERE q.endpoint_id = e.id AND NOT q.parked AND q.status = 'pending'
-                      AND q.trigger NOT IN ('redirect', 'test'));
+     WHERE (NOT e.enabled AND e.destination = 'http'
+            AND EXISTS (SELECT 1 FROM delivery_queue q
+                         WHERE q.endpoint_id = e.id AND NOT q.parked AND q.status = 'pending'
+                           AND q.trigger NOT IN ('redirect', 'test')))
+        OR (e.destination = 'listen'
+            AND (e.deleted_at IS NULL OR e.deleted_at > now() - interval '1 hour')
+            AND EXISTS (SELECT 1 FROM delivery_queue q
+                         WHERE q.endpoint_id = e.id AND q.status = 'pending' AND q.trigger <> 'redirect'
+                           AND (NOT q.parked OR e.deleted_at IS NOT NULL)));
     IF ids IS NULL THEN
         RETURN 0;
     END IF;
-    rows := ARRAY(SELECT q.id FROM delivery_queue q
-                   WHERE q.endpoint_id = ANY (ids) AND NOT q.parked AND q.status = 'pending'
-                     AND q.trigger NOT IN ('redirect', 'test'));
+    rows := ARRAY(SELECT q.id FROM delivery_queue q JOIN endpoints e ON e.id = q.endpoint_id
+                   WHERE q.endpoint_id = ANY (ids) AND q.status = 'pending'
+                     AND CASE WHEN e.destination = 'listen'
+                              THEN q.trigger <> 'redirect' AND (NOT q.parked OR e.deleted_at IS NOT NULL)
+                              ELSE NOT q.parked AND q.trigger NOT IN ('redirect', 'test') END);
     RETURN posthorn_settle_held(ids, rows);
 END $$;
 

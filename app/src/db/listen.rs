@@ -73,19 +73,12 @@ pub async fn is_session(
 }
 
 /// A sign of life from the session's CLI: connected now (`true`), or just gone.
-pub async fn seen(
-    db: impl sqlx::PgExecutor<'_>,
-    id: i64,
-    connected: bool,
-    forward: Option<&str>,
-) -> AppResult<()> {
+pub async fn seen(db: impl sqlx::PgExecutor<'_>, id: i64, connected: bool) -> AppResult<()> {
     sqlx::query!(
-        "UPDATE endpoints SET listen_seen_at = now(), listen_connected = $2,
-                url = coalesce($3, url)
+        "UPDATE endpoints SET listen_seen_at = now(), listen_connected = $2
           WHERE id = $1 AND destination = 'listen' AND deleted_at IS NULL",
         id,
-        connected,
-        forward
+        connected
     )
     .execute(db)
     .await?;
@@ -97,17 +90,18 @@ pub async fn seen(
 /// own pace, whatever its size.
 pub const AWAY_BUFFER: i64 = 1_000;
 
-/// Sessions to end: their CLI has been away for [`IDLE_END`], or away with more than
-/// [`AWAY_BUFFER`] attempts waiting. (project, endpoint), at most 100 a call. Each
-/// session's count stops at the bound (an index walk of at most 1,001 entries).
+/// Sessions to end: their CLI has been away for [`IDLE_END`], or away (no sign of life
+/// for 90 s, so a CLI that just moved to another server is not taken for gone) with more
+/// than [`AWAY_BUFFER`] attempts waiting. (project, endpoint), at most 100 a call. Each
+/// session's count stops at the bound: a walk of at most 1,001 entries of its parked rows.
 pub async fn idle(db: impl sqlx::PgExecutor<'_>, now: DateTime<Utc>) -> AppResult<Vec<(i64, i64)>> {
     Ok(sqlx::query!(
         "SELECT e.project_id, e.id FROM endpoints e
           WHERE e.destination = 'listen' AND e.deleted_at IS NULL
             AND (e.listen_seen_at < $1
-                 OR (NOT (e.listen_connected AND e.listen_seen_at > $2::timestamptz - interval '90 seconds')
+                 OR (e.listen_seen_at < $2::timestamptz - interval '90 seconds'
                      AND (SELECT count(*) FROM (SELECT 1 FROM delivery_queue q
-                                                 WHERE q.endpoint_id = e.id AND q.status = 'pending'
+                                                 WHERE q.endpoint_id = e.id AND q.parked
                                                  LIMIT $3::bigint + 1) waiting) > $3::bigint))
           ORDER BY e.listen_seen_at LIMIT 100",
         (now - IDLE_END) as _,

@@ -63,6 +63,22 @@ pub async fn open(pool: &PgPool, access: &Access, req: OpenListen) -> AppResult<
     if let Some(f) = &req.filter {
         crate::core::filter::compile(f).map_err(AppError::Invalid)?;
     }
+    match open_once(pool, access, &req).await {
+        // Two CLIs opened the same new name at once: the other one made it, so this
+        // one reattaches to it.
+        Err(AppError::Db(e)) if is_unique_violation(&e) && req.name.is_some() => {
+            open_once(pool, access, &req).await
+        }
+        done => done,
+    }
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .is_some_and(|d| d.code().as_deref() == Some("23505"))
+}
+
+async fn open_once(pool: &PgPool, access: &Access, req: &OpenListen) -> AppResult<Opened> {
     let mut tx = pool.begin().await?;
     let existing = match &req.name {
         Some(name) => listen::named(&mut tx, access, name).await?,

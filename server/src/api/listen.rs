@@ -10,7 +10,7 @@ use app::{
 use axum::{
     extract::{
         ws::{rejection::WebSocketUpgradeRejection, WebSocketUpgrade},
-        Path, Query, State,
+        Path, State,
     },
     http::StatusCode,
     response::{IntoResponse, Response},
@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{webhooks::Webhook, ApiError, ApiJson, Caller};
 use crate::{
-    listen::{protocol::MAX_FROM_CLI, session::Session},
+    listen::{protocol::MAX_FROM_CLI, registry::Slot, session::Session},
     state::AppState,
 };
 
@@ -117,28 +117,16 @@ pub async fn open(
     Ok((status, Json(session)).into_response())
 }
 
-#[derive(Deserialize)]
-pub struct ConnectQuery {
-    /// The local URL, when the CLI forwards somewhere new.
-    forward: Option<String>,
-}
-
 /// The session's WebSocket (not in the API document: OpenAPI has no words for it). The
 /// messages are in `crate::listen::protocol`.
 pub async fn connect(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-    Query(query): Query<ConnectQuery>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
     let access = caller.access(Action::CreateEndpoint)?;
     let id = super::parse_id(&id)?;
-    let forward = query
-        .forward
-        .map(|f| parse_endpoint_url(&f).map(|u| u.to_string()))
-        .transpose()
-        .map_err(ApiError::invalid)?;
     let endpoint = app::db::endpoints::get(&state.pool, &access, id).await?;
     if !endpoint.is_listen() {
         return Err(app::error::AppError::NotFound.into());
@@ -150,13 +138,20 @@ pub async fn connect(
             "this is a WebSocket: connect with `posthorn listen`",
         )
     })?;
+    let slot = Slot::take(access.project_id).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_connections",
+            "the project holds too many listen connections on this server; stop a CLI",
+        )
+    })?;
     let session = Session {
         pool: state.pool.clone(),
         cfg: state.cfg.clone(),
         project_id: access.project_id,
         endpoint_id: id,
         unnamed: endpoint.listen_name.is_none(),
-        forward,
+        slot,
     };
     Ok(upgrade
         .max_message_size(MAX_FROM_CLI)

@@ -11,7 +11,7 @@ use rand::Rng;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest, Message};
 
-use super::protocol::{truncate, FromCli, ToCli, MAX_TO_CLI};
+use super::protocol::{bound_headers, encode, truncate, FromCli, ToCli, MAX_TO_CLI};
 
 /// A local answer's body is reported up to this many bytes (the server keeps as much).
 const MAX_BODY: usize = 64 * 1024;
@@ -80,11 +80,10 @@ pub async fn run(args: Args) -> Result<(), Failure> {
         }
     );
     let ws_url = format!(
-        "{}{connect_path}?forward={}",
+        "{}{connect_path}",
         server
             .replacen("https://", "wss://", 1)
-            .replacen("http://", "ws://", 1),
-        url::form_urlencoded::byte_serialize(args.forward.as_bytes()).collect::<String>()
+            .replacen("http://", "ws://", 1)
     );
     let forward = Arc::new((http, args.forward.clone()));
     let mut backoff = Duration::from_millis(500);
@@ -228,7 +227,7 @@ async fn attach(
                 }
             }
             Some(answer) = to_send.recv() => {
-                let text = serde_json::to_string(&answer).unwrap_or_default();
+                let text = encode(answer);
                 if sink.send(Message::Text(text.into())).await.is_err() {
                     return Ok(Attached::Dropped { delivered });
                 }
@@ -290,20 +289,28 @@ async fn deliver(
         req = req.header(k, v);
     }
     let result = async {
-        let resp = req.send().await?;
+        let mut resp = req.send().await?;
         let status = resp.status().as_u16();
-        let headers: Vec<(String, String)> = resp
-            .headers()
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.to_string(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
-        let bytes = resp.bytes().await?;
-        let mut body = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_BODY)]).into_owned();
+        let headers = bound_headers(
+            resp.headers()
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect(),
+        );
+        // At most MAX_BODY bytes are read; the rest of the answer is left unread.
+        let mut bytes = Vec::new();
+        while let Some(chunk) = resp.chunk().await? {
+            bytes.extend_from_slice(&chunk[..chunk.len().min(MAX_BODY - bytes.len())]);
+            if bytes.len() >= MAX_BODY {
+                break;
+            }
+        }
+        let mut body = String::from_utf8_lossy(&bytes).into_owned();
         truncate(&mut body, MAX_BODY);
         Ok::<_, reqwest::Error>((status, headers, body))
     }

@@ -76,17 +76,8 @@ pub fn answer_of(
 ) -> Answer {
     match status.filter(|s| (100..=599).contains(s)) {
         Some(status) => {
-            let mut bytes = 0;
-            let headers = headers
-                .into_iter()
-                .take(MAX_HEADERS)
-                .take_while(|(k, v)| {
-                    bytes += k.len() + v.len();
-                    bytes <= MAX_HEADER_BYTES
-                })
-                .collect();
             truncate(&mut body, max_body);
-            Ok((status, headers, body))
+            Ok((status, bound_headers(headers), body))
         }
         None => {
             let kind = match error_kind {
@@ -97,6 +88,54 @@ pub fn answer_of(
             let mut words = error.unwrap_or_else(|| "no answer from the local receiver".into());
             truncate(&mut words, MAX_ERROR);
             Err((kind, format!("posthorn listen: {words}")))
+        }
+    }
+}
+
+/// At most 100 headers in 16 KiB, as an HTTP delivery keeps them.
+pub fn bound_headers(headers: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut bytes = 0;
+    headers
+        .into_iter()
+        .take(MAX_HEADERS)
+        .take_while(|(k, v)| {
+            bytes += k.len() + v.len();
+            bytes <= MAX_HEADER_BYTES
+        })
+        .collect()
+}
+
+/// A message as the CLI sends it, within [`MAX_FROM_CLI`] whatever the local receiver
+/// answered: JSON writes a control byte as six, so a 64 KiB body can take 384 KiB, and a
+/// message over the bound would close the connection and have the same attempt sent
+/// again and again. The body is halved until it fits (then the headers go).
+pub fn encode(mut msg: FromCli) -> String {
+    loop {
+        let text = serde_json::to_string(&msg).unwrap_or_default();
+        if text.len() <= MAX_FROM_CLI {
+            return text;
+        }
+        match &mut msg {
+            FromCli::Answer {
+                body,
+                headers,
+                error,
+                ..
+            } => {
+                if !body.is_empty() {
+                    let half = body.len() / 2;
+                    truncate(body, half);
+                } else if !headers.is_empty() {
+                    headers.clear();
+                } else {
+                    // The rest is an id and words: bounded here, whatever they were.
+                    if let Some(e) = error {
+                        truncate(e, MAX_ERROR);
+                    }
+                    return serde_json::to_string(&msg).unwrap_or_default();
+                }
+            }
+            FromCli::Bye => return text,
         }
     }
 }
@@ -145,6 +184,25 @@ mod tests {
         assert_eq!(status, 200);
         assert!(headers.len() < 160, "{}", headers.len());
         assert_eq!(body, "é".repeat(5), "cut on a character boundary");
+    }
+
+    #[test]
+    fn an_answer_of_control_bytes_still_fits_in_one_message() {
+        let answer = FromCli::Answer {
+            id: "req_1".into(),
+            status: Some(200),
+            headers: vec![("x".into(), "\u{1}".repeat(10_000))],
+            body: "\u{1}".repeat(64 * 1024),
+            error_kind: None,
+            error: None,
+            duration_ms: 1,
+        };
+        let text = encode(answer);
+        assert!(text.len() <= MAX_FROM_CLI, "{}", text.len());
+        let back: FromCli = serde_json::from_str(&text).unwrap();
+        assert!(
+            matches!(back, FromCli::Answer { status: Some(200), body, .. } if !body.is_empty())
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, OnceLock},
+    sync::{Arc, OnceLock},
     time::{Duration, Instant},
 };
 
@@ -16,12 +16,15 @@ use app::{
 };
 use axum::extract::ws::{Message, WebSocket};
 use chrono::{DateTime, Utc};
-use futures::{SinkExt, StreamExt};
+use futures::{stream::SplitSink, SinkExt, StreamExt};
 use rand::Rng;
 use sqlx::PgPool;
 use tokio::sync::Notify;
 
-use super::protocol::{answer_of, FromCli, ToCli, WINDOW};
+use super::{
+    protocol::{answer_of, FromCli, ToCli, WINDOW},
+    registry::{Attachment, Slot},
+};
 use crate::dispatcher::sender::{Sender, MAX_RESPONSE_BODY};
 
 /// How long a claimed attempt is leased; renewed while the CLI is connected.
@@ -33,6 +36,8 @@ const POLL: Duration = Duration::from_millis(200);
 const IDLE_POLL: Duration = Duration::from_secs(1);
 /// How often a connected session pings its CLI, says it is alive and renews its leases.
 pub const HEARTBEAT: Duration = Duration::from_secs(20);
+/// A CLI not heard from (not even a pong) for this long is gone.
+const SILENCE: Duration = Duration::from_secs(50);
 
 /// One attempt out at the CLI.
 struct Out {
@@ -40,17 +45,6 @@ struct Out {
     recorded: Vec<(String, String)>,
     started_at: DateTime<Utc>,
     sent: Instant,
-}
-
-/// Each attached endpoint's session: its generation, and how to end it.
-type Attached = Mutex<HashMap<i64, (u64, Arc<Notify>)>>;
-
-/// The session that holds each listen endpoint on this server: a new connection for an
-/// endpoint ends the one before it (a laptop that dropped off and came back before the
-/// server noticed), so one CLI gets the session's deliveries.
-fn attached() -> &'static Attached {
-    static ATTACHED: OnceLock<Attached> = OnceLock::new();
-    ATTACHED.get_or_init(Default::default)
 }
 
 /// The signer and judge every session of this process shares (it never sends HTTP).
@@ -68,7 +62,8 @@ pub struct Session {
     pub endpoint_id: i64,
     /// The session ends with its CLI (no `--name`).
     pub unnamed: bool,
-    pub forward: Option<String>,
+    /// The project's connection slot on this server, held while the connection lives.
+    pub slot: Slot,
 }
 
 impl Session {
@@ -77,19 +72,11 @@ impl Session {
             tracing::error!("listen: the signer could not be built");
             return;
         };
-        let generation: u64 = rand::thread_rng().gen();
-        let ended = Arc::new(Notify::new());
-        if let Some((_, before)) = attached()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(self.endpoint_id, (generation, ended.clone()))
-        {
-            before.notify_one();
-        }
+        let attachment = Attachment::attach(self.endpoint_id);
         let worker = format!("listen-{}", ulid::Ulid::new());
         let mut out: HashMap<String, Out> = HashMap::new();
         let bye = self
-            .exchange(socket, sender, &worker, &mut out, &ended)
+            .exchange(socket, sender, &worker, &mut out, &attachment.ended)
             .await;
         let held: Vec<(i64, DateTime<Utc>)> =
             out.values().map(|o| (o.row.id, o.row.created_at)).collect();
@@ -97,16 +84,11 @@ impl Session {
             // Their leases expire and the session's next claim takes them again.
             tracing::warn!(error = %e, "listen: handing back failed");
         }
-        {
-            let mut map = attached().lock().unwrap_or_else(|e| e.into_inner());
-            if map
-                .get(&self.endpoint_id)
-                .is_some_and(|(g, _)| *g == generation)
-            {
-                map.remove(&self.endpoint_id);
-            }
+        // A newer connection (here) has already said the CLI is connected.
+        if attachment.is_current() {
+            let _ = listen::seen(&self.pool, self.endpoint_id, false).await;
         }
-        let _ = listen::seen(&self.pool, self.endpoint_id, false, None).await;
+        drop(attachment);
         if bye && self.unnamed {
             let access = app::auth::system_access(self.project_id, "listen");
             if let Err(e) =
@@ -118,7 +100,7 @@ impl Session {
     }
 
     /// Runs the connection until the CLI leaves (true: it said goodbye), the socket
-    /// breaks, or another connection takes the session over.
+    /// breaks or falls silent, the session ends, or another connection takes it over.
     async fn exchange(
         &self,
         socket: WebSocket,
@@ -128,7 +110,7 @@ impl Session {
         ended: &Notify,
     ) -> bool {
         let (mut sink, mut stream) = socket.split();
-        if listen::seen(&self.pool, self.endpoint_id, true, self.forward.as_deref())
+        if listen::seen(&self.pool, self.endpoint_id, true)
             .await
             .is_err()
         {
@@ -137,68 +119,55 @@ impl Session {
         let ready = ToCli::Ready {
             endpoint_id: self.endpoint_id,
         };
-        if sink.send(text(&ready)).await.is_err() {
+        if !send(&mut sink, text(&ready)).await {
             return false;
         }
         let mut wait = POLL;
         let mut heartbeat = tokio::time::interval(HEARTBEAT);
-        let answer_within = self.cfg.read_timeout + Duration::from_secs(5);
+        let mut last_heard = Instant::now();
         loop {
             tokio::select! {
                 _ = ended.notified() => return false,
-                msg = stream.next() => match msg {
-                    Some(Ok(Message::Text(t))) => match serde_json::from_str::<FromCli>(&t) {
+                msg = stream.next() => {
+                    last_heard = Instant::now();
+                    let text = match msg {
+                        Some(Ok(Message::Text(t))) => t,
+                        Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+                        _ => return false,
+                    };
+                    match serde_json::from_str::<FromCli>(&text) {
                         Ok(FromCli::Bye) => return true,
-                        Ok(FromCli::Answer { id, status, headers, body, error_kind, error, duration_ms }) => {
-                            if let Some(o) = out.remove(&id) {
-                                let answer = answer_of(status, headers, body, error_kind.as_deref(), error, MAX_RESPONSE_BODY);
-                                let ms = i32::try_from(duration_ms).unwrap_or(i32::MAX).min(o.sent.elapsed().as_millis() as i32);
-                                self.record(sender, worker, o, ms, answer).await;
-                            }
-                        }
+                        Ok(answer) => self.on_answer(sender, worker, out, answer).await,
                         Err(_) => return false,
-                    },
-                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
-                    _ => return false,
-                },
+                    }
+                }
                 _ = heartbeat.tick() => {
                     // A ping keeps an idle connection open through load balancers that
-                    // cut quiet ones, and tells the CLI the server is still there.
-                    if sink.send(Message::Ping(Default::default())).await.is_err() {
+                    // cut quiet ones; the CLI's pong says it is still there.
+                    if !send(&mut sink, Message::Ping(Default::default())).await {
+                        return false;
+                    }
+                    // A session deleted meanwhile (by its owner, or for idling) ends here.
+                    let access = app::auth::system_access(self.project_id, "listen");
+                    if !listen::is_session(&self.pool, &access, self.endpoint_id).await.unwrap_or(true) {
                         return false;
                     }
                     let ids: Vec<i64> = out.values().map(|o| o.row.id).collect();
-                    let _ = listen::seen(&self.pool, self.endpoint_id, true, None).await;
+                    let _ = listen::seen(&self.pool, self.endpoint_id, true).await;
                     let _ = queue::renew_leases(&self.pool, worker, &ids, LEASE).await;
                 }
                 _ = tokio::time::sleep(wait) => {
-                    let late: Vec<String> = out.iter()
-                        .filter(|(_, o)| o.sent.elapsed() > answer_within)
-                        .map(|(id, _)| id.clone())
-                        .collect();
-                    for id in late {
-                        if let Some(o) = out.remove(&id) {
-                            let ms = o.sent.elapsed().as_millis() as i32;
-                            let timeout = Err((TransportError::Timeout, format!(
-                                "posthorn listen: no answer within {} s", answer_within.as_secs())));
-                            self.record(sender, worker, o, ms, timeout).await;
-                        }
+                    // A CLI that answers nothing, not even a ping, is gone (a laptop that
+                    // slept, a half-open connection): what is out goes back to the queue.
+                    if last_heard.elapsed() > SILENCE {
+                        return false;
                     }
-                    if out.len() >= WINDOW {
-                        continue;
-                    }
-                    let room = (WINDOW - out.len()) as i64;
-                    let claimed = match queue::listen::claim(&self.pool, self.endpoint_id, worker, room, LEASE).await {
-                        Ok(rows) => rows,
-                        Err(e) => {
-                            tracing::warn!(error = %e, "listen: claim failed");
-                            continue;
-                        }
-                    };
+                    self.settle_late(sender, worker, out, last_heard).await;
+                    let claimed = self.claim(worker, out).await;
                     wait = if claimed.is_empty() && out.is_empty() { (wait * 2).min(IDLE_POLL) } else { POLL };
                     for row in claimed {
                         if let Some(msg) = self.send_one(sender, worker, row, out).await {
-                            if sink.send(msg).await.is_err() {
+                            if !send(&mut sink, msg).await {
                                 return false;
                             }
                         }
@@ -206,6 +175,84 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Records the outcome an answer reports (an answer for no attempt out is ignored).
+    async fn on_answer(
+        &self,
+        sender: &Sender,
+        worker: &str,
+        out: &mut HashMap<String, Out>,
+        answer: FromCli,
+    ) {
+        let FromCli::Answer {
+            id,
+            status,
+            headers,
+            body,
+            error_kind,
+            error,
+            duration_ms,
+        } = answer
+        else {
+            return;
+        };
+        if let Some(o) = out.remove(&id) {
+            let answer = answer_of(
+                status,
+                headers,
+                body,
+                error_kind.as_deref(),
+                error,
+                MAX_RESPONSE_BODY,
+            );
+            let sent_ms = o.sent.elapsed().as_millis().min(i32::MAX as u128) as i32;
+            let ms = i32::try_from(duration_ms).unwrap_or(i32::MAX).min(sent_ms);
+            self.record(sender, worker, o, ms, answer).await;
+        }
+    }
+
+    /// Attempts the CLI has not answered in time although it was heard from since they
+    /// were sent (so the connection lives): timed out, as an HTTP delivery would be.
+    async fn settle_late(
+        &self,
+        sender: &Sender,
+        worker: &str,
+        out: &mut HashMap<String, Out>,
+        last_heard: Instant,
+    ) {
+        let answer_within = self.cfg.read_timeout + Duration::from_secs(5);
+        let late: Vec<String> = out
+            .iter()
+            .filter(|(_, o)| o.sent.elapsed() > answer_within && last_heard > o.sent)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in late {
+            if let Some(o) = out.remove(&id) {
+                let ms = o.sent.elapsed().as_millis().min(i32::MAX as u128) as i32;
+                let words = format!(
+                    "posthorn listen: no answer within {} s",
+                    answer_within.as_secs()
+                );
+                self.record(sender, worker, o, ms, Err((TransportError::Timeout, words)))
+                    .await;
+            }
+        }
+    }
+
+    /// Due attempts for the room left in the window (none when it is full, or the claim
+    /// fails: the next poll tries again).
+    async fn claim(&self, worker: &str, out: &HashMap<String, Out>) -> Vec<queue::Claimed> {
+        if out.len() >= WINDOW {
+            return Vec::new();
+        }
+        let room = (WINDOW - out.len()) as i64;
+        queue::listen::claim(&self.pool, self.endpoint_id, worker, room, LEASE)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "listen: claim failed");
+                Vec::new()
+            })
     }
 
     /// The message that carries one claimed attempt to the CLI (None: it was settled
@@ -282,6 +329,15 @@ impl Session {
             tracing::warn!(error = %e, "listen: recording an outcome failed");
         }
     }
+}
+
+/// Sends one message; false when the socket is gone or takes more than 10 s to take it
+/// (a CLI that stopped reading holds the session no longer).
+async fn send(sink: &mut SplitSink<WebSocket, Message>, msg: Message) -> bool {
+    matches!(
+        tokio::time::timeout(Duration::from_secs(10), sink.send(msg)).await,
+        Ok(Ok(()))
+    )
 }
 
 fn text(msg: &ToCli) -> Message {

@@ -119,7 +119,12 @@ async fn a_session_away_with_more_than_a_thousand_waiting_ends_at_once() {
             .await;
         assert!(s < 300, "{body}");
     }
-    // 1,000 waiting: the buffer holds them.
+    // Away (no sign of its CLI for over 90 s) with 1,000 waiting: the buffer holds them.
+    sqlx::query("UPDATE endpoints SET listen_seen_at = now() - interval '2 minutes' WHERE id = $1")
+        .bind(session)
+        .execute(&app.pool)
+        .await
+        .unwrap();
     assert_eq!(
         app::use_cases::listen::end_idle(&app.pool).await.unwrap(),
         0
@@ -138,5 +143,41 @@ async fn a_session_away_with_more_than_a_thousand_waiting_ends_at_once() {
         1
     );
     assert_eq!(dead_letters(&app, session).await, 1001);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attempts_out_when_a_session_ends_become_dead_letters_not_strays() {
+    let app = TestApp::spawn().await;
+    let (_, key) = app.project("business").await;
+    let (s, opened) = open(&app, &key, json!({"forward": "http://127.0.0.1:9/x"})).await;
+    assert_eq!(s, 201, "{opened}");
+    let session = opened["endpoint"]["id"].as_i64().unwrap();
+    assert!(app.post_events(&key, 3, 3).await.iter().all(|s| *s == 202));
+    // A session's server holds them when the session is deleted under it…
+    let lease = Duration::from_secs(60);
+    let held = app::db::queue::listen::claim(&app.pool, session, "gone-server", 8, lease)
+        .await
+        .unwrap();
+    assert_eq!(held.len(), 3);
+    let (s, _) = app
+        .api(
+            &key,
+            Method::DELETE,
+            &format!("/webhooks/{session}"),
+            json!(null),
+        )
+        .await;
+    assert_eq!(s, 204);
+    // …and hands them back as its CLI leaves: housekeeping makes them dead letters.
+    let rows: Vec<_> = held.iter().map(|r| (r.id, r.created_at)).collect();
+    let back = app::db::queue::listen::hand_back(&app.pool, "gone-server", &rows)
+        .await
+        .unwrap();
+    assert_eq!(back, 3);
+    let swept = app::db::maintenance::sweep(&app.pool, 14).await.unwrap();
+    assert_eq!(swept.strays_settled, 3);
+    assert_eq!(waiting(&app, session).await.0, 0);
+    assert_eq!(dead_letters(&app, session).await, 3);
     app.stop().await;
 }

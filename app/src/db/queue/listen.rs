@@ -8,9 +8,12 @@ use chrono::{DateTime, Utc};
 
 use super::claim::{Claimed, CLAIMED};
 
-/// Claims up to `limit` of the session's due attempts, oldest first: parked rows, and
-/// unparked ones (a lease that expired hands a row back unparked; test sends are
-/// queued unparked), never one waiting for its turn in an ordering key's lane.
+/// Claims up to `limit` of the session's due attempts, oldest first: parked rows (how its
+/// attempts are queued, test sends too) and unparked ones (a lease that expired hands a
+/// row back unparked), never one waiting for its turn in an ordering key's lane. Each
+/// kind is a range of an index by endpoint and time (`delivery_queue_parked_due`,
+/// `delivery_queue_ready`), so the claim reads `limit` rows of each at most, whatever
+/// waits behind them or in other tenants' queues.
 pub async fn claim(
     db: impl sqlx::PgExecutor<'_>,
     endpoint_id: i64,
@@ -19,18 +22,26 @@ pub async fn claim(
     lease: std::time::Duration,
 ) -> Result<Vec<Claimed>, sqlx::Error> {
     sqlx::query_as::<_, Claimed>(&format!(
-        "WITH picked AS (
-            SELECT d.tableoid, d.ctid, d.id FROM delivery_queue d
-             WHERE d.endpoint_id = $1 AND d.status = 'pending' AND d.waits_for IS NULL
-               AND d.trigger <> 'redirect' AND d.scheduled_at <= now()
-             ORDER BY d.scheduled_at, d.id
-             LIMIT $3
+        "WITH parked AS (
+            SELECT d.tableoid, d.ctid, d.id, d.scheduled_at FROM delivery_queue d
+             WHERE d.endpoint_id = $1 AND d.parked AND d.scheduled_at <= now()
+               AND d.waits_for IS NULL AND d.trigger <> 'redirect'
+             ORDER BY d.endpoint_id, d.scheduled_at LIMIT $3
              FOR UPDATE SKIP LOCKED
+         ), unparked AS (
+            SELECT d.tableoid, d.ctid, d.id, d.scheduled_at FROM delivery_queue d
+             WHERE d.endpoint_id = $1 AND NOT d.parked AND d.scheduled_at <= now()
+               AND d.status = 'pending' AND d.waits_for IS NULL AND d.trigger <> 'redirect'
+             ORDER BY d.endpoint_id, d.scheduled_at LIMIT $3
+             FOR UPDATE SKIP LOCKED
+         ), chosen AS (
+            SELECT * FROM parked UNION ALL SELECT * FROM unparked
+             ORDER BY scheduled_at, id LIMIT $3
          )
          UPDATE delivery_queue d
             SET status = 'in_flight', parked = false, started_at = now(), claimed_by = $2,
                 lease_expires_at = now() + $4
-           FROM picked p, events ev, endpoints e
+           FROM chosen p, events ev, endpoints e
           WHERE d.tableoid = p.tableoid AND d.ctid = p.ctid AND d.id = p.id
             AND ev.event_id = d.event_id AND e.id = d.endpoint_id
             AND e.destination = 'listen' AND e.deleted_at IS NULL
@@ -46,7 +57,8 @@ pub async fn claim(
 }
 
 /// Hands back rows the session claimed but did not finish (its CLI went away): waiting
-/// again, parked, with the same request ids, for the CLI's return.
+/// again, parked, with the same request ids, for the CLI's return. If the session ended
+/// meanwhile, housekeeping (`posthorn_settle_strays`) makes them dead letters.
 pub async fn hand_back(
     db: impl sqlx::PgExecutor<'_>,
     worker: &str,
