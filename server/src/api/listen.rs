@@ -54,8 +54,8 @@ pub struct OpenListen {
     /// The local URL the CLI forwards to (shown as the endpoint's `url`).
     #[schema(schema_with = super::webhooks::endpoint_url)]
     pub forward: String,
-    /// Event types, as an endpoint's `events` (default: every type).
-    #[schema(schema_with = super::webhooks::subscription)]
+    /// Event types, as an endpoint's `events` (absent or null: every type).
+    #[schema(schema_with = super::webhooks::optional_subscription)]
     pub events: Option<Vec<String>>,
     /// Reattach to the project's live session of this name (same endpoint, same secret,
     /// the attempts that waited), or start one so named.

@@ -134,7 +134,7 @@ pub(super) fn subscription() -> utoipa::openapi::Array {
     subscription_schema(false)
 }
 
-fn optional_subscription() -> utoipa::openapi::Array {
+pub(super) fn optional_subscription() -> utoipa::openapi::Array {
     subscription_schema(true)
 }
 
