@@ -4,7 +4,6 @@
 use app::{
     core::permissions::Action,
     core::{endpoint_url::parse_endpoint_url, event_type::parse_subscription},
-    model::EndpointView,
     use_cases,
 };
 use axum::{
@@ -23,30 +22,6 @@ use crate::{
     listen::{protocol::MAX_FROM_CLI, registry::Slot, session::Session},
     state::AppState,
 };
-
-/// Where an endpoint's attempts go when it is no plain URL.
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct Destination {
-    /// `listen`: a `posthorn listen` session's; its attempts go to the CLI's machine.
-    #[serde(rename = "type")]
-    #[schema(pattern = "^listen$")]
-    pub kind: &'static str,
-    /// The session's `--name` (null: unnamed; it ends when its CLI exits).
-    #[schema(required = true)]
-    pub name: Option<String>,
-    /// Its CLI is connected now.
-    pub connected: bool,
-}
-
-impl Destination {
-    pub fn of(e: &EndpointView) -> Option<Destination> {
-        e.is_listen().then(|| Destination {
-            kind: "listen",
-            name: e.listen_name.clone(),
-            connected: e.listen_connected,
-        })
-    }
-}
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -324,13 +324,37 @@ pub struct Webhook {
     pub secret: Option<String>,
     /// Only for an endpoint that is no plain URL: a `posthorn listen` session's.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = super::listen::Destination, required = false)]
-    pub destination: Option<super::listen::Destination>,
+    #[schema(value_type = Destination, required = false)]
+    pub destination: Option<Destination>,
+}
+
+/// Where an endpoint's attempts go when it is no plain URL.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Destination {
+    /// `listen`: a `posthorn listen` session's; its attempts go to the CLI's machine.
+    #[serde(rename = "type")]
+    #[schema(pattern = "^listen$")]
+    pub kind: &'static str,
+    /// The session's `--name` (null: unnamed; it ends when its CLI exits).
+    #[schema(required = true)]
+    pub name: Option<String>,
+    /// Its CLI is connected now.
+    pub connected: bool,
+}
+
+impl Destination {
+    pub fn of(e: &EndpointView) -> Option<Destination> {
+        e.is_listen().then(|| Destination {
+            kind: "listen",
+            name: e.listen_name.clone(),
+            connected: e.listen_connected,
+        })
+    }
 }
 
 impl Webhook {
     pub(super) fn from_view(e: EndpointView, secret: Option<String>) -> Webhook {
-        let destination = super::listen::Destination::of(&e);
+        let destination = Destination::of(&e);
         Webhook {
             destination,
             id: e.id,

@@ -28,6 +28,18 @@ async fn open(app: &TestApp, key: &str, body: serde_json::Value) -> (u16, serde_
     app.api(key, Method::POST, "/listen", body).await
 }
 
+/// The session's CLI was last heard from `minutes` ago.
+async fn last_seen_minutes_ago(app: &TestApp, session: i64, minutes: i32) {
+    sqlx::query(
+        "UPDATE endpoints SET listen_seen_at = now() - make_interval(mins => $2) WHERE id = $1",
+    )
+    .bind(session)
+    .bind(minutes)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+}
+
 async fn dead_letters(app: &TestApp, endpoint: i64) -> i64 {
     sqlx::query_scalar(
         "SELECT count(*) FROM delivery_log WHERE endpoint_id = $1 AND status = 'dead_letter'
@@ -73,13 +85,7 @@ async fn a_sessions_attempts_wait_for_its_cli_and_end_with_it() {
         app::use_cases::listen::end_idle(&app.pool).await.unwrap(),
         0
     );
-    sqlx::query(
-        "UPDATE endpoints SET listen_seen_at = now() - interval '11 minutes' WHERE id = $1",
-    )
-    .bind(session)
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    last_seen_minutes_ago(&app, session, 11).await;
     assert_eq!(
         app::use_cases::listen::end_idle(&app.pool).await.unwrap(),
         1
@@ -120,11 +126,7 @@ async fn a_session_away_with_more_than_a_thousand_waiting_ends_at_once() {
         assert!(s < 300, "{body}");
     }
     // Away (no sign of its CLI for over 90 s) with 1,000 waiting: the buffer holds them.
-    sqlx::query("UPDATE endpoints SET listen_seen_at = now() - interval '2 minutes' WHERE id = $1")
-        .bind(session)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    last_seen_minutes_ago(&app, session, 2).await;
     assert_eq!(
         app::use_cases::listen::end_idle(&app.pool).await.unwrap(),
         0
