@@ -43,4 +43,5 @@ pub mod signing;
 pub mod status;
 pub mod text;
 pub mod throttle;
+pub mod trace_context;
 pub mod wire;

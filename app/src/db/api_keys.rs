@@ -49,6 +49,8 @@ pub struct KeyOwner {
     pub per_minute: Option<u32>,
     /// The operator's `retention_days`, if set (the server's window still bounds it).
     pub retention_days: Option<u32>,
+    /// The project passes W3C trace context on to its receivers.
+    pub trace_propagation: bool,
 }
 
 impl KeyOwner {
@@ -57,7 +59,7 @@ impl KeyOwner {
         key_id: i64,
         project_id: i64,
         plan: &str,
-        (endpoints_version, event_schemas): (i64, i32),
+        (endpoints_version, event_schemas, trace_propagation): (i64, i32, bool),
         limits: &serde_json::Value,
     ) -> KeyOwner {
         use crate::core::operator::{override_of, API_REQUESTS_PER_MINUTE, RETENTION_DAYS};
@@ -71,6 +73,7 @@ impl KeyOwner {
                 .get(crate::core::limits::Limit::DataDepth),
             per_minute: override_of(limits, API_REQUESTS_PER_MINUTE),
             retention_days: override_of(limits, RETENTION_DAYS),
+            trace_propagation,
         }
     }
 }
@@ -87,10 +90,10 @@ pub async fn authenticate_counting<'c>(
     key: &str,
     window_start: i64,
 ) -> AppResult<Option<(KeyOwner, u32)>> {
-    let row = sqlx::query_as::<_, (i64, i64, String, i64, i32, Limits, i32)>(
+    let row = sqlx::query_as::<_, (i64, i64, String, i64, i32, Limits, i32, bool)>(
         "WITH k AS (
             SELECT k.id, k.project_id, p.plan, p.endpoints_version, p.limits, k.last_used_at,
-                   p.event_schemas FROM api_keys k
+                   p.event_schemas, p.trace_propagation FROM api_keys k
             JOIN projects p ON p.id = k.project_id AND p.deleted_at IS NULL
             WHERE k.key_hash = $1 AND k.revoked_at IS NULL
          ), touched AS (
@@ -103,7 +106,7 @@ pub async fn authenticate_counting<'c>(
             RETURNING count
          )
          SELECT k.id, k.project_id, k.plan, k.endpoints_version, counted.count, k.limits,
-                k.event_schemas FROM k, counted",
+                k.event_schemas, k.trace_propagation FROM k, counted",
     )
     .bind(hash_key(key))
     .bind(window_start)
@@ -111,8 +114,8 @@ pub async fn authenticate_counting<'c>(
     .fetch_optional(pool)
     .await?;
     Ok(row.map(
-        |(key_id, project_id, plan, endpoints_version, count, limits, schemas)| {
-            let versions = (endpoints_version, schemas);
+        |(key_id, project_id, plan, endpoints_version, count, limits, schemas, propagate)| {
+            let versions = (endpoints_version, schemas, propagate);
             let owner = KeyOwner::new(key_id, project_id, &plan, versions, &limits);
             (owner, count.max(0) as u32)
         },
@@ -147,12 +150,12 @@ pub async fn authenticate_counting_all<'c>(
             }
         })
         .collect();
-    let rows = sqlx::query_as::<_, (Vec<u8>, i64, i64, i64, String, i64, i32, Limits, i32)>(
+    let rows = sqlx::query_as::<_, (Vec<u8>, i64, i64, i64, String, i64, i32, Limits, i32, bool)>(
         "WITH asked AS (
             SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::int[]) AS a(key_hash, window_start, n)
          ), k AS (
             SELECT k.id, k.project_id, p.plan, p.endpoints_version, p.limits, k.last_used_at, a.key_hash,
-                   a.window_start, a.n, p.event_schemas
+                   a.window_start, a.n, p.event_schemas, p.trace_propagation
             FROM asked a
             JOIN api_keys k ON k.key_hash = a.key_hash AND k.revoked_at IS NULL
             JOIN projects p ON p.id = k.project_id AND p.deleted_at IS NULL
@@ -167,7 +170,7 @@ pub async fn authenticate_counting_all<'c>(
             RETURNING bucket, window_start, count
          )
          SELECT k.key_hash, k.window_start, k.id, k.project_id, k.plan, k.endpoints_version, c.count,
-                k.limits, k.event_schemas
+                k.limits, k.event_schemas, k.trace_propagation
          FROM k JOIN counted c ON c.bucket = $4 || k.id AND c.window_start = k.window_start",
     )
     .bind(distinct.iter().map(|d| d.0.clone()).collect::<Vec<Vec<u8>>>())
@@ -180,9 +183,19 @@ pub async fn authenticate_counting_all<'c>(
         .iter()
         .map(|(i, nth)| {
             let (hash, window, n) = &distinct[*i];
-            let (_, _, key_id, project_id, plan, endpoints_version, count, limits, schemas) =
-                rows.iter().find(|r| r.0 == *hash && r.1 == *window)?;
-            let versions = (*endpoints_version, *schemas);
+            let (
+                _,
+                _,
+                key_id,
+                project_id,
+                plan,
+                endpoints_version,
+                count,
+                limits,
+                schemas,
+                propagate,
+            ) = rows.iter().find(|r| r.0 == *hash && r.1 == *window)?;
+            let versions = (*endpoints_version, *schemas, *propagate);
             let owner = KeyOwner::new(*key_id, *project_id, plan, versions, limits);
             // The count after all of them, less the ones presented after this one.
             Some((owner, (count - n + 1 + nth).max(0) as u32))

@@ -76,6 +76,17 @@ pub struct NewEvent<'a> {
     pub ordering_key: Option<&'a str>,
     /// The data subjects it names (checked: at most ten, none empty).
     pub subjects: Option<&'a [String]>,
+    pub trace: Trace<'a>,
+}
+
+/// The W3C trace context an event is accepted under (checked text, see
+/// [`crate::core::trace_context`]): stored with it so that each attempt joins the trace.
+/// `propagate`: its project passes the context on to receivers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Trace<'a> {
+    pub traceparent: Option<&'a str>,
+    pub tracestate: Option<&'a str>,
+    pub propagate: bool,
 }
 
 /// [`ingest`] with an ordering key (each first attempt joins the end of its endpoint's
@@ -97,6 +108,7 @@ pub async fn ingest_handing(
         client_id,
         ordering_key,
         subjects: None,
+        trace: Trace::default(),
     };
     let mut stored = ingest_all(pool, project_id, &[event], via).await?;
     stored.pop().ok_or(AppError::Db(sqlx::Error::RowNotFound))
@@ -163,8 +175,8 @@ pub async fn ingest_all(
         let deliveries = targets.len() as i32;
         let event_id = new_event_id();
         let inserted: Option<DateTime<Utc>> = sqlx::query_scalar!(
-            r#"INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key, subjects, filtered_out)
-             VALUES ($1, $2, $3, $4::json, $5, $6, $7, $8, $9::jsonb)
+            r#"INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key, subjects, filtered_out, traceparent, tracestate)
+             VALUES ($1, $2, $3, $4::json, $5, $6, $7, $8, $9::jsonb, $10, $11)
              ON CONFLICT (project_id, client_id) WHERE client_id IS NOT NULL DO NOTHING
              RETURNING created_at AS "created_at: DateTime<Utc>""#,
             &event_id,
@@ -176,6 +188,8 @@ pub async fn ingest_all(
             event.ordering_key,
             event.subjects,
             filtered_out as _,
+            event.trace.traceparent,
+            event.trace.tracestate,
         )
         .fetch_optional(&mut *tx)
         .await?;
@@ -277,6 +291,8 @@ async fn ingest_one(
             .subjects
             .map(|s| serde_json::to_string(s).unwrap_or_default()),
         filtered_out,
+        traceparent: event.trace.traceparent.map(str::to_string),
+        tracestate: event.trace.tracestate.map(str::to_string),
         attempts: attempts.clone(),
         taken,
         lease,
@@ -471,6 +487,9 @@ fn handed_rows(
             scheme_switched_at: t.scheme_switched_at,
             start_at: None,
             erased: false,
+            traceparent: event.trace.traceparent.map(str::to_string),
+            tracestate: event.trace.tracestate.map(str::to_string),
+            trace_propagation: event.trace.propagate,
         });
     }
     claimed

@@ -11,6 +11,8 @@
 //! stored again event by event, so an event the database refuses fails its own request
 //! only, never its neighbours'.
 
+use tracing::Instrument;
+
 use std::{
     future::Future,
     pin::Pin,
@@ -43,6 +45,9 @@ pub(crate) struct Lone {
     pub subjects: Option<String>,
     /// The endpoints its filters skipped and why, as JSON (see [`super::events::Skipped`]).
     pub filtered_out: Option<String>,
+    /// The W3C trace context it was accepted under.
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
     pub attempts: Vec<NewAttempt>,
     /// Which attempts go to this process's dispatcher already leased.
     pub taken: Vec<bool>,
@@ -90,13 +95,13 @@ fn weight(l: &Lone) -> usize {
 /// attempts only for the events inserted.
 const STORE: &str = concat!(
     "WITH ev AS (
-        INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key, subjects, filtered_out)
+        INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries, ordering_key, subjects, filtered_out, traceparent, tracestate)
         SELECT e.event_id, e.project_id, e.event_type, e.data::json, e.client_id, e.deliveries, NULL,
                CASE WHEN e.subjects IS NOT NULL
                     THEN ARRAY(SELECT json_array_elements_text(e.subjects::json)) END,
-               e.filtered_out::jsonb
-        FROM unnest($18::text[], $19::bigint[], $20::text[], $21::text[], $22::text[], $23::int[], $24::text[], $25::text[])
-             WITH ORDINALITY AS e(event_id, project_id, event_type, data, client_id, deliveries, subjects, filtered_out, n)
+               e.filtered_out::jsonb, e.traceparent, e.tracestate
+        FROM unnest($18::text[], $19::bigint[], $20::text[], $21::text[], $22::text[], $23::int[], $24::text[], $25::text[], $26::text[], $27::text[])
+             WITH ORDINALITY AS e(event_id, project_id, event_type, data, client_id, deliveries, subjects, filtered_out, traceparent, tracestate, n)
         ORDER BY e.n
         ON CONFLICT (project_id, client_id) WHERE client_id IS NOT NULL DO NOTHING
         RETURNING event_id, created_at
@@ -120,6 +125,32 @@ struct Row {
     lease_expires_at: Option<DateTime<Utc>>,
 }
 
+/// Links a group's span to one request's trace (its `traceparent`): installed by the
+/// server when it exports spans; without it a group makes no span.
+static LINK: std::sync::OnceLock<fn(&tracing::Span, &str)> = std::sync::OnceLock::new();
+
+pub fn link_groups_with(link: fn(&tracing::Span, &str)) {
+    let _ = LINK.set(link);
+}
+
+/// The span of one group's statement, linked (not parented: it serves many) to the
+/// trace of every request in it.
+fn group_span(lones: &[Lone]) -> tracing::Span {
+    let Some(link) = LINK.get() else {
+        return tracing::Span::none();
+    };
+    let span = tracing::info_span!(
+        parent: None,
+        "ingest group commit",
+        otel.name = "ingest group commit",
+        posthorn.events = lones.len(),
+    );
+    for tp in lones.iter().filter_map(|l| l.traceparent.as_deref()) {
+        link(&span, tp);
+    }
+    span
+}
+
 /// Stores the events and their attempts in one statement (its own transaction), then
 /// wakes the dispatchers once if any attempt is left to a claim. The answers are in the
 /// order of `lones`. Every event leased names the same dispatcher.
@@ -139,6 +170,7 @@ pub(crate) async fn store(kept: &Kept, lones: &[Lone]) -> Result<Vec<Stored>, sq
         taken: &taken,
     });
     let column = |f: fn(&Lone) -> &str| lones.iter().map(f).collect::<Vec<&str>>();
+    let optional = |f: fn(&Lone) -> Option<&str>| lones.iter().map(f).collect::<Vec<_>>();
     let mut conn = kept.get().await?;
     let rows: Result<Vec<Row>, sqlx::Error> =
         super::queue::enqueue::bind_attempts(sqlx::query_as(STORE), &attempts, lease_to.as_ref())
@@ -146,31 +178,19 @@ pub(crate) async fn store(kept: &Kept, lones: &[Lone]) -> Result<Vec<Stored>, sq
             .bind(lones.iter().map(|l| l.project_id).collect::<Vec<i64>>())
             .bind(column(|l| &l.event_type))
             .bind(column(|l| &l.data))
-            .bind(
-                lones
-                    .iter()
-                    .map(|l| l.client_id.as_deref())
-                    .collect::<Vec<Option<&str>>>(),
-            )
+            .bind(optional(|l| l.client_id.as_deref()))
             .bind(
                 lones
                     .iter()
                     .map(|l| l.attempts.len() as i32)
                     .collect::<Vec<i32>>(),
             )
-            .bind(
-                lones
-                    .iter()
-                    .map(|l| l.subjects.as_deref())
-                    .collect::<Vec<Option<&str>>>(),
-            )
-            .bind(
-                lones
-                    .iter()
-                    .map(|l| l.filtered_out.as_deref())
-                    .collect::<Vec<Option<&str>>>(),
-            )
+            .bind(optional(|l| l.subjects.as_deref()))
+            .bind(optional(|l| l.filtered_out.as_deref()))
+            .bind(optional(|l| l.traceparent.as_deref()))
+            .bind(optional(|l| l.tracestate.as_deref()))
             .fetch_all(&mut *conn)
+            .instrument(group_span(lones))
             .await;
     let rows = conn.keep_if_ok(rows)?;
     let mut stored: Vec<Stored> = lones.iter().map(|_| Stored::default()).collect();

@@ -22,6 +22,8 @@ pub struct Tenant {
     pub overrides: Value,
     pub frame_ancestors: Vec<String>,
     pub brand: Brand,
+    /// Attempts pass W3C trace context on to receivers.
+    pub trace_propagation: bool,
     pub created_at: DateTime<Utc>,
 }
 
@@ -35,6 +37,7 @@ pub struct TenantFields {
     pub overrides: Option<Value>,
     pub frame_ancestors: Option<Vec<String>>,
     pub brand: Option<Brand>,
+    pub trace_propagation: Option<bool>,
 }
 
 /// A project's row as the queries below return it.
@@ -46,6 +49,7 @@ struct Row {
     limits: Value,
     frame_ancestors: Vec<String>,
     brand: sqlx::types::Json<Brand>,
+    trace_propagation: bool,
     created_at: DateTime<Utc>,
 }
 
@@ -58,6 +62,7 @@ fn tenant(r: Row) -> Tenant {
         overrides: r.limits,
         frame_ancestors: r.frame_ancestors,
         brand: r.brand.0,
+        trace_propagation: r.trace_propagation,
         created_at: r.created_at,
     }
 }
@@ -75,9 +80,9 @@ fn uid_taken(e: sqlx::Error) -> AppError {
 pub async fn create(pool: &PgPool, f: &TenantFields) -> AppResult<Tenant> {
     let row = sqlx::query_as!(
         Row,
-        r#"INSERT INTO projects (name, uid, plan, limits, frame_ancestors, brand)
-         VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, uid, name, plan, limits, frame_ancestors, brand AS "brand: sqlx::types::Json<Brand>",
-                created_at AS "created_at: DateTime<Utc>""#,
+        r#"INSERT INTO projects (name, uid, plan, limits, frame_ancestors, brand, trace_propagation)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, uid, name, plan, limits, frame_ancestors, brand AS "brand: sqlx::types::Json<Brand>",
+                trace_propagation, created_at AS "created_at: DateTime<Utc>""#,
         f.name.as_deref().unwrap_or("Untitled"),
         f.uid.clone().flatten(),
         f.plan.as_deref().unwrap_or("trial"),
@@ -86,6 +91,7 @@ pub async fn create(pool: &PgPool, f: &TenantFields) -> AppResult<Tenant> {
             .unwrap_or_else(|| Value::Object(Default::default())),
         &f.frame_ancestors.clone().unwrap_or_default(),
         sqlx::types::Json(f.brand.clone().unwrap_or_default()) as _,
+        f.trace_propagation.unwrap_or(true),
     )
     .fetch_one(pool)
     .await
@@ -97,7 +103,7 @@ pub async fn get(pool: &PgPool, id: i64) -> AppResult<Tenant> {
     let row = sqlx::query_as!(
         Row,
         r#"SELECT id, uid, name, plan, limits, frame_ancestors, brand AS "brand: sqlx::types::Json<Brand>",
-                created_at AS "created_at: DateTime<Utc>" FROM projects WHERE id = $1 AND deleted_at IS NULL"#,
+                trace_propagation, created_at AS "created_at: DateTime<Utc>" FROM projects WHERE id = $1 AND deleted_at IS NULL"#,
         id,
     )
     .fetch_optional(pool)
@@ -119,7 +125,7 @@ pub async fn list(
     let rows = sqlx::query_as!(
         Row,
         r#"SELECT id, uid, name, plan, limits, frame_ancestors, brand AS "brand: sqlx::types::Json<Brand>",
-                created_at AS "created_at: DateTime<Utc>" FROM projects
+                trace_propagation, created_at AS "created_at: DateTime<Utc>" FROM projects
           WHERE deleted_at IS NULL AND ($1::text IS NULL OR uid = $1)
             AND (created_at, id) > ($2, $3)
           ORDER BY created_at, id LIMIT $4"#,
@@ -142,9 +148,10 @@ pub async fn update(pool: &PgPool, id: i64, f: &TenantFields) -> AppResult<Tenan
             plan = coalesce($5, plan),
             limits = coalesce($6, limits),
             frame_ancestors = coalesce($7, frame_ancestors),
-            brand = coalesce($8, brand)
+            brand = coalesce($8, brand),
+            trace_propagation = coalesce($9, trace_propagation)
           WHERE id = $1 AND deleted_at IS NULL RETURNING id, uid, name, plan, limits, frame_ancestors, brand AS "brand: sqlx::types::Json<Brand>",
-                created_at AS "created_at: DateTime<Utc>""#,
+                trace_propagation, created_at AS "created_at: DateTime<Utc>""#,
         id,
         f.name.as_deref(),
         f.uid.is_some(),
@@ -153,6 +160,7 @@ pub async fn update(pool: &PgPool, id: i64, f: &TenantFields) -> AppResult<Tenan
         f.overrides.as_ref(),
         f.frame_ancestors.as_deref(),
         f.brand.clone().map(sqlx::types::Json) as _,
+        f.trace_propagation,
     )
     .fetch_optional(pool)
     .await

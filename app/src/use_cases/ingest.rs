@@ -14,7 +14,7 @@ use crate::{
         ratelimit::{quota, retry_after},
     },
     db::{
-        events::{self, Ingested, NewEvent, Via},
+        events::{self, Ingested, NewEvent, Trace, Via},
         group_commit::GroupCommit,
         queue::handoff::Handoff,
         rate_counters,
@@ -68,13 +68,14 @@ impl From<AppError> for Refused {
 }
 
 /// Sends one event. `header_key` is the `Idempotency-Key` header, used when the body
-/// carries no `id`.
+/// carries no `id`; `trace` the context the call came with.
 pub async fn send_one(
     pool: &PgPool,
     routes: Routes<'_>,
     sender: Sender,
     input: EventInput<'_>,
     header_key: Option<String>,
+    trace: Trace<'_>,
 ) -> Result<Ingested, AppError> {
     let item = event_input::check(input, "", sender.data_depth)?;
     let typed = [(String::new(), item.event_type.as_str(), &*item.data)];
@@ -86,6 +87,7 @@ pub async fn send_one(
         client_id: client_id.as_deref(),
         ordering_key: item.ordering_key,
         subjects: item.subjects,
+        trace,
     };
     let via = Via {
         handoff: routes.handoff,
@@ -107,6 +109,7 @@ pub async fn send_batch(
     sender: Sender,
     units: Units<'_>,
     inputs: &[EventInput<'_>],
+    trace: Trace<'_>,
 ) -> Result<Vec<Ingested>, Refused> {
     let items = event_input::check_batch(inputs, sender.data_depth)?;
     let n = items.len();
@@ -155,6 +158,7 @@ pub async fn send_batch(
             client_id: item.key.as_deref(),
             ordering_key: item.ordering_key,
             subjects: item.subjects,
+            trace,
         })
         .collect();
     let via = Via {

@@ -37,6 +37,8 @@ pub struct ProjectInput {
     pub limits: Option<serde_json::Value>,
     pub frame_ancestors: Option<Vec<String>>,
     pub brand: Option<BrandInput>,
+    /// Attempts pass W3C trace context on to receivers.
+    pub trace_propagation: Option<bool>,
 }
 
 #[derive(Debug, Default)]
@@ -154,5 +156,6 @@ fn fields(input: ProjectInput) -> AppResult<TenantFields> {
         overrides,
         frame_ancestors,
         brand: input.brand.map(brand).transpose()?,
+        trace_propagation: input.trace_propagation,
     })
 }

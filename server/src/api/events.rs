@@ -20,13 +20,13 @@ use axum::{
     Extension, Json,
 };
 use serde::{Deserialize, Serialize};
+
+use crate::telemetry::RequestTrace;
 use serde_json::value::RawValue;
 use sqlx::PgPool;
 
 /// The dispatcher of this process, if it takes attempts straight from ingest.
 type Handoff = Option<std::sync::Arc<dyn app::db::queue::handoff::Handoff>>;
-/// The writers that take concurrent requests' lone events together, if any.
-type Group = Option<std::sync::Arc<app::db::group_commit::GroupCommit>>;
 
 use super::{
     error::ApiErrorBody,
@@ -200,6 +200,7 @@ pub async fn create_batch(
     State(targets): State<std::sync::Arc<app::db::targets::TargetCache>>,
     Extension(caller): Extension<Caller>,
     Extension(rate): Extension<super::RateWindow>,
+    trace: Option<Extension<RequestTrace>>,
     ApiJson(body): ApiJson<CreateEventBatch>,
 ) -> Result<Response, ApiError> {
     let inputs: Vec<EventInput> = body.events.iter().map(input).collect();
@@ -214,20 +215,23 @@ pub async fn create_batch(
         group: None,
         targets: &targets,
     };
-    let stored = match ingest::send_batch(&pool, routes, sender(&caller), units, &inputs).await {
-        Ok(stored) => stored,
-        Err(Refused::Invalid(e)) => return Err(e.into()),
-        Err(Refused::OverRate {
-            message,
-            retry_after,
-        }) => {
-            let mut r = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message)
-                .into_response();
-            r.headers_mut()
-                .insert(axum::http::header::RETRY_AFTER, retry_after.into());
-            return Ok(r);
-        }
-    };
+    let parent = trace.as_ref().map(|t| t.parent.to_string());
+    let trace = trace_of(&caller, parent.as_deref(), trace.as_deref());
+    let stored =
+        match ingest::send_batch(&pool, routes, sender(&caller), units, &inputs, trace).await {
+            Ok(stored) => stored,
+            Err(Refused::Invalid(e)) => return Err(e.into()),
+            Err(Refused::OverRate {
+                message,
+                retry_after,
+            }) => {
+                let mut r = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message)
+                    .into_response();
+                r.headers_mut()
+                    .insert(axum::http::header::RETRY_AFTER, retry_after.into());
+                return Ok(r);
+            }
+        };
     let extra = (inputs.len() - 1) as u32;
     let data = stored
         .into_iter()
@@ -239,6 +243,20 @@ pub async fn create_batch(
     let mut r = (StatusCode::ACCEPTED, Json(EventBatchAccepted { data })).into_response();
     r.extensions_mut().insert(super::ExtraUnits(extra));
     Ok(r)
+}
+
+/// The trace context an event is stored with: the request's (see
+/// [`crate::telemetry::observe_requests`]), and whether its project passes it on.
+fn trace_of<'a>(
+    caller: &Caller,
+    parent: Option<&'a str>,
+    trace: Option<&'a RequestTrace>,
+) -> events::Trace<'a> {
+    events::Trace {
+        traceparent: parent,
+        tracestate: trace.and_then(|t| t.state.as_deref()),
+        propagate: caller.trace_propagation,
+    }
 }
 
 /// A page of `GET /events`, ascending by (`created_at`, `id`).
@@ -257,11 +275,9 @@ pub struct EventPage {
         (status = 503, body = ApiErrorBody, description = "`busy`: the project's schema checks are busy; retry shortly"))
 )]
 pub async fn create(
-    State(pool): State<PgPool>,
-    State(handoff): State<Handoff>,
-    State(group): State<Group>,
-    State(targets): State<std::sync::Arc<app::db::targets::TargetCache>>,
+    State(state): State<crate::state::AppState>,
     Extension(caller): Extension<Caller>,
+    trace: Option<Extension<RequestTrace>>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateEvent>,
 ) -> Result<impl IntoResponse, ApiError> {
@@ -270,12 +286,21 @@ pub async fn create(
         .map(|v| v.to_str().map_err(|_| ()));
     let header_key = event_input::header_key(header)?;
     let routes = Routes {
-        handoff: handoff.as_deref(),
-        group: group.as_deref(),
-        targets: &targets,
+        handoff: state.handoff.as_deref(),
+        group: state.group.as_deref(),
+        targets: &state.targets,
     };
-    let ingested =
-        ingest::send_one(&pool, routes, sender(&caller), input(&body), header_key).await?;
+    let parent = trace.as_ref().map(|t| t.parent.to_string());
+    let trace = trace_of(&caller, parent.as_deref(), trace.as_deref());
+    let ingested = ingest::send_one(
+        &state.pool,
+        routes,
+        sender(&caller),
+        input(&body),
+        header_key,
+        trace,
+    )
+    .await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(EventAccepted {

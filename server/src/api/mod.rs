@@ -111,6 +111,8 @@ pub struct Caller {
     pub data_depth: u32,
     /// The operator's `retention_days` for the project, if set.
     pub retention_days: Option<u32>,
+    /// The project passes W3C trace context on to its receivers.
+    pub trace_propagation: bool,
 }
 
 impl Caller {
@@ -292,6 +294,7 @@ async fn authenticate_and_limit(
                     event_schemas: o.event_schemas,
                     data_depth: o.data_depth,
                     retention_days: o.retention_days,
+                    trace_propagation: o.trace_propagation,
                 });
                 req.extensions_mut().insert(RateWindow {
                     bucket: bucket.clone(),

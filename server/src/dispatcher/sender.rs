@@ -168,6 +168,14 @@ impl Sender {
             ("webhook-timestamp".into(), timestamp.to_string()),
             ("webhook-signature".into(), standard.join(" ")),
         ]);
+        // The event's trace continues into the receiver (W3C Trace Context), unless its
+        // project keeps it.
+        if let Some((parent, state)) = crate::telemetry::outgoing(row) {
+            headers.push(("traceparent".into(), parent));
+            if let Some(state) = state {
+                headers.push(("tracestate".into(), state));
+            }
+        }
         // Custom headers (credentials, typically) go to the endpoint only, never to a
         // bin, and are recorded redacted.
         let mut recorded = headers.clone();

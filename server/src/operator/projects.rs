@@ -117,6 +117,8 @@ pub struct Project {
     /// Origins that may frame this project's portal pages.
     pub frame_ancestors: Vec<String>,
     pub brand: BrandOut,
+    /// Attempts carry W3C `traceparent`/`tracestate` to the project's receivers.
+    pub trace_propagation: bool,
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
@@ -142,6 +144,8 @@ pub struct CreateProject {
     #[schema(schema_with = origins_schema)]
     pub frame_ancestors: Option<Vec<String>>,
     pub brand: Option<BrandIn>,
+    /// Pass W3C trace context on to the project's receivers (default true).
+    pub trace_propagation: Option<bool>,
 }
 
 /// Any subset of a project's fields; `limits` replaces the overrides whole.
@@ -166,6 +170,8 @@ pub struct UpdateProject {
     #[schema(schema_with = origins_schema)]
     pub frame_ancestors: Option<Vec<String>>,
     pub brand: Option<BrandIn>,
+    /// Pass W3C trace context on to the project's receivers (default true).
+    pub trace_propagation: Option<bool>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -216,6 +222,7 @@ impl Project {
                 accent: t.brand.accent,
                 logo_url: t.brand.logo_url,
             },
+            trace_propagation: t.trace_propagation,
             created_at: t.created_at,
         }
     }
@@ -229,8 +236,10 @@ fn input(
     limits: Option<LimitOverrides>,
     frame_ancestors: Option<Vec<String>>,
     brand: Option<BrandIn>,
+    trace_propagation: Option<bool>,
 ) -> ProjectInput {
     ProjectInput {
+        trace_propagation,
         name,
         uid,
         plan,
@@ -257,6 +266,7 @@ pub async fn create(
         body.limits,
         body.frame_ancestors,
         body.brand,
+        body.trace_propagation,
     );
     let t = projects::create(&state.pool, f).await?;
     Ok((StatusCode::CREATED, Json(Project::from_tenant(t, &state))))
@@ -322,6 +332,7 @@ pub async fn update(
         body.limits,
         body.frame_ancestors,
         body.brand,
+        body.trace_propagation,
     );
     let t = projects::update(&state.pool, id, f).await?;
     Ok(Json(Project::from_tenant(t, &state)))

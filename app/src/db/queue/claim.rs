@@ -42,6 +42,11 @@ pub struct Claimed {
     pub start_at: Option<DateTime<Utc>>,
     /// Its event was erased: there is nothing left to send, and it ends as a dead letter.
     pub erased: bool,
+    /// The W3C trace context its event was accepted under, and whether its project
+    /// passes it on to receivers.
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
+    pub trace_propagation: bool,
 }
 
 impl Claimed {
@@ -144,7 +149,9 @@ pub(super) const CLAIMED: &str = "d.id, d.created_at, d.project_id, d.event_id, 
     CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
     e.custom_headers, e.client_cert, e.client_key,
     e.signature_scheme, e.signing_key, e.scheme_switched_at,
-    (ev.erased_at IS NOT NULL OR d.error_kind IS NOT DISTINCT FROM 'erased') AS erased";
+    (ev.erased_at IS NOT NULL OR d.error_kind IS NOT DISTINCT FROM 'erased') AS erased,
+    ev.traceparent, ev.tracestate,
+    coalesce((SELECT p.trace_propagation FROM projects p WHERE p.id = d.project_id), true) AS trace_propagation";
 
 /// What a row must satisfy to be claimed, whichever way the candidates are found.
 macro_rules! claimable {
