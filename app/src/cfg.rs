@@ -21,6 +21,8 @@ pub struct Config {
     /// `POSTHORN_ENCRYPTION_KEY`: the keys sealing secret material at rest (see
     /// [`crate::core::sealed`]), checked and installed at start by the command line.
     pub encryption_key: Option<Redacted>,
+    /// `POSTHORN_METRICS_TOKEN`: when set, `/metrics` wants `Authorization: Bearer` it.
+    pub metrics_token: Option<Redacted>,
     /// `POSTHORN_EGRESS_PROXY`: every delivery to a receiver goes through this HTTP proxy
     /// (CONNECT), after the target guard has checked the target's address.
     pub egress_proxy: Option<EgressProxy>,
@@ -180,6 +182,10 @@ impl Config {
             allow_private_targets,
             extra_roots,
             encryption_key: env.var("POSTHORN_ENCRYPTION_KEY").map(Redacted),
+            metrics_token: env
+                .var("POSTHORN_METRICS_TOKEN")
+                .filter(|t| !t.trim().is_empty())
+                .map(Redacted),
             egress_proxy: egress_proxy(&env)?,
             handoff,
             retention_days: env.number("POSTHORN_RETENTION_DAYS", 14u32)?,

@@ -178,9 +178,9 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             // Lanes its outcome writer leaves are released here too, whether or not a
             // `serve` is running.
             let replayer = tokio::spawn(crate::replayer::run(pool, rx.clone()));
-            Dispatcher::new(dispatch_pool, cfg, Arc::new(Metrics::default()))
-                .run(rx)
-                .await;
+            let metrics = Arc::new(Metrics::default());
+            crate::telemetry::export_metrics(metrics.clone());
+            Dispatcher::new(dispatch_pool, cfg, metrics).run(rx).await;
             let _ = replayer.await;
         }
         Command::Serve { no_dispatch } => serve(pool, cfg, !no_dispatch).await?,
@@ -232,6 +232,8 @@ async fn secrets_at_rest(
 
 async fn serve(pool: sqlx::PgPool, cfg: Arc<Config>, dispatch: bool) -> Result<(), Failure> {
     let metrics = Arc::new(Metrics::default());
+    metrics.watch_pool("main", &pool);
+    crate::telemetry::export_metrics(metrics.clone());
     let (tx, rx) = watch::channel(false);
     let (handoff, dispatcher) = if dispatch {
         let dispatch_pool = app::db::connect_dispatcher(&cfg.database_url, 16).await?;

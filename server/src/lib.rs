@@ -16,4 +16,5 @@ pub mod replayer;
 pub mod schema_download;
 pub mod seed;
 pub mod state;
+pub mod telemetry;
 pub mod web;

@@ -8,17 +8,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() {
-    // Logs go to stderr: `create-project` prints only its JSON line on stdout. Colours
-    // only on a terminal: a log file keeps plain text.
-    use std::io::IsTerminal;
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn,tower_sessions=warn".into()),
-        )
-        .init();
+    let telemetry = server::telemetry::init();
     if let Err(e) = run(Cli::parse()).await {
         let mut message = e.to_string();
         let mut source = e.source();
@@ -27,6 +17,7 @@ async fn main() {
             source = s.source();
         }
         eprintln!("posthorn: {message}");
+        drop(telemetry);
         std::process::exit(1);
     }
 }

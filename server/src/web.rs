@@ -76,6 +76,10 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::inspector::router(state.clone()))
         .merge(leptos_app)
         .layer(middleware::from_fn(security_headers))
+        .layer(middleware::from_fn_with_state(
+            state.metrics.clone(),
+            crate::telemetry::observe_requests,
+        ))
         .with_state(state)
         // Pages and answers hold tenant data: no cache keeps them, unless a route says otherwise.
         .layer(SetResponseHeaderLayer::if_not_present(
@@ -115,15 +119,40 @@ async fn healthz(State(pool): State<PgPool>) -> impl IntoResponse {
     }
 }
 
-async fn metrics(State(state): State<AppState>) -> Response {
-    let (depth, oldest) = app::db::queue::queue_stats(&state.pool)
-        .await
-        .unwrap_or((0, 0.0));
+/// Reads only what the process keeps in memory (see [`crate::metrics`]). With
+/// `POSTHORN_METRICS_TOKEN` set it wants that token as a bearer, compared in constant time.
+async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(token) = &state.cfg.metrics_token {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if !same_secret(given.as_bytes(), token.0.as_bytes()) {
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                "metrics want Authorization: Bearer <POSTHORN_METRICS_TOKEN>\n",
+            )
+                .into_response();
+        }
+    }
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(depth, oldest),
+        state.metrics.render(),
     )
         .into_response()
+}
+
+/// Equal secrets, compared by their digests: the time taken says nothing of where they
+/// first differ, nor of the token's length.
+fn same_secret(given: &[u8], token: &[u8]) -> bool {
+    use sha2::{Digest, Sha256};
+    let (a, b) = (Sha256::digest(given), Sha256::digest(token));
+    a.iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
 }
 
 /// Signing out changes state, so it is a POST (under the same-origin check); a GET of

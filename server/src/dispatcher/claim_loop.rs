@@ -13,6 +13,7 @@ use std::{
 
 use app::cfg::Config;
 use tokio::sync::{mpsc, watch, Notify};
+use tracing::Instrument;
 
 use super::{handoff::LocalHandoff, launch::Launch, queue, queue::Claimed, slow, Held, HeldRow};
 
@@ -213,10 +214,17 @@ impl ClaimLoop {
         shutdown: &mut watch::Receiver<bool>,
     ) -> Option<Vec<Claimed>> {
         let started = Instant::now();
-        let claimed = claim(&self.claims, &self.worker, limit, self.cfg.lease, caps).await;
+        let span = crate::telemetry::claim_span();
+        let claimed = claim(&self.claims, &self.worker, limit, self.cfg.lease, caps)
+            .instrument(span.clone())
+            .await;
         slow("claim", started);
         match claimed {
-            Ok(rows) => Some(rows),
+            Ok(rows) => {
+                span.record("posthorn.claimed", rows.len());
+                self.launch.metrics.claimed(started.elapsed(), rows.len());
+                Some(rows)
+            }
             Err(e) => {
                 if let Some(handoff) = &self.handoff {
                     let _h = self.held.lock().unwrap_or_else(|e| e.into_inner());

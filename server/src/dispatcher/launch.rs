@@ -10,6 +10,7 @@ use tokio::{
     sync::{mpsc, watch, Semaphore},
     task::JoinSet,
 };
+use tracing::Instrument;
 
 use super::{
     ms_until,
@@ -55,89 +56,103 @@ impl Launch {
         let mut stopping = self.shutdown.clone();
         let probe = self.probe.clone();
         let hand_back = HandBackOnDrop::new(row.id, row.created_at, self.reports.clone());
-        self.tasks.spawn(async move {
-            // An erased event has nothing left to send: its attempt ends here, unsent.
-            if row.erased {
-                let outcome = sender.erased(&row);
-                metrics.observe(&outcome);
-                hand_back.report(outcome);
-                return;
-            }
-            let jitter: f64 = rand::thread_rng().gen();
-            // A throttled attempt is signed before it waits, so that its start follows
-            // the slot's check at once. A bug there is an outcome too, like one in the send.
-            let prepared = row.start_at.map(|at| {
-                std::panic::catch_unwind(AssertUnwindSafe(|| sender.prepare(&row, at.timestamp())))
-            });
-            let prepared = match prepared {
-                Some(Ok(Ok(request))) => Some(request),
-                Some(Ok(Err(sealed))) => {
-                    let outcome = sender.internal_failure(&row, &sealed, jitter);
+        let span = crate::telemetry::attempt_span(&row);
+        let task_span = span.clone();
+        self.tasks.spawn(
+            async move {
+                // An erased event has nothing left to send: its attempt ends here, unsent.
+                if row.erased {
+                    let outcome = sender.erased(&row);
                     metrics.observe(&outcome);
+                    crate::telemetry::record_outcome(&span, &outcome);
                     hand_back.report(outcome);
                     return;
                 }
-                Some(Err(panic)) => {
-                    let outcome = internal_failure(&sender, &row, panic, jitter);
-                    metrics.observe(&outcome);
-                    hand_back.report(outcome);
-                    return;
-                }
-                None => None,
-            };
-            // A throttled endpoint's attempt waits for its start slot holding no
-            // concurrency slot; one that misses its slot goes back to the queue.
-            if let Some(start_at) = row.start_at {
-                if let SlotCheck::Wait(wait) = check_slot(ms_until(start_at)) {
-                    tokio::select! {
-                        _ = tokio::time::sleep(wait) => {}
-                        _ = stopping.changed() => return,
-                    }
-                }
-            }
-            // The endpoint's slot first: waiting for a slow endpoint holds no global slot.
-            let _ep = ep_sem.acquire_owned().await;
-            // A throttled attempt starts on the room its claim reserved: its row counts
-            // against its endpoint's, its project's and this worker's shares, and its
-            // start slot is booked. Waiting for the slots unthrottled attempts share, it
-            // would miss its start whenever other tenants' hanging attempts held them all,
-            // go back, be booked again and miss again, for as long as they hung.
-            let _slot = match row.start_at {
-                None => Some(global.acquire_owned().await),
-                Some(_) => None,
-            };
-            if *stopping.borrow() {
-                return; // not sent: handed back to the queue by `hand_back`
-            }
-            if let Some(start_at) = row.start_at {
-                match check_slot(ms_until(start_at)) {
-                    SlotCheck::Go => {}
-                    SlotCheck::Wait(wait) => tokio::time::sleep(wait).await,
-                    SlotCheck::Missed => {
-                        tracing::debug!(delivery = row.id, "start slot missed; back to the queue");
-                        metrics.start_slot_missed();
+                let jitter: f64 = rand::thread_rng().gen();
+                // A throttled attempt is signed before it waits, so that its start follows
+                // the slot's check at once. A bug there is an outcome too, like one in the send.
+                let prepared = row.start_at.map(|at| {
+                    std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        sender.prepare(&row, at.timestamp())
+                    }))
+                });
+                let prepared = match prepared {
+                    Some(Ok(Ok(request))) => Some(request),
+                    Some(Ok(Err(sealed))) => {
+                        let outcome = sender.internal_failure(&row, &sealed, jitter);
+                        metrics.observe(&outcome);
+                        crate::telemetry::record_outcome(&span, &outcome);
+                        hand_back.report(outcome);
                         return;
                     }
+                    Some(Err(panic)) => {
+                        let outcome = internal_failure(&sender, &row, panic, jitter);
+                        metrics.observe(&outcome);
+                        crate::telemetry::record_outcome(&span, &outcome);
+                        hand_back.report(outcome);
+                        return;
+                    }
+                    None => None,
+                };
+                // A throttled endpoint's attempt waits for its start slot holding no
+                // concurrency slot; one that misses its slot goes back to the queue.
+                if let Some(start_at) = row.start_at {
+                    if let SlotCheck::Wait(wait) = check_slot(ms_until(start_at)) {
+                        tokio::select! {
+                            _ = tokio::time::sleep(wait) => {}
+                            _ = stopping.changed() => return,
+                        }
+                    }
                 }
+                // The endpoint's slot first: waiting for a slow endpoint holds no global slot.
+                let _ep = ep_sem.acquire_owned().await;
+                // A throttled attempt starts on the room its claim reserved: its row counts
+                // against its endpoint's, its project's and this worker's shares, and its
+                // start slot is booked. Waiting for the slots unthrottled attempts share, it
+                // would miss its start whenever other tenants' hanging attempts held them all,
+                // go back, be booked again and miss again, for as long as they hung.
+                let _slot = match row.start_at {
+                    None => Some(global.acquire_owned().await),
+                    Some(_) => None,
+                };
+                if *stopping.borrow() {
+                    return; // not sent: handed back to the queue by `hand_back`
+                }
+                if let Some(start_at) = row.start_at {
+                    match check_slot(ms_until(start_at)) {
+                        SlotCheck::Go => {}
+                        SlotCheck::Wait(wait) => tokio::time::sleep(wait).await,
+                        SlotCheck::Missed => {
+                            tracing::debug!(
+                                delivery = row.id,
+                                "start slot missed; back to the queue"
+                            );
+                            metrics.start_slot_missed();
+                            return;
+                        }
+                    }
+                }
+                let attempt = async {
+                    if let Some(probe) = &probe {
+                        probe(&row);
+                    }
+                    match prepared {
+                        Some(request) => sender.send_prepared(&row, request, jitter).await,
+                        None => sender.attempt(&row, jitter).await,
+                    }
+                };
+                // A bug in one attempt must not leave its row held (and its slot
+                // taken) for ever: it is recorded as an internal failure and retried.
+                let outcome = match AssertUnwindSafe(attempt).catch_unwind().await {
+                    Ok(outcome) => outcome,
+                    Err(panic) => internal_failure(&sender, &row, panic, jitter),
+                };
+                metrics.observe(&outcome);
+                crate::telemetry::record_outcome(&span, &outcome);
+                hand_back.report(outcome);
             }
-            let attempt = async {
-                if let Some(probe) = &probe {
-                    probe(&row);
-                }
-                match prepared {
-                    Some(request) => sender.send_prepared(&row, request, jitter).await,
-                    None => sender.attempt(&row, jitter).await,
-                }
-            };
-            // A bug in one attempt must not leave its row held (and its slot
-            // taken) for ever: it is recorded as an internal failure and retried.
-            let outcome = match AssertUnwindSafe(attempt).catch_unwind().await {
-                Ok(outcome) => outcome,
-                Err(panic) => internal_failure(&sender, &row, panic, jitter),
-            };
-            metrics.observe(&outcome);
-            hand_back.report(outcome);
-        });
+            .instrument(task_span),
+        );
     }
 
     /// Endpoints come and go; their semaphores need not stay once idle.

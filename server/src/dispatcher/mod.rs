@@ -50,6 +50,7 @@ struct Background {
     writer: JoinHandle<()>,
     renewer: JoinHandle<()>,
     recoverer: JoinHandle<()>,
+    sampler: JoinHandle<()>,
 }
 
 /// Runs inside each attempt's task just before it is sent; tests use it to inject faults.
@@ -70,6 +71,7 @@ pub struct Dispatcher {
 impl Dispatcher {
     pub fn new(pool: PgPool, cfg: Arc<Config>, metrics: Arc<Metrics>) -> Dispatcher {
         let worker = format!("{}-{}", std::process::id(), ulid::Ulid::new());
+        metrics.watch_pool("dispatcher", &pool);
         Dispatcher {
             claims: queue::claim_pool(&pool),
             pool,
@@ -182,6 +184,7 @@ impl Dispatcher {
             self.held.clone(),
             progress.clone(),
             recorded.clone(),
+            self.metrics.clone(),
         ));
         let renewer = tokio::spawn(leases::renew(
             self.pool.clone(),
@@ -199,11 +202,13 @@ impl Dispatcher {
             recovery_every,
             wake.clone(),
         ));
+        let sampler = tokio::spawn(sample_queue(self.pool.clone(), self.metrics.clone()));
         Background {
             listener,
             writer,
             renewer,
             recoverer,
+            sampler,
         }
     }
 
@@ -254,6 +259,7 @@ impl Dispatcher {
         background.listener.abort();
         background.renewer.abort();
         background.recoverer.abort();
+        background.sampler.abort();
         match queue::release_all(&self.pool, &self.worker).await {
             Ok(n) if n > 0 => {
                 tracing::info!(rows = n, "handed unfinished attempts back to the queue")
@@ -329,5 +335,26 @@ fn slow(what: &str, since: std::time::Instant) {
     let took = since.elapsed();
     if took > Duration::from_millis(100) {
         tracing::warn!(took_ms = took.as_millis() as u64, "{what} was slow");
+    }
+}
+
+/// How often the dispatcher counts the due queue for /metrics: a scrape reads the last
+/// count, so a million waiting attempts cost one count per interval, not one per scrape.
+const QUEUE_SAMPLE_EVERY: Duration = Duration::from_secs(15);
+
+async fn sample_queue(pool: PgPool, metrics: Arc<Metrics>) {
+    let mut every = tokio::time::interval(QUEUE_SAMPLE_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        match queue::queue_stats(&pool).await {
+            Ok((due, oldest)) => {
+                metrics.sample_queue(due, Duration::from_secs_f64(oldest.max(0.0)))
+            }
+            Err(e) => {
+                metrics.sample_failed();
+                tracing::debug!(error = %e, "queue sample failed");
+            }
+        }
     }
 }

@@ -70,6 +70,7 @@ pub(super) async fn write_outcomes(
     held: Held,
     progress: Arc<Notify>,
     recorded_batches: Arc<std::sync::atomic::AtomicU64>,
+    metrics: Arc<crate::metrics::Metrics>,
 ) {
     let mut batch: Vec<Outcome> = Vec::new();
     let mut returned: Vec<(i64, chrono::DateTime<chrono::Utc>)> = Vec::new();
@@ -112,6 +113,7 @@ pub(super) async fn write_outcomes(
             Err(e) => Err(e),
         };
         slow("recording outcomes", started);
+        metrics.outcomes_written(started.elapsed());
         match written {
             Ok(_) => {
                 let mut h = held.lock().unwrap_or_else(|e| e.into_inner());
