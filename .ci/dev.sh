@@ -213,6 +213,8 @@ run() {
 
 ensure_test_tools() {
   [ -x /usr/bin/chromium ] || apt_install chromium
+  # Prometheus scrapes a server in a test; promtool tests the alerting rules.
+  command -v promtool >/dev/null && [ -x /usr/bin/prometheus ] || apt_install prometheus
   command -v python3 >/dev/null || apt_install python3 python3-venv
   if [ ! -x "$ROOT/.venv/bin/python" ]; then
     log "creating .venv for the receiver-side checks"
@@ -266,6 +268,8 @@ test_all() {
   # Databases left by earlier runs of the integration tests.
   "$POSTHORN_PSQL" "$DATABASE_URL" -tAc "SELECT datname FROM pg_database WHERE datname LIKE 'ph_test_%'" 2>/dev/null \
     | while read -r db; do "$POSTHORN_PSQL" "$DATABASE_URL" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true; done
+  log "alerting rules (promtool test rules deploy/prometheus/posthorn.rules.test.yml)"
+  (cd deploy/prometheus && promtool check rules posthorn.rules.yml && promtool test rules posthorn.rules.test.yml)
   log "unit and integration tests"
   cargo test -p app --features ssr --lib
   cargo test -p server

@@ -34,7 +34,7 @@ sys.dont_write_bytecode = True  # no __pycache__ left in deploy/
 
 # Settings whose values are credentials: they belong in the Secret.
 SECRET_SETTINGS = {"DATABASE_URL", "POSTHORN_ENCRYPTION_KEY", "POSTHORN_SMTP_URL",
-                   "POSTHORN_EGRESS_PROXY"}
+                   "POSTHORN_EGRESS_PROXY", "POSTHORN_METRICS_TOKEN"}
 WORKLOADS = {"posthorn-server", "posthorn-dispatcher", "posthorn-migrate"}
 
 

@@ -14,10 +14,16 @@ use super::Config;
 const REFERENCE: &str = "docs/src/configuration.md";
 
 /// Read by a library rather than by name in our code, and where.
-const READ_BY_LIBRARIES: &[(&str, &str)] = &[(
-    "RUST_LOG",
-    "the log filter (tracing's EnvFilter, server/src/main.rs)",
-)];
+const READ_BY_LIBRARIES: &[(&str, &str)] = &[
+    (
+        "RUST_LOG",
+        "the log filter (tracing's EnvFilter, server/src/telemetry/mod.rs)",
+    ),
+    (
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "the OpenTelemetry exporters (opentelemetry-otlp, server/src/telemetry/mod.rs)",
+    ),
+];
 
 /// Sources whose reads of the environment are not the product's configuration: the
 /// benchmark's own settings.

@@ -343,7 +343,7 @@ async fn an_attempt_that_misses_its_start_slot_goes_back_and_every_outcome_is_st
     let arrived = throttled.wait_for(2, Duration::from_secs(15)).await;
     assert_eq!(arrived.len(), 2, "the handed-back attempts are sent again");
     assert!(stalled.load(Ordering::SeqCst));
-    assert!(metrics.render(0, 0.0).lines().any(|l| {
+    assert!(metrics.render().lines().any(|l| {
         l.strip_prefix("posthorn_start_slots_missed_total ")
             .is_some_and(|n| n != "0")
     }));
