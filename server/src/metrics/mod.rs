@@ -23,11 +23,6 @@ use sqlx::PgPool;
 
 pub use histogram::Histogram;
 
-/// New connections the dispatchers' HTTP clients opened to receivers: `[http, https]`
-/// (every https one is a TLS handshake). Counted by the clients' connector, shared by
-/// every client of the process.
-pub static CONNECTIONS_OPENED: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
-
 #[derive(Default)]
 pub struct Metrics {
     succeeded: AtomicU64,
@@ -179,19 +174,6 @@ impl Metrics {
         );
         let missed = self.slots_missed.load(Ordering::Relaxed);
         let _ = writeln!(out, "posthorn_start_slots_missed_total {missed}");
-        help(
-            out,
-            "posthorn_connections_opened_total",
-            "counter",
-            "Connections opened to receivers, by scheme (each https one is a TLS handshake).",
-        );
-        for (scheme, c) in ["http", "https"].iter().zip(&CONNECTIONS_OPENED) {
-            let n = c.load(Ordering::Relaxed);
-            let _ = writeln!(
-                out,
-                "posthorn_connections_opened_total{{scheme=\"{scheme}\"}} {n}"
-            );
-        }
     }
 
     fn render_dispatcher(&self, out: &mut String) {

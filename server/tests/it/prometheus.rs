@@ -182,5 +182,5 @@ async fn dashboard_queries_run(base: &str) {
             queries += 1;
         }
     }
-    assert!(queries >= 14, "{queries} queries");
+    assert!(queries >= 13, "{queries} queries");
 }

@@ -163,6 +163,23 @@ fn posthorn(command: &str, db_url: &str, env: &[(&str, &str)]) -> Command {
     cmd
 }
 
+/// Starts `cmd` (a `posthorn serve` at `base`) and waits until it answers: beside the
+/// whole suite on two cores a start can take a while; if it never comes, its log says why.
+async fn started(mut cmd: Command, base: &str, log: &tempfile::NamedTempFile) -> Child {
+    let mut child = cmd.spawn().expect("start posthorn serve");
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while http.get(format!("{base}/healthz")).send().await.is_err() {
+        let exited = child.try_wait().unwrap();
+        if exited.is_some() || Instant::now() > deadline {
+            let text = std::fs::read_to_string(log.path()).unwrap_or_default();
+            panic!("posthorn serve did not start ({exited:?}):\n{text}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    child
+}
+
 fn stop(mut child: Child) {
     // SIGTERM, so the exporters flush what they hold.
     let _ = Command::new("kill").arg(child.id().to_string()).status();
@@ -186,7 +203,6 @@ async fn one_event_is_one_trace_from_the_api_call_through_another_process_to_the
     let collector = Collector::start().await;
     let rx = Receiver::start().await;
     let (project, key) = app.project("business").await;
-    let (_, secret) = app.endpoint(project, &rx.url).await;
 
     let port = common::process::free_port();
     let base = format!("http://127.0.0.1:{port}");
@@ -194,10 +210,24 @@ async fn one_event_is_one_trace_from_the_api_call_through_another_process_to_the
         ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url.as_str()),
         ("LEPTOS_SITE_ADDR", &base[7..]),
     ];
+    let log = tempfile::NamedTempFile::new().unwrap();
     let mut api = posthorn("serve", &db_url, &otel);
     api.arg("--no-dispatch")
-        .env("OTEL_SERVICE_NAME", "posthorn-api");
-    let api = common::process::started(&mut api, &base).await;
+        .env("OTEL_SERVICE_NAME", "posthorn-api")
+        .stderr(log.reopen().unwrap());
+    let api = started(api, &base, &log).await;
+    // Made by the child (another test may have given this process a sealing key).
+    let made: serde_json::Value = reqwest::Client::new()
+        .post(format!("{base}/public/v1/webhooks"))
+        .bearer_auth(&key)
+        .json(&serde_json::json!({"url": rx.url, "events": ["*"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let secret = made["secret"].as_str().expect("a secret").to_string();
     let dispatch = posthorn("dispatch", &db_url, &otel[..1])
         .env("OTEL_SERVICE_NAME", "posthorn-dispatch")
         .spawn()
