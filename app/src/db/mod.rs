@@ -11,6 +11,7 @@ pub mod endpoint_activity;
 pub mod endpoint_health;
 pub mod endpoints;
 pub mod erasures;
+pub mod event_reads;
 pub mod events;
 pub mod filtered;
 pub mod group_commit;

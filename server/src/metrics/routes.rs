@@ -27,9 +27,10 @@ struct Stats {
     duration: Histogram,
 }
 
+/// By method, then route pattern: a request finds its counters without allocating.
 #[derive(Default)]
 pub struct Routes {
-    by: RwLock<HashMap<(&'static str, String), Arc<Stats>>>,
+    by: RwLock<HashMap<&'static str, HashMap<String, Arc<Stats>>>>,
 }
 
 /// The method as a label: the standard ones by name, anything else `_OTHER` (as
@@ -57,43 +58,54 @@ impl Routes {
     }
 
     fn stats(&self, method: &'static str, route: &str) -> Arc<Stats> {
-        let key = (method, route.to_string());
-        if let Some(s) = self.by.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        let by = self.by.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = by.get(method).and_then(|routes| routes.get(route)) {
             return s.clone();
         }
+        drop(by);
         let mut by = self.by.write().unwrap_or_else(|e| e.into_inner());
-        let key = if by.len() >= MAX_ROUTES && !by.contains_key(&key) {
-            (method, "(other)".to_string())
+        let total: usize = by.values().map(HashMap::len).sum();
+        let routes = by.entry(method).or_default();
+        let route = if total >= MAX_ROUTES && !routes.contains_key(route) {
+            "(other)"
         } else {
-            key
+            route
         };
-        by.entry(key).or_default().clone()
+        routes.entry(route.to_string()).or_default().clone()
+    }
+
+    /// Every (method, route) counted so far, in label order.
+    fn sorted(&self) -> Vec<(&'static str, String, Arc<Stats>)> {
+        let by = self.by.read().unwrap_or_else(|e| e.into_inner());
+        let mut all: Vec<_> = by
+            .iter()
+            .flat_map(|(m, routes)| routes.iter().map(|(r, s)| (*m, r.clone(), s.clone())))
+            .collect();
+        all.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        all
     }
 
     pub fn render(&self, out: &mut String) {
-        let by = self.by.read().unwrap_or_else(|e| e.into_inner());
-        let mut keys: Vec<&(&'static str, String)> = by.keys().collect();
-        keys.sort();
+        let all = self.sorted();
         out.push_str("# HELP posthorn_http_requests_total HTTP requests answered, by route pattern, method and status class.\n# TYPE posthorn_http_requests_total counter\n");
-        for key in &keys {
-            let stats = &by[*key];
+        for (method, route, stats) in &all {
             for (i, c) in stats.classes.iter().enumerate() {
                 let n = c.load(Ordering::Relaxed);
                 if n > 0 {
                     let _ = writeln!(
                         out,
                         "posthorn_http_requests_total{{method=\"{}\",route=\"{}\",status=\"{}xx\"}} {n}",
-                        key.0,
-                        escape(&key.1),
+                        method,
+                        escape(route),
                         i + 1
                     );
                 }
             }
         }
         out.push_str("# HELP posthorn_http_request_duration_seconds Time to answer an HTTP request (to the response head), by route pattern and method.\n# TYPE posthorn_http_request_duration_seconds histogram\n");
-        for key in &keys {
-            let labels = format!("method=\"{}\",route=\"{}\"", key.0, escape(&key.1));
-            by[*key]
+        for (method, route, stats) in &all {
+            let labels = format!("method=\"{method}\",route=\"{}\"", escape(route));
+            stats
                 .duration
                 .render(out, "posthorn_http_request_duration_seconds", &labels);
         }
@@ -136,7 +148,7 @@ mod tests {
         for i in 0..(MAX_ROUTES + 50) {
             r.observe("GET", &format!("/made/up/{i}"), 200, Duration::ZERO);
         }
-        assert!(r.by.read().unwrap().len() <= MAX_ROUTES + 1);
+        assert!(r.sorted().len() <= MAX_ROUTES + 1);
         assert_eq!(
             method_label(&axum::http::Method::from_bytes(b"BREW").unwrap()),
             "_OTHER"

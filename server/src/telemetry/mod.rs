@@ -172,18 +172,13 @@ fn tracer_provider() -> Option<SdkTracerProvider> {
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
         .with_http_client(otlp_client::Client::new()?)
         .build();
-    match exporter {
-        Ok(exporter) => Some(
-            SdkTracerProvider::builder()
-                .with_batch_exporter(exporter)
-                .with_resource(resource())
-                .build(),
-        ),
-        Err(e) => {
-            eprintln!("posthorn: OpenTelemetry traces are off: {e}");
-            None
-        }
-    }
+    let exporter = built("traces", exporter)?;
+    Some(
+        SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(resource())
+            .build(),
+    )
 }
 
 fn meter_provider() -> Option<SdkMeterProvider> {
@@ -193,18 +188,23 @@ fn meter_provider() -> Option<SdkMeterProvider> {
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
         .with_http_client(otlp_client::Client::new()?)
         .build();
-    match exporter {
-        Ok(exporter) => Some(
-            SdkMeterProvider::builder()
-                .with_periodic_exporter(exporter)
-                .with_resource(resource())
-                .build(),
-        ),
-        Err(e) => {
-            eprintln!("posthorn: OpenTelemetry metrics are off: {e}");
-            None
-        }
-    }
+    let exporter = built("metrics", exporter)?;
+    Some(
+        SdkMeterProvider::builder()
+            .with_periodic_exporter(exporter)
+            .with_resource(resource())
+            .build(),
+    )
+}
+
+/// An exporter, or None with the reason on stderr (logging is not installed yet).
+fn built<T>(
+    signal: &str,
+    exporter: Result<T, opentelemetry_otlp::ExporterBuildError>,
+) -> Option<T> {
+    exporter
+        .map_err(|e| eprintln!("posthorn: OpenTelemetry {signal} are off: {e}"))
+        .ok()
 }
 
 #[cfg(test)]

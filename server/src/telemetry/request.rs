@@ -23,11 +23,9 @@ pub async fn observe_requests(
 ) -> Response {
     let started = Instant::now();
     let method = method_label(req.method());
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_string());
-    let route = route.as_deref().unwrap_or(UNMATCHED);
+    // A clone of the matched pattern is a reference count, not a copy of the text.
+    let matched = req.extensions().get::<MatchedPath>().cloned();
+    let route = matched.as_ref().map_or(UNMATCHED, MatchedPath::as_str);
     let span = if super::spans() {
         tracing::info_span!(
             "request",
@@ -43,7 +41,7 @@ pub async fn observe_requests(
         tracing::Span::none()
     };
     let trace = RequestTrace::of(req.headers(), &span);
-    if !super::exporting() {
+    if super::spans() && !super::exporting() {
         span.record(
             "trace_id",
             tracing::field::display(trace.parent.trace_id_hex()),

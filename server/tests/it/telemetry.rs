@@ -88,6 +88,12 @@ impl Collector {
         }
     }
 
+    /// Waits for the first span that `is` picks.
+    async fn span(&self, what: &str, is: impl Fn(&Got) -> bool) -> Got {
+        self.wait(what, |spans| spans.iter().find(|s| is(s)).cloned())
+            .await
+    }
+
     /// Waits until `found` picks something out of the spans seen so far.
     async fn wait<T>(&self, what: &str, found: impl Fn(&[Got]) -> Option<T>) -> T {
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -260,11 +266,8 @@ async fn one_event_is_one_trace_from_the_api_call_through_another_process_to_the
     assert_eq!(header(&got[0], "tracestate"), "platform=abc");
 
     let request = collector
-        .wait("API request span", |spans| {
-            spans
-                .iter()
-                .find(|s| s.name == "POST /public/v1/events" && s.trace_id == CALLER_TRACE)
-                .cloned()
+        .span("API request span", |s| {
+            s.name == "POST /public/v1/events" && s.trace_id == CALLER_TRACE
         })
         .await;
     assert_eq!(request.service, "posthorn-api");
@@ -276,11 +279,8 @@ async fn one_event_is_one_trace_from_the_api_call_through_another_process_to_the
     // not its child.
     let link = (CALLER_TRACE.to_string(), request.span_id.clone());
     let group = collector
-        .wait("group commit span", |spans| {
-            spans
-                .iter()
-                .find(|s| s.name == "ingest group commit" && s.links.contains(&link))
-                .cloned()
+        .span("group commit span", |s| {
+            s.name == "ingest group commit" && s.links.contains(&link)
         })
         .await;
     assert_eq!(group.service, "posthorn-api");
@@ -290,11 +290,8 @@ async fn one_event_is_one_trace_from_the_api_call_through_another_process_to_the
     );
 
     let attempt = collector
-        .wait("attempt span", |spans| {
-            spans
-                .iter()
-                .find(|s| s.name == "deliver" && s.trace_id == CALLER_TRACE)
-                .cloned()
+        .span("attempt span", |s| {
+            s.name == "deliver" && s.trace_id == CALLER_TRACE
         })
         .await;
     assert_eq!(
@@ -327,11 +324,8 @@ async fn one_event_is_one_trace_from_the_api_call_through_another_process_to_the
         }
     }
     collector
-        .wait("claim span", |spans| {
-            spans
-                .iter()
-                .find(|s| s.name == "claim" && s.service == "posthorn-dispatch")
-                .cloned()
+        .span("claim span", |s| {
+            s.name == "claim" && s.service == "posthorn-dispatch"
         })
         .await;
 
