@@ -53,9 +53,11 @@ type Project struct {
 	Plan   string          `json:"plan"`
 	Limits EffectiveLimits `json:"limits"`
 	// FrameAncestors are the origins that may frame the project's portal pages.
-	FrameAncestors []string  `json:"frame_ancestors"`
-	Brand          Brand     `json:"brand"`
-	CreatedAt      time.Time `json:"created_at"`
+	FrameAncestors []string `json:"frame_ancestors"`
+	Brand          Brand    `json:"brand"`
+	// TracePropagation: attempts carry W3C trace context to the project's receivers.
+	TracePropagation bool      `json:"trace_propagation"`
+	CreatedAt        time.Time `json:"created_at"`
 	// UID is the operator's own id for this customer.
 	UID *string `json:"uid"`
 }
@@ -175,6 +177,9 @@ type ProjectParams struct {
 	// FrameAncestors are origins ("https://host[:port]") that may frame the portal.
 	FrameAncestors []string `json:"frame_ancestors"`
 	Brand          *BrandIn `json:"brand,omitempty"`
+	// TracePropagation passes W3C trace context on to the receivers (nil: unchanged,
+	// true when made).
+	TracePropagation *bool `json:"trace_propagation,omitempty"`
 }
 
 func (p ProjectParams) body() map[string]any {

@@ -24,10 +24,11 @@ final class Projects
      *        api_requests_per_minute, retention_days)
      * @param list<string>|null $frameAncestors origins that may frame the portal: https://host[:port]
      * @param array{name?: string, accent?: string, logo_url?: string}|null $brand
+     * @param bool|null $tracePropagation pass W3C trace context on to its receivers (default true)
      */
-    public function create(string $name, ?string $uid = null, ?string $plan = null, ?array $limits = null, ?array $frameAncestors = null, ?array $brand = null): Project
+    public function create(string $name, ?string $uid = null, ?string $plan = null, ?array $limits = null, ?array $frameAncestors = null, ?array $brand = null, ?bool $tracePropagation = null): Project
     {
-        $body = self::body(['name' => $name, 'uid' => $uid, 'plan' => $plan, 'limits' => $limits, 'frame_ancestors' => $frameAncestors, 'brand' => $brand]);
+        $body = self::body(['name' => $name, 'uid' => $uid, 'plan' => $plan, 'limits' => $limits, 'frame_ancestors' => $frameAncestors, 'brand' => $brand, 'trace_propagation' => $tracePropagation]);
         return Project::fromArray($this->t->request('POST', '/projects', body: $body, retrySafe: false));
     }
 
@@ -65,11 +66,12 @@ final class Projects
 
     /**
      * Changes the given fields only (`name`, `uid`, `plan`, `limits`, `frame_ancestors`,
-     * `brand`); `limits`, `frame_ancestors` and `brand` each replace the old value whole.
+     * `brand`, `trace_propagation`); `limits`, `frame_ancestors` and `brand` each replace the old value whole.
      * Retried like a GET: it sets values, so a repeat leaves the same project.
      *
      * @param array{name?: string, uid?: string, plan?: string, limits?: array<string, int>,
-     *              frame_ancestors?: list<string>, brand?: array{name?: string, accent?: string, logo_url?: string}} $changes
+     *              frame_ancestors?: list<string>, brand?: array{name?: string, accent?: string, logo_url?: string},
+     *              trace_propagation?: bool} $changes
      */
     public function update(int $id, array $changes): Project
     {

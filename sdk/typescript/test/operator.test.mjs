@@ -176,7 +176,7 @@ function interfaces() {
       if (aliases[name]) return types(aliases[name]);
       if (decls[name]) return [`object ${name}`];
     }
-    const keyword = { [ts.SyntaxKind.StringKeyword]: "string", [ts.SyntaxKind.NumberKeyword]: "number" }[node.kind];
+    const keyword = { [ts.SyntaxKind.StringKeyword]: "string", [ts.SyntaxKind.NumberKeyword]: "number", [ts.SyntaxKind.BooleanKeyword]: "boolean" }[node.kind];
     if (!keyword) throw new Error(`unmapped type ${node.getText()}`);
     return [keyword];
   };

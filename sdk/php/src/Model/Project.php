@@ -17,5 +17,7 @@ class Project extends Model
     /** @var list<string> origins that may frame this project's portal pages */
     public array $frame_ancestors;
     public Brand $brand;
+    /** attempts carry W3C trace context (traceparent) to the project's receivers */
+    public bool $trace_propagation;
     public \DateTimeImmutable $created_at;
 }

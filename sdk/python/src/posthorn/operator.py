@@ -77,6 +77,8 @@ class Project:
     #: Origins that may frame this project's portal pages.
     frame_ancestors: List[str]
     brand: Brand
+    #: Attempts carry W3C trace context (`traceparent`) to the project's receivers.
+    trace_propagation: bool
     created_at: _dt.datetime
     #: The operator's own id for this customer.
     uid: Optional[str] = None
@@ -224,6 +226,7 @@ def _project_body(
     limits: Optional[Mapping[str, Any]],
     frame_ancestors: Optional[Sequence[str]],
     brand: Optional[Mapping[str, Any]],
+    trace_propagation: Optional[bool] = None,
 ) -> Dict[str, Any]:
     body = {
         "name": name,
@@ -232,6 +235,7 @@ def _project_body(
         "limits": None if limits is None else dict(limits),
         "frame_ancestors": None if frame_ancestors is None else list(frame_ancestors),
         "brand": None if brand is None else dict(brand),
+        "trace_propagation": trace_propagation,
     }
     return {k: v for k, v in body.items() if v is not None}
 
@@ -251,12 +255,13 @@ class Projects:
         limits: Optional[LimitOverrides] = None,
         frame_ancestors: Optional[Sequence[str]] = None,
         brand: Optional[BrandIn] = None,
+        trace_propagation: Optional[bool] = None,
     ) -> Project:
         """Creates a project. `uid` is the operator's own id for the customer, unique among
         live projects (a second one raises ApiError 409 `conflict`); `plan` is `trial`
         (the default) or `business`; `frame_ancestors` are the origins that may frame its
         portal (`https://host[:port]`). Not retried on 5xx: a repeat could create two."""
-        body = _project_body(name, uid, plan, limits, frame_ancestors, brand)
+        body = _project_body(name, uid, plan, limits, frame_ancestors, brand, trace_propagation)
         _, data = self._t.request("POST", "/projects", body=body, retry_safe=False)
         return decode(Project, data)
 
@@ -302,11 +307,12 @@ class Projects:
         limits: Optional[LimitOverrides] = None,
         frame_ancestors: Optional[Sequence[str]] = None,
         brand: Optional[BrandIn] = None,
+        trace_propagation: Optional[bool] = None,
     ) -> Project:
         """Changes the given fields only; `limits`, `frame_ancestors` and `brand` each
         replace the old value whole (`frame_ancestors=[]` lets no site frame the portal).
         Retried like a GET: it sets values, so a repeat leaves the same project."""
-        body = _project_body(name, uid, plan, limits, frame_ancestors, brand)
+        body = _project_body(name, uid, plan, limits, frame_ancestors, brand, trace_propagation)
         _, data = self._t.request(
             "PATCH", _path("projects", project_id), body=body, retry_safe=True
         )

@@ -33,6 +33,7 @@ module Posthorn
       field :limits, EffectiveLimits
       field :frame_ancestors, [:array, :string] # origins that may frame its portal pages
       field :brand, Brand
+      field :trace_propagation, :boolean # attempts carry W3C trace context to its receivers
       field :created_at, :time
       field :uid, :string, null: true # the operator's own id for this customer
     end
@@ -108,8 +109,10 @@ module Posthorn
       # `business`; +limits+ overrides (`{endpoints: 50, …}`); +frame_ancestors+ the
       # origins that may frame its portal; +brand+ `{name:, accent:, logo_url:}`. Not
       # retried on 5xx: a repeat could create two.
-      def create(name, uid: UNSET, plan: UNSET, limits: UNSET, frame_ancestors: UNSET, brand: UNSET)
-        body = given(name: name, uid: uid, plan: plan, limits: limits, frame_ancestors: frame_ancestors, brand: brand)
+      def create(name, uid: UNSET, plan: UNSET, limits: UNSET, frame_ancestors: UNSET, brand: UNSET,
+                 trace_propagation: UNSET)
+        body = given(name: name, uid: uid, plan: plan, limits: limits, frame_ancestors: frame_ancestors, brand: brand,
+                     trace_propagation: trace_propagation)
         call("POST", "/projects", Models::Project, body: body, retry_safe: false)
       end
 
@@ -138,8 +141,9 @@ module Posthorn
       # replace the old value whole (`frame_ancestors: []` lets no site frame the
       # portal). Retried like a GET: a repeat leaves the same project.
       def update(project_id, name: UNSET, uid: UNSET, plan: UNSET, limits: UNSET, frame_ancestors: UNSET,
-                 brand: UNSET)
-        body = given(name: name, uid: uid, plan: plan, limits: limits, frame_ancestors: frame_ancestors, brand: brand)
+                 brand: UNSET, trace_propagation: UNSET)
+        body = given(name: name, uid: uid, plan: plan, limits: limits, frame_ancestors: frame_ancestors, brand: brand,
+                     trace_propagation: trace_propagation)
         call("PATCH", path("projects", project_id), Models::Project, body: body, retry_safe: true)
       end
 

@@ -193,6 +193,8 @@ export interface Project {
     /** Origins that may frame this project's portal pages. */
     frame_ancestors: string[];
     brand: Brand;
+    /** Attempts carry W3C trace context (`traceparent`) to the project's receivers. */
+    trace_propagation: boolean;
     created_at: Date;
 }
 /** A project's new public API key; `key` is shown this once (stored hashed). */

@@ -64,6 +64,8 @@ export interface CreateProject {
     /** Origins that may frame the portal: `https://host[:port]`, or `http://localhost`. */
     frame_ancestors?: string[];
     brand?: BrandIn;
+    /** Pass W3C trace context on to the project's receivers (default true). */
+    trace_propagation?: boolean;
 }
 /** Any subset; `limits`, `frame_ancestors` and `brand` each replace the old value whole. */
 export type UpdateProject = Partial<CreateProject>;
