@@ -130,9 +130,15 @@ pub fn init() -> Guard {
         );
         EXPORTING.store(true, Ordering::Relaxed);
         app::db::group_commit::link_groups_with(context::link);
+        // Posthorn's own spans, whatever RUST_LOG keeps of the log: the log filter
+        // applies to the log only.
+        let ours = tracing_subscriber::filter::Targets::new()
+            .with_target("server", tracing::Level::INFO)
+            .with_target("app", tracing::Level::INFO);
         tracing_opentelemetry::layer()
             .with_tracer(p.tracer("posthorn"))
             .with_tracked_inactivity(false)
+            .with_filter(ours)
     });
     SPANS.store(
         tracer.is_some() || format == LogFormat::Json,
@@ -143,8 +149,7 @@ pub fn init() -> Guard {
         opentelemetry::global::set_meter_provider(m.clone());
     }
     tracing_subscriber::registry()
-        .with(filter)
-        .with(fmt)
+        .with(fmt.with_filter(filter))
         .with(otel)
         .init();
     if let Some(e) = bad_format {
