@@ -20,10 +20,12 @@ mod measure;
 mod neighbours;
 mod processes;
 mod rig;
+mod scrape;
 mod throughput;
 
 pub use latency::{latency, Backlog};
 pub use processes::receiver;
+pub use scrape::scrape;
 pub use throughput::{fanout, ingest, Subscribers};
 
 /// The `posthorn` binary measured: beside this one, or `POSTHORN_BIN` (an earlier build,

@@ -9,6 +9,7 @@
 //! their own):
 //! posthorn-bench api-latency --rate 200 --seconds 30 [--backlog held|deep|replays|keyed-batches|batches|costly-definitions --rows 300000]
 //! posthorn-bench api-fanout --endpoints 100 --rate 72 --seconds 60
+//! posthorn-bench api-metrics --rows 1000000 --scrapes 200
 //! posthorn-bench api-ingest --concurrency 32 --seconds 20 [--batch 100]
 //!   [--endpoints 100 --filter 'data.amount > 1000 && data.currency == "EUR"']
 //!   [--schema bench/order-paid.schema.json]
@@ -61,6 +62,16 @@ enum Mode {
         /// Give event i the ordering key `key-{i % keys}` (0: no keys).
         #[arg(long, default_value_t = 0)]
         keys: u64,
+        /// Settings for `posthorn serve`, KEY=VALUE (repeatable).
+        #[arg(long = "env", value_parser = parse_env)]
+        env: Vec<(String, String)>,
+    },
+    /// `/metrics` scrapes beside `rows` due attempts of a slow endpoint.
+    ApiMetrics {
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: i64,
+        #[arg(long, default_value_t = 200)]
+        scrapes: u64,
         /// Settings for `posthorn serve`, KEY=VALUE (repeatable).
         #[arg(long = "env", value_parser = parse_env)]
         env: Vec<(String, String)>,
@@ -240,6 +251,7 @@ async fn run(args: Args) {
             keys,
             env,
         } => api::latency(rate, seconds, backlog, (rows, keys), env).await,
+        Mode::ApiMetrics { rows, scrapes, env } => api::scrape(rows, scrapes, env).await,
         Mode::ApiFanout {
             endpoints,
             rate,

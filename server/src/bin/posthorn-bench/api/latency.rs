@@ -30,7 +30,7 @@ pub enum Backlog {
 }
 
 /// Another project's endpoint with `rows` attempts: held (then disabled) or due (slow).
-async fn make_backlog(rig: &Rig, kind: Backlog, rows: i64) {
+pub(super) async fn make_backlog(rig: &Rig, kind: Backlog, rows: i64) {
     if matches!(kind, Backlog::Replays) {
         return super::neighbours::replays(rig).await;
     }
