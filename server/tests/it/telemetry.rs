@@ -19,7 +19,8 @@ use std::{
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use opentelemetry_proto::tonic::{
-    collector::trace::v1::ExportTraceServiceRequest, common::v1::any_value::Value as AnyValue,
+    collector::{metrics::v1::ExportMetricsServiceRequest, trace::v1::ExportTraceServiceRequest},
+    common::v1::any_value::Value as AnyValue,
 };
 use prost::Message;
 
@@ -36,11 +37,12 @@ struct Got {
     links: Vec<(String, String)>,
 }
 
-/// An OTLP/HTTP collector on loopback: takes `POST /v1/traces` (protobuf) and keeps
-/// every span.
+/// An OTLP/HTTP collector on loopback: takes `POST /v1/traces` and `/v1/metrics`
+/// (protobuf) and keeps every span, and every metric's service and name.
 struct Collector {
     url: String,
     spans: Arc<Mutex<Vec<Got>>>,
+    metrics: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 impl Collector {
@@ -48,24 +50,33 @@ impl Collector {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr: SocketAddr = listener.local_addr().unwrap();
         let spans: Arc<Mutex<Vec<Got>>> = Arc::default();
+        let metrics: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
         let kept = spans.clone();
+        let named = metrics.clone();
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
                 let kept = kept.clone();
+                let named = named.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(
                         move |req: hyper::Request<hyper::body::Incoming>| {
                             let kept = kept.clone();
+                            let named = named.clone();
                             async move {
                                 let path = req.uri().path().to_string();
                                 let body = req.into_body().collect().await?.to_bytes();
                                 if path == "/v1/traces" {
-                                    let export = ExportTraceServiceRequest::decode(body)
+                                    let export = ExportTraceServiceRequest::decode(body.clone())
                                         .expect("an OTLP trace export");
                                     kept.lock().unwrap().extend(spans_of(export));
+                                }
+                                if path == "/v1/metrics" {
+                                    let export = ExportMetricsServiceRequest::decode(body)
+                                        .expect("an OTLP metrics export");
+                                    named.lock().unwrap().extend(metrics_of(export));
                                 }
                                 let answer = hyper::Response::builder()
                                     .header("content-type", "application/x-protobuf")
@@ -85,6 +96,7 @@ impl Collector {
         Collector {
             url: format!("http://{addr}"),
             spans,
+            metrics,
         }
     }
 
@@ -119,6 +131,23 @@ fn text(v: &Option<opentelemetry_proto::tonic::common::v1::AnyValue>) -> String 
         Some(AnyValue::DoubleValue(d)) => d.to_string(),
         _ => String::new(),
     }
+}
+
+fn metrics_of(export: ExportMetricsServiceRequest) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for rm in export.resource_metrics {
+        let service = rm
+            .resource
+            .iter()
+            .flat_map(|r| r.attributes.iter())
+            .find(|a| a.key == "service.name")
+            .map(|a| text(&a.value))
+            .unwrap_or_default();
+        for m in rm.scope_metrics.into_iter().flat_map(|s| s.metrics) {
+            out.push((service.clone(), m.name));
+        }
+    }
+    out
 }
 
 fn spans_of(export: ExportTraceServiceRequest) -> Vec<Got> {
@@ -238,6 +267,7 @@ async fn one_event_is_one_trace_from_the_api_call_through_another_process_to_the
     let secret = made["secret"].as_str().expect("a secret").to_string();
     let dispatch = posthorn("dispatch", &db_url, &[otel[0], otel[1]])
         .env("OTEL_SERVICE_NAME", "posthorn-dispatch")
+        .env("OTEL_METRIC_EXPORT_INTERVAL", "500")
         .spawn()
         .unwrap();
 
@@ -330,6 +360,17 @@ async fn one_event_is_one_trace_from_the_api_call_through_another_process_to_the
             s.name == "claim" && s.service == "posthorn-dispatch"
         })
         .await;
+
+    // The dispatcher serves no /metrics: its counters reach the collector over OTLP.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let wanted = (
+        "posthorn-dispatch".to_string(),
+        "posthorn_attempts_total".to_string(),
+    );
+    while !collector.metrics.lock().unwrap().contains(&wanted) {
+        assert!(Instant::now() < deadline, "no attempts counter over OTLP");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // A project that keeps its trace context: nothing goes to its receivers.
     let operator = app::db::operator_keys::create(&app.pool, "platform")
