@@ -23,6 +23,10 @@ use sqlx::PgPool;
 
 pub use histogram::Histogram;
 
+/// New connections the dispatchers' clients opened to receivers (each to an https one is
+/// a TLS handshake): counted by the clients' connector, one count for the process.
+pub static CONNECTIONS_OPENED: AtomicU64 = AtomicU64::new(0);
+
 #[derive(Default)]
 pub struct Metrics {
     succeeded: AtomicU64,
@@ -174,6 +178,14 @@ impl Metrics {
         );
         let missed = self.slots_missed.load(Ordering::Relaxed);
         let _ = writeln!(out, "posthorn_start_slots_missed_total {missed}");
+        help(
+            out,
+            "posthorn_connections_opened_total",
+            "counter",
+            "Connections opened to receivers (each to an https receiver is a TLS handshake).",
+        );
+        let opened = CONNECTIONS_OPENED.load(Ordering::Relaxed);
+        let _ = writeln!(out, "posthorn_connections_opened_total {opened}");
     }
 
     fn render_dispatcher(&self, out: &mut String) {

@@ -105,6 +105,13 @@ async fn prometheus_scrapes_the_server_with_its_token_and_loads_the_alert_rules(
     .await;
     until(
         &base,
+        "/query?query=posthorn_connections_opened_total",
+        "connections opened to the receiver",
+        |d| first_value(d).is_some_and(|n| n >= 1.0),
+    )
+    .await;
+    until(
+        &base,
         "/query?query=posthorn_queue_depth",
         "the queue's depth",
         |d| first_value(d) == Some(0.0),
@@ -182,5 +189,5 @@ async fn dashboard_queries_run(base: &str) {
             queries += 1;
         }
     }
-    assert!(queries >= 13, "{queries} queries");
+    assert!(queries >= 14, "{queries} queries");
 }

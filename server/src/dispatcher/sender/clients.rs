@@ -64,7 +64,9 @@ impl Maker {
             .tcp_nodelay(true)
             .user_agent(concat!("Posthorn-Webhooks/", env!("CARGO_PKG_VERSION")))
             .tls_built_in_native_certs(false)
-            .min_tls_version(reqwest::tls::Version::TLS_1_2);
+            .min_tls_version(reqwest::tls::Version::TLS_1_2)
+            // Every new connection counted for /metrics (pool churn, TLS handshakes).
+            .connector_layer(tower::util::MapRequestLayer::new(count_connection));
         self.roots
             .iter()
             .fold(builder, |b, c| b.add_root_certificate(c.clone()))
@@ -319,6 +321,12 @@ impl Identities {
         );
         Ok(client)
     }
+}
+
+/// Counts a connection a pool opens (each to an https receiver is a TLS handshake).
+fn count_connection<R>(request: R) -> R {
+    crate::metrics::CONNECTIONS_OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    request
 }
 
 #[cfg(test)]
