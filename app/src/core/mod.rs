@@ -43,5 +43,6 @@ pub mod signing;
 pub mod status;
 pub mod text;
 pub mod throttle;
+#[cfg(feature = "ssr")]
 pub mod trace_context;
 pub mod wire;
