@@ -22,7 +22,11 @@ SQLX_CLI_VERSION=0.8.6   # the sqlx crate's version in Cargo.lock
 SITE="$CARGO_TARGET_DIR/site"
 
 # Bold only on a terminal: a log file or CI's output keeps plain text.
-if [ -t 2 ]; then log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }; else log() { printf '==> %s\n' "$*" >&2; }; fi
+# Each stage is stamped with the seconds since the run began (`.ci/run` sets the start), so
+# a CI log gives the time of every stage.
+export POSTHORN_RUN_START="${POSTHORN_RUN_START:-$(date +%s)}"
+stamp() { printf '%4ss' "$(($(date +%s) - POSTHORN_RUN_START))"; }
+if [ -t 2 ]; then log() { printf '\033[1m==> [%s] %s\033[0m\n' "$(stamp)" "$*" >&2; }; else log() { printf '==> [%s] %s\n' "$(stamp)" "$*" >&2; }; fi
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 apt_install() {
@@ -284,6 +288,7 @@ test_all() {
   bash sdk/test.sh
   log "end-to-end tests (Playwright, Chromium)"
   (cd end2end && npx playwright test)
+  log "every test passed"
 }
 
 # The deliveries page's first load on slow 4G, cold and warm (figures in BENCHMARKS.md).
