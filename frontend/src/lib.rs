@@ -3,6 +3,9 @@
 
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
+    // A panic's message on the console is for development; the release bundle leaves the
+    // hook's formatting code out (it is part of every page's first load).
+    #[cfg(debug_assertions)]
     console_error_panic_hook::set_once();
     leptos::mount::hydrate_body(app::App);
 }
