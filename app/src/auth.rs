@@ -11,6 +11,7 @@ pub use server_side::*;
 
 #[cfg(feature = "ssr")]
 mod server_side {
+    use crate::core::{EndpointId, ProjectId, UserId};
     use leptos::prelude::*;
     use sqlx::PgPool;
     use tower_sessions::Session;
@@ -38,7 +39,7 @@ mod server_side {
     pub async fn authorize(
         pool: &PgPool,
         user: &User,
-        project_id: i64,
+        project_id: ProjectId,
         action: Action,
     ) -> AppResult<Access> {
         let role = if user.is_support() {
@@ -148,14 +149,14 @@ mod server_side {
     /// role the operator gave them.
     pub fn portal_access(
         portal: &PortalSession,
-        project_id: i64,
+        project_id: ProjectId,
         action: Action,
     ) -> AppResult<Access> {
         if project_id != portal.project_id {
             return Err(AppError::NotFound);
         }
         let access = Access {
-            user_id: 0,
+            user_id: UserId::new(0),
             email: portal.actor(),
             is_support: false,
             role: match portal.role {
@@ -169,9 +170,9 @@ mod server_side {
     }
 
     /// The project itself acting (its API key, the command line, tests).
-    pub fn system_access(project_id: i64, actor: &str) -> Access {
+    pub fn system_access(project_id: ProjectId, actor: &str) -> Access {
         Access {
-            user_id: 0,
+            user_id: UserId::new(0),
             email: actor.to_string(),
             is_support: false,
             role: Role::System,
@@ -205,7 +206,7 @@ mod server_side {
             .ok()
             .flatten()
             .unwrap_or(0);
-        Ok(users::get(pool, id)
+        Ok(users::get(pool, UserId::new(id))
             .await?
             .filter(|u| u.session_epoch == epoch))
     }
@@ -279,7 +280,7 @@ mod server_side {
     }
 
     /// Access to a project named explicitly (a row's project, a link).
-    pub async fn access_to(project_id: i64, action: Action) -> Result<Access, ServerFnError> {
+    pub async fn access_to(project_id: ProjectId, action: Action) -> Result<Access, ServerFnError> {
         if let Some(portal) = portal_session().await {
             return Ok(portal_access(&portal, project_id, action)?);
         }
@@ -292,7 +293,7 @@ mod server_side {
     /// refusal answers with its own status (401, 403, 404 for another project's endpoint)
     /// rather than the redirect back to the page that carries a form's mistakes: the
     /// caller was never shown the form.
-    pub async fn endpoint_access(id: i64, action: Action) -> Result<Access, ServerFnError> {
+    pub async fn endpoint_access(id: EndpointId, action: Action) -> Result<Access, ServerFnError> {
         let ctx = server_ctx()?;
         let access = current_access(action).await?;
         crate::db::endpoints::get(&ctx.pool, &access, id).await?;
@@ -308,7 +309,7 @@ mod server_side {
         let user = require_user().await?;
         let session = session().await?;
         if let Some(id) = session.get::<i64>(PROJECT_KEY).await.ok().flatten() {
-            match authorize(&ctx.pool, &user, id, action).await {
+            match authorize(&ctx.pool, &user, ProjectId::new(id), action).await {
                 Ok(access) => return Ok(access),
                 Err(AppError::NotFound) => {}
                 Err(e) => return Err(e.into()),
@@ -373,7 +374,7 @@ async fn portal_viewer(
         .or_else(|| portal.user.email.clone())
         .unwrap_or_else(|| portal.user.id.clone());
     Ok(Viewer {
-        user_id: 0,
+        user_id: crate::core::UserId::new(0),
         email: portal.user.email.clone().unwrap_or_default(),
         is_support: false,
         projects: vec![project.clone()],
@@ -436,7 +437,7 @@ pub async fn logout() -> Result<(), ServerFnError> {
 }
 
 #[server(endpoint = "switch_project")]
-pub async fn switch_project(project_id: i64) -> Result<(), ServerFnError> {
+pub async fn switch_project(project_id: crate::core::ProjectId) -> Result<(), ServerFnError> {
     let access = access_to(project_id, crate::core::permissions::Action::ReadDeliveries).await?;
     session()
         .await?

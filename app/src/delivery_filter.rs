@@ -1,6 +1,7 @@
 //! The delivery list's filters, as they appear in the page's query string: shared by the
 //! page, its server functions and the queries in `db/`.
 
+use crate::core::{EndpointId, ProjectId};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -12,10 +13,10 @@ pub struct DeliveryFilter {
     /// The project to show (support staff and members of several projects); the
     /// session's current project when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project: Option<i64>,
+    pub project: Option<ProjectId>,
     pub status: Option<DeliveryStatus>,
     pub event_type: Option<String>,
-    pub endpoint: Option<i64>,
+    pub endpoint: Option<EndpointId>,
     pub code: Option<String>,
     pub error_kind: Option<ErrorKind>,
     /// Attempts of events with this ordering key.
@@ -134,7 +135,7 @@ mod tests {
             ("ordering_key", "order 7/a"),
         ]);
         assert_eq!(f.status, Some(DeliveryStatus::DeadLetter));
-        assert_eq!(f.endpoint, Some(7));
+        assert_eq!(f.endpoint, Some(EndpointId::new(7)));
         assert_eq!(
             f.to_query(false),
             "status=dead_letter&endpoint=7&code=5xx&ordering_key=order%207%2Fa&q=evt_1"

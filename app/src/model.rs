@@ -1,5 +1,6 @@
 //! The shapes that cross from server to page: what server functions return.
 
+use crate::core::{AttemptId, EndpointId, EventId, ProjectId, UserId};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -8,7 +9,7 @@ use crate::core::status::{DeliveryStatus, ErrorKind, Trigger};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct ProjectRef {
-    pub id: i64,
+    pub id: ProjectId,
     pub name: String,
     pub plan: String,
 }
@@ -16,7 +17,7 @@ pub struct ProjectRef {
 /// The signed-in user as the pages see them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Viewer {
-    pub user_id: i64,
+    pub user_id: UserId,
     pub email: String,
     pub is_support: bool,
     pub projects: Vec<ProjectRef>,
@@ -75,14 +76,14 @@ pub struct PortalView {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct DeliveryRow {
-    pub id: i64,
+    pub id: AttemptId,
     #[serde(deserialize_with = "crate::core::wire::utc")]
     pub created_at: DateTime<Utc>,
-    pub project_id: i64,
+    pub project_id: ProjectId,
     pub request_id: String,
-    pub event_id: String,
+    pub event_id: EventId,
     pub event_type: String,
-    pub endpoint_id: i64,
+    pub endpoint_id: EndpointId,
     pub endpoint_url: String,
     pub target_url: String,
     pub attempt: i32,
@@ -150,8 +151,8 @@ pub struct DeliveryPage {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct EndpointView {
-    pub id: i64,
-    pub project_id: i64,
+    pub id: EndpointId,
+    pub project_id: ProjectId,
     pub url: String,
     pub description: String,
     pub event_types: Vec<String>,

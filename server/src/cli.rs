@@ -97,7 +97,7 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::SeedDemo => {
             let id = crate::seed::seed_demo(&pool).await?;
-            tracing::info!(project_id = id, "demo data ready");
+            tracing::info!(project_id = id.get(), "demo data ready");
         }
         Command::CreateProject {
             name,

@@ -353,7 +353,7 @@ async fn source_of(
         if let Some(key) = server_keys::get(&state.pool, server_keys::DISPATCH).await? {
             let request_id = request_id.unwrap_or_default();
             if let Some(project) = check_dispatch_pass(&key, &pass, bin_id, &request_id, now) {
-                return Ok(CaptureSource::Project(project));
+                return Ok(CaptureSource::Project(project.get()));
             }
         }
     }

@@ -128,13 +128,13 @@ pub async fn disable_failing_endpoints(
     let disabled = app::db::endpoints::auto_disable(pool, after).await?;
     for (id, project_id, url) in &disabled {
         tracing::warn!(
-            endpoint = id,
-            project = project_id,
+            endpoint = %id,
+            project = %project_id,
             "endpoint disabled after failing for too long"
         );
         let data = serde_json::json!({ "endpoint_id": id, "url": url, "reason": "every attempt failed", "after_seconds": after.as_secs() });
         let mut tx = pool.begin().await?;
-        app::db::notices::emit(&mut tx, *project_id, *id, "endpoint.disabled", &data).await?;
+        app::db::notices::emit(&mut tx, *project_id, id.get(), "endpoint.disabled", &data).await?;
         tx.commit().await?;
     }
     Ok(disabled.len())

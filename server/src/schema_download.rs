@@ -2,6 +2,7 @@
 //! for a signed-in user who may read the project's catalogue (404 otherwise, as for a
 //! project that does not exist).
 
+use app::core::ProjectId;
 use app::{core::permissions::Action, db::schemas};
 use axum::{
     extract::{Path, Query, State},
@@ -13,7 +14,7 @@ use tower_sessions::Session;
 
 #[derive(serde::Deserialize)]
 pub struct Which {
-    project: i64,
+    project: ProjectId,
 }
 
 pub async fn download(

@@ -1,6 +1,7 @@
 //! `posthorn seed-demo`: the Demo project, its people, two endpoints and a few hundred
 //! deliveries in every status over the last 14 days. Running it again changes nothing.
 
+use app::core::{EndpointId, EventId, ProjectId};
 use app::{
     core::ids::{new_event_id, new_request_id},
     core::status::{DeliveryStatus as Status, ErrorKind as Kind, Trigger},
@@ -25,13 +26,14 @@ const TYPES: [&str; 6] = [
     "subscription.cancelled",
 ];
 
-pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
+pub async fn seed_demo(pool: &PgPool) -> AppResult<ProjectId> {
     let project_id = demo_project(pool).await?;
-    let seeded: bool =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM events WHERE project_id = $1)")
-            .bind(project_id)
-            .fetch_one(pool)
-            .await?;
+    let seeded = sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM events WHERE project_id = $1) AS "seeded!""#,
+        project_id.get()
+    )
+    .fetch_one(pool)
+    .await?;
     if seeded {
         return Ok(project_id);
     }
@@ -49,7 +51,7 @@ pub async fn seed_demo(pool: &PgPool) -> AppResult<i64> {
 }
 
 /// The demo's people (an owner and a support agent) and its project, made once.
-async fn demo_project(pool: &PgPool) -> AppResult<i64> {
+async fn demo_project(pool: &PgPool) -> AppResult<ProjectId> {
     let owner = users::upsert(pool, OWNER_EMAIL, DEMO_PASSWORD, "user").await?;
     users::upsert(pool, SUPPORT_EMAIL, DEMO_PASSWORD, "support").await?;
     Ok(
@@ -65,7 +67,7 @@ async fn demo_project(pool: &PgPool) -> AppResult<i64> {
 }
 
 /// The shop's payments endpoint and the CRM's, which takes everything at 20/s.
-async fn demo_endpoints(pool: &PgPool, project_id: i64) -> AppResult<[EndpointView; 2]> {
+async fn demo_endpoints(pool: &PgPool, project_id: ProjectId) -> AppResult<[EndpointView; 2]> {
     let access = app::auth::system_access(project_id, "seed");
     let mut conn = pool.acquire().await?;
     let (orders, _) = endpoints::create(
@@ -126,7 +128,7 @@ fn history(endpoints: &[EndpointView; 2], now: DateTime<Utc>) -> (Vec<SeedEvent>
                 }
                 rows.push(SeedRow {
                     created_at: at,
-                    event_id: event_id.clone(),
+                    event_id: EventId::from(event_id.clone()),
                     event_type,
                     endpoint_id: ep.id,
                     url: ep.url.clone(),
@@ -185,7 +187,7 @@ fn outcome_plan(roll: u32) -> Vec<(Status, Option<i16>, Option<Kind>)> {
 
 async fn insert_events(
     conn: &mut PgConnection,
-    project_id: i64,
+    project_id: ProjectId,
     events: &[SeedEvent],
 ) -> AppResult<()> {
     let mut q = QueryBuilder::new(
@@ -206,7 +208,7 @@ async fn insert_events(
 
 async fn insert_deliveries(
     conn: &mut PgConnection,
-    project_id: i64,
+    project_id: ProjectId,
     now: DateTime<Utc>,
     rows: &[SeedRow],
 ) -> AppResult<()> {
@@ -297,9 +299,9 @@ fn request_id_for(headers: &serde_json::Value) -> String {
 
 struct SeedRow {
     created_at: DateTime<Utc>,
-    event_id: String,
+    event_id: EventId,
     event_type: &'static str,
-    endpoint_id: i64,
+    endpoint_id: EndpointId,
     url: String,
     attempt: i32,
     status: Status,

@@ -113,7 +113,7 @@ async fn asset_headers(mut res: Response) -> Response {
 }
 
 async fn healthz(State(pool): State<PgPool>) -> impl IntoResponse {
-    match sqlx::query("SELECT 1").execute(&pool).await {
+    match sqlx::query!("SELECT 1 AS one").fetch_one(&pool).await {
         Ok(_) => (StatusCode::OK, "ok"),
         Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "database unavailable"),
     }

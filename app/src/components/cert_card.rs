@@ -2,13 +2,14 @@
 //! shown of it (subject, expiry), the error of the last try to set it, and plain forms
 //! to set or remove it, sent without script. The browser bundle carries none of it.
 
+use crate::core::EndpointId;
 use chrono::{DateTime, Utc};
 
 use crate::core::alerts::escape_html;
 
 /// What the card shows for one endpoint.
 pub struct CertCard<'a> {
-    pub id: i64,
+    pub id: EndpointId,
     pub subject: Option<&'a str>,
     pub not_after: Option<DateTime<Utc>>,
     /// The error the page came back with for this endpoint, if any.
@@ -101,7 +102,7 @@ mod tests {
     fn subject_and_error_are_text_and_forms_only_for_editors() {
         let now = Utc::now();
         let card = CertCard {
-            id: 7,
+            id: EndpointId::new(7),
             subject: Some("CN=<script>x</script>"),
             not_after: Some(now + chrono::Duration::days(10) + chrono::Duration::hours(1)),
             error: Some("bad <b>key</b>"),
@@ -130,7 +131,7 @@ mod tests {
                 not_after: None,
                 error: None,
                 editable: false,
-                ..card_for(1)
+                ..card_for(EndpointId::new(1))
             },
             now,
         );
@@ -141,7 +142,7 @@ mod tests {
         html(&card, now)
     }
 
-    fn card_for(id: i64) -> CertCard<'static> {
+    fn card_for(id: EndpointId) -> CertCard<'static> {
         CertCard {
             id,
             subject: None,

@@ -3,6 +3,7 @@
 //! events it kept out and why, a plain form to change it, and the form's "try it on
 //! recent events" preview.
 
+use crate::core::EndpointId;
 use chrono::{DateTime, Utc};
 
 use crate::core::{
@@ -26,7 +27,7 @@ pub struct Tried {
 }
 
 pub struct FilterCard<'a> {
-    pub id: i64,
+    pub id: EndpointId,
     pub filter: Option<&'a str>,
     pub error: Option<&'a str>,
     /// The text last tried or refused, kept in the form in place of the saved filter.
@@ -172,7 +173,7 @@ mod tests {
     #[test]
     fn text_is_escaped_and_forms_are_for_editors_only() {
         let card = FilterCard {
-            id: 3,
+            id: EndpointId::new(3),
             filter: Some("data.x == '<script>'"),
             error: Some("filter: bad <i>"),
             draft: Some("data.y > 1"),

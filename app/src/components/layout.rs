@@ -1,6 +1,7 @@
 //! The `/developers` frame: navigation, signed-in user, project switcher. Anonymous
 //! visitors are sent to `/login`.
 
+use crate::core::ProjectId;
 use leptos::{prelude::*, server_fn::ServerFn};
 use leptos_router::components::{Redirect, A};
 
@@ -172,7 +173,7 @@ fn CabinetHeader(viewer: Viewer) -> impl IntoView {
                     <select data-testid="project-switcher" aria-label="Project"
                         on:change=move |ev| {
                             if let Ok(id) = event_target_value(&ev).parse::<i64>() {
-                                switch.dispatch(SwitchProject { project_id: id });
+                                switch.dispatch(SwitchProject { project_id: ProjectId::new(id) });
                             }
                         }>
                         {viewer.projects.iter().map(|p| view! {

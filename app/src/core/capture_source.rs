@@ -5,6 +5,7 @@
 //! those with a pass only the installation's key can make, bound to the bin, the
 //! attempt and the minute, so a stranger can neither forge one nor reuse one elsewhere.
 
+use crate::core::ProjectId;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
@@ -79,7 +80,7 @@ pub fn storage_limits(
 
 fn mac(
     key: &[u8],
-    project_id: i64,
+    project_id: ProjectId,
     timestamp: i64,
     bin_id: &str,
     request_id: &str,
@@ -95,7 +96,7 @@ fn mac(
 /// The pass for one attempt to bin `bin_id`: `v1,{project},{timestamp},{hex HMAC}`.
 pub fn dispatch_pass(
     key: &[u8],
-    project_id: i64,
+    project_id: ProjectId,
     timestamp: i64,
     bin_id: &str,
     request_id: &str,
@@ -114,12 +115,12 @@ pub fn check_dispatch_pass(
     bin_id: &str,
     request_id: &str,
     now: i64,
-) -> Option<i64> {
+) -> Option<ProjectId> {
     let mut parts = pass.trim().splitn(4, ',');
     if parts.next()? != "v1" {
         return None;
     }
-    let project_id: i64 = parts.next()?.parse().ok()?;
+    let project_id: ProjectId = parts.next()?.parse().ok()?;
     let timestamp: i64 = parts.next()?.parse().ok()?;
     let tag = hex::decode(parts.next()?).ok()?;
     if (now - timestamp).abs() > PASS_TOLERANCE_SECS {
@@ -147,10 +148,10 @@ mod tests {
 
     #[test]
     fn a_pass_speaks_for_its_project_on_its_bin_and_attempt_only() {
-        let pass = dispatch_pass(KEY, 42, 1_000, "bin1", "req_a");
+        let pass = dispatch_pass(KEY, ProjectId::new(42), 1_000, "bin1", "req_a");
         assert_eq!(
             check_dispatch_pass(KEY, &pass, "bin1", "req_a", 1_010),
-            Some(42)
+            Some(ProjectId::new(42))
         );
         assert_eq!(
             check_dispatch_pass(KEY, &pass, "bin2", "req_a", 1_010),
@@ -173,7 +174,7 @@ mod tests {
 
     #[test]
     fn a_stale_or_malformed_pass_is_refused() {
-        let pass = dispatch_pass(KEY, 42, 1_000, "bin1", "req_a");
+        let pass = dispatch_pass(KEY, ProjectId::new(42), 1_000, "bin1", "req_a");
         assert_eq!(
             check_dispatch_pass(KEY, &pass, "bin1", "req_a", 1_301),
             None

@@ -45,4 +45,7 @@ pub mod text;
 pub mod throttle;
 #[cfg(feature = "ssr")]
 pub mod trace_context;
+pub mod typed_ids;
 pub mod wire;
+
+pub use typed_ids::{AttemptId, EndpointId, EventId, ProjectId, UserId};

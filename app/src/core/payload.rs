@@ -1,6 +1,7 @@
 //! The body a receiver gets. Built from the stored event on every attempt, so it is the
 //! same bytes each time and needs no copy per attempt.
 
+use crate::core::EventId;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -20,7 +21,7 @@ struct Body<'a> {
 
 /// `data_json` is the event's data as stored (valid JSON text).
 pub fn build_body(
-    event_id: &str,
+    event_id: &EventId,
     event_type: &str,
     created_at: DateTime<Utc>,
     data_json: &str,
@@ -60,7 +61,12 @@ mod tests {
 
     #[test]
     fn the_body_has_the_documented_shape() {
-        let body = build_body("evt_1", "payment.succeeded", at(), r#"{"amount":5}"#);
+        let body = build_body(
+            &EventId::from("evt_1"),
+            "payment.succeeded",
+            at(),
+            r#"{"amount":5}"#,
+        );
         assert_eq!(
             String::from_utf8(body).unwrap(),
             r#"{"event_id":"evt_1","event":"payment.succeeded","created_at":"2026-11-29T12:00:00Z","data":{"amount":5}}"#
@@ -70,7 +76,7 @@ mod tests {
     #[test]
     fn a_body_over_64_kib_drops_its_data() {
         let big = format!(r#"{{"blob":"{}"}}"#, "x".repeat(100 * 1024));
-        let body = build_body("evt_1", "a.b", at(), &big);
+        let body = build_body(&EventId::from("evt_1"), "a.b", at(), &big);
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert!(body.len() < 1024);
         assert_eq!(v["data"], serde_json::Value::Null);
@@ -79,8 +85,8 @@ mod tests {
 
     #[test]
     fn the_same_event_gives_the_same_bytes() {
-        let a = build_body("evt_1", "a.b", at(), r#"{"k": [1, 2]}"#);
-        let b = build_body("evt_1", "a.b", at(), r#"{"k": [1, 2]}"#);
+        let a = build_body(&EventId::from("evt_1"), "a.b", at(), r#"{"k": [1, 2]}"#);
+        let b = build_body(&EventId::from("evt_1"), "a.b", at(), r#"{"k": [1, 2]}"#);
         assert_eq!(a, b);
     }
 }

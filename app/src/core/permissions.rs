@@ -3,6 +3,8 @@
 //! (bulk replay included: it is Retry at scale); they never change a tenant's
 //! endpoints, secrets, keys or team.
 
+#[cfg(feature = "ssr")]
+use crate::core::{ProjectId, UserId};
 use serde::{Deserialize, Serialize};
 
 /// A caller's standing in one project.
@@ -149,11 +151,11 @@ pub fn allows(role: Role, action: Action) -> bool {
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Access {
-    pub user_id: i64,
+    pub user_id: UserId,
     pub email: String,
     pub is_support: bool,
     pub role: Role,
-    pub project_id: i64,
+    pub project_id: ProjectId,
 }
 
 #[cfg(feature = "ssr")]

@@ -10,6 +10,7 @@
 //! checked, and every pattern compiles within a small program size, so the worst schema
 //! this server accepts costs a bounded time per event and a bounded memory per process.
 
+use crate::core::ProjectId;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -206,7 +207,7 @@ pub fn too_costly(cost: u64) -> String {
 /// again empty.
 #[derive(Default)]
 pub struct SchemaCache {
-    kept: Mutex<HashMap<i64, ProjectSchemas>>,
+    kept: Mutex<HashMap<ProjectId, ProjectSchemas>>,
 }
 
 struct ProjectSchemas {
@@ -222,7 +223,7 @@ impl SchemaCache {
     /// `Some(schema or none)` when known for this version.
     pub fn get(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         version: i64,
         event_type: &str,
     ) -> Option<Option<Arc<Schema>>> {
@@ -233,7 +234,7 @@ impl SchemaCache {
 
     pub fn put(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         version: i64,
         event_type: &str,
         schema: Option<Arc<Schema>>,
@@ -242,10 +243,12 @@ impl SchemaCache {
         if kept.len() >= PROJECTS_KEPT && !kept.contains_key(&project_id) {
             kept.clear();
         }
-        let p = kept.entry(project_id).or_insert_with(|| ProjectSchemas {
-            version,
-            by_type: HashMap::new(),
-        });
+        let p = kept
+            .entry(ProjectId::new(project_id.get()))
+            .or_insert_with(|| ProjectSchemas {
+                version,
+                by_type: HashMap::new(),
+            });
         if p.version != version {
             p.version = version;
             p.by_type.clear();

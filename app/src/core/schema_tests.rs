@@ -133,12 +133,12 @@ fn a_pathological_pattern_runs_in_linear_time() {
 #[test]
 fn the_cache_answers_per_version() {
     let c = SchemaCache::default();
-    c.put(1, 7, "a.b", stored(ORDER));
-    assert!(c.get(1, 7, "a.b").unwrap().is_some());
-    assert!(c.get(1, 8, "a.b").is_none());
-    assert!(c.get(2, 7, "a.b").is_none());
-    c.put(1, 8, "a.b", None);
-    assert!(c.get(1, 8, "a.b").unwrap().is_none());
+    c.put(ProjectId::new(1), 7, "a.b", stored(ORDER));
+    assert!(c.get(ProjectId::new(1), 7, "a.b").unwrap().is_some());
+    assert!(c.get(ProjectId::new(1), 8, "a.b").is_none());
+    assert!(c.get(ProjectId::new(2), 7, "a.b").is_none());
+    c.put(ProjectId::new(1), 8, "a.b", None);
+    assert!(c.get(ProjectId::new(1), 8, "a.b").unwrap().is_none());
 }
 
 /// 36 `$defs`, each referring twice to the next by the form given: 2^36 checks per event

@@ -18,6 +18,7 @@
 //!
 //! Without a key, values are stored as they are (local use) and the server says so.
 
+use crate::core::{EndpointId, ProjectId};
 use std::sync::OnceLock;
 
 use base64::{engine::general_purpose::STANDARD, Engine};
@@ -40,7 +41,7 @@ pub const SIGNING_KEY: Purpose = Purpose("signing-key");
 
 impl Purpose {
     /// This purpose in one endpoint of one project.
-    pub const fn of(self, project_id: i64, endpoint_id: i64) -> Slot {
+    pub const fn of(self, project_id: ProjectId, endpoint_id: EndpointId) -> Slot {
         Slot {
             purpose: self,
             project_id,
@@ -53,8 +54,8 @@ impl Purpose {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slot {
     pub purpose: Purpose,
-    pub project_id: i64,
-    pub endpoint_id: i64,
+    pub project_id: ProjectId,
+    pub endpoint_id: EndpointId,
 }
 
 impl Slot {
@@ -311,7 +312,7 @@ mod tests {
 
     const A: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
     const B: &str = "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA=";
-    const HERE: Slot = ENDPOINT_SECRET.of(1, 10);
+    const HERE: Slot = ENDPOINT_SECRET.of(ProjectId::new(1), EndpointId::new(10));
 
     #[test]
     fn a_value_opens_in_its_own_slot_only() {
@@ -322,9 +323,9 @@ mod tests {
         assert_eq!(k.open(HERE, &sealed).unwrap(), "whsec_abc");
         // Another purpose, another endpoint of the project, another project's endpoint.
         for elsewhere in [
-            HEADER_VALUE.of(1, 10),
-            ENDPOINT_SECRET.of(1, 11),
-            ENDPOINT_SECRET.of(2, 10),
+            HEADER_VALUE.of(ProjectId::new(1), EndpointId::new(10)),
+            ENDPOINT_SECRET.of(ProjectId::new(1), EndpointId::new(11)),
+            ENDPOINT_SECRET.of(ProjectId::new(2), EndpointId::new(10)),
         ] {
             assert_eq!(k.open(elsewhere, &sealed), Err(SealError::Damaged));
         }
@@ -353,12 +354,20 @@ mod tests {
         // The earlier format opens in any endpoint (which is why it is refused), for its
         // purpose only.
         assert_eq!(
-            k.open_accepting(ENDPOINT_SECRET.of(7, 70), LEGACY, all)
-                .unwrap(),
+            k.open_accepting(
+                ENDPOINT_SECRET.of(ProjectId::new(7), EndpointId::new(70)),
+                LEGACY,
+                all
+            )
+            .unwrap(),
             "whsec_legacy0123456789"
         );
         assert_eq!(
-            k.open_accepting(HEADER_VALUE.of(1, 10), LEGACY, all),
+            k.open_accepting(
+                HEADER_VALUE.of(ProjectId::new(1), EndpointId::new(10)),
+                LEGACY,
+                all
+            ),
             Err(SealError::Damaged)
         );
         let plain_only = Accept {
@@ -377,7 +386,7 @@ mod tests {
     #[test]
     fn the_first_key_seals_and_every_listed_key_opens() {
         let old = Keyring::parse(A).unwrap();
-        let slot = CLIENT_KEY.of(3, 4);
+        let slot = CLIENT_KEY.of(ProjectId::new(3), EndpointId::new(4));
         let sealed_old = old.seal(slot, "pem");
         let both = Keyring::parse(&format!("{B}, {A}")).unwrap();
         assert_eq!(both.open(slot, &sealed_old).unwrap(), "pem");

@@ -3,6 +3,7 @@
 //! back or repeats another's mail. Rows are claimed for a while rather than locked: no
 //! transaction stays open across an SMTP conversation.
 
+use crate::core::{ProjectId, UserId};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
@@ -13,7 +14,7 @@ use crate::error::AppResult;
 /// confirmed the address; in the transaction that records the notice.
 pub async fn queue_notice(
     conn: &mut PgConnection,
-    project_id: i64,
+    project_id: ProjectId,
     notice_id: i64,
 ) -> AppResult<()> {
     sqlx::query!(
@@ -21,7 +22,7 @@ pub async fn queue_notice(
          SELECT r.project_id, r.user_id, r.email, $2
            FROM alert_recipients r JOIN memberships m USING (project_id, user_id)
           WHERE r.project_id = $1 AND m.email_alerts AND r.confirmed_at IS NOT NULL",
-        project_id,
+        project_id.get(),
         notice_id,
     )
     .execute(conn)
@@ -33,7 +34,7 @@ pub async fn queue_notice(
 /// the caller's transaction ends, so two at once cannot both pass the daily limits.
 pub async fn lock_confirmations(
     conn: &mut PgConnection,
-    project_id: i64,
+    project_id: ProjectId,
     email: &str,
 ) -> AppResult<()> {
     sqlx::query!(
@@ -51,7 +52,7 @@ pub async fn lock_confirmations(
 /// project to any address).
 pub async fn confirmations_today(
     conn: &mut PgConnection,
-    project_id: i64,
+    project_id: ProjectId,
     email: &str,
 ) -> AppResult<(i64, i64)> {
     let today = sqlx::query!(
@@ -59,7 +60,7 @@ pub async fn confirmations_today(
                    AND lower(email) = lower($2) AND created_at > now() - interval '1 day') AS "to_address!",
                 (SELECT count(*) FROM alert_mails WHERE notice_id IS NULL
                    AND project_id = $1 AND created_at > now() - interval '1 day') AS "by_project!""#,
-        project_id,
+        project_id.get(),
         email,
     )
     .fetch_one(conn)
@@ -70,14 +71,14 @@ pub async fn confirmations_today(
 /// Queues a confirmation mail to the member's address.
 pub async fn queue_confirmation(
     conn: &mut PgConnection,
-    project_id: i64,
-    user_id: i64,
+    project_id: ProjectId,
+    user_id: UserId,
     email: &str,
 ) -> AppResult<()> {
     sqlx::query!(
         "INSERT INTO alert_mails (project_id, user_id, email) VALUES ($1, $2, $3)",
-        project_id,
-        user_id,
+        project_id.get(),
+        user_id.get(),
         email,
     )
     .execute(conn)
@@ -105,8 +106,8 @@ pub async fn drop_unwanted(pool: &PgPool) -> AppResult<u64> {
 #[derive(Debug, sqlx::FromRow)]
 pub struct Claimed {
     pub id: i64,
-    pub project_id: i64,
-    pub user_id: i64,
+    pub project_id: ProjectId,
+    pub user_id: UserId,
     pub email: String,
     pub project: String,
     /// This try's number, 1 for the first.

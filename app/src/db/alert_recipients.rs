@@ -2,6 +2,7 @@
 //! the address confirmed it through the single-use link mailed to it (stored as the
 //! token's SHA-256 hash, valid for a day).
 
+use crate::core::{ProjectId, UserId};
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
@@ -16,15 +17,15 @@ fn hash_token(token: &str) -> Vec<u8> {
 /// new for this member and project (so it needs confirming).
 pub async fn add(
     conn: &mut PgConnection,
-    project_id: i64,
-    user_id: i64,
+    project_id: ProjectId,
+    user_id: UserId,
     email: &str,
 ) -> AppResult<bool> {
     Ok(sqlx::query!(
         "INSERT INTO alert_recipients (project_id, user_id, email) VALUES ($1, $2, $3)
          ON CONFLICT (project_id, user_id) DO NOTHING",
-        project_id,
-        user_id,
+        project_id.get(),
+        user_id.get(),
         email,
     )
     .execute(conn)
@@ -36,14 +37,14 @@ pub async fn add(
 /// The member's alert address and whether it is confirmed, if they asked for one.
 pub async fn of_member(
     db: impl sqlx::PgExecutor<'_>,
-    project_id: i64,
-    user_id: i64,
+    project_id: ProjectId,
+    user_id: UserId,
 ) -> AppResult<Option<(String, bool)>> {
     Ok(sqlx::query!(
         r#"SELECT email, confirmed_at IS NOT NULL AS "confirmed!" FROM alert_recipients
           WHERE project_id = $1 AND user_id = $2"#,
-        project_id,
-        user_id,
+        project_id.get(),
+        user_id.get(),
     )
     .fetch_optional(db)
     .await?
@@ -54,16 +55,16 @@ pub async fn of_member(
 /// when there is nothing left to confirm (confirmed meanwhile, or no longer asked for).
 pub async fn set_token(
     pool: &PgPool,
-    project_id: i64,
-    user_id: i64,
+    project_id: ProjectId,
+    user_id: UserId,
     token: &str,
 ) -> AppResult<bool> {
     Ok(sqlx::query!(
         "UPDATE alert_recipients
             SET token_hash = $3, token_expires_at = now() + make_interval(hours => $4)
           WHERE project_id = $1 AND user_id = $2 AND confirmed_at IS NULL",
-        project_id,
-        user_id,
+        project_id.get(),
+        user_id.get(),
         hash_token(token),
         CONFIRMATION_LINK_HOURS as i32,
     )
@@ -114,7 +115,7 @@ pub struct AddressState {
 }
 
 /// The project's alert addresses (of members who still ask for e-mail), by address.
-pub async fn list(pool: &PgPool, project_id: i64) -> AppResult<Vec<AddressState>> {
+pub async fn list(pool: &PgPool, project_id: ProjectId) -> AppResult<Vec<AddressState>> {
     Ok(sqlx::query_as!(
         AddressState,
         r#"SELECT r.email, r.confirmed_at IS NOT NULL AS "confirmed!", f.finished_at AS "failed_at?: DateTime<Utc>",
@@ -128,7 +129,7 @@ pub async fn list(pool: &PgPool, project_id: i64) -> AppResult<Vec<AddressState>
                  ORDER BY a.finished_at DESC LIMIT 1) f ON f.status = 'failed'
           WHERE r.project_id = $1 AND m.email_alerts
           ORDER BY r.email"#,
-        project_id,
+        project_id.get(),
     )
     .fetch_all(pool)
     .await?)

@@ -1,5 +1,7 @@
 //! API keys: stored as SHA-256 hashes, shown once at creation.
 
+use crate::core::ProjectId;
+use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
@@ -17,18 +19,20 @@ pub fn hash_key(key: &str) -> Vec<u8> {
 /// Creates a key for the project; returns the key (shown once) and its row.
 pub async fn create(
     db: impl sqlx::PgExecutor<'_>,
-    project_id: i64,
+    project_id: ProjectId,
     name: &str,
 ) -> AppResult<(String, ApiKeyView)> {
     let (key, prefix) = new_api_key();
-    let view = sqlx::query_as::<_, ApiKeyView>(
-        "INSERT INTO api_keys (project_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4)
-         RETURNING id, name, prefix, created_at, last_used_at, revoked_at",
+    let view = sqlx::query_as!(
+        ApiKeyView,
+        r#"INSERT INTO api_keys (project_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4)
+         RETURNING id, name, prefix, created_at AS "created_at: DateTime<Utc>",
+                   last_used_at AS "last_used_at: DateTime<Utc>", revoked_at AS "revoked_at: DateTime<Utc>""#,
+        project_id.get(),
+        name,
+        prefix,
+        hash_key(&key),
     )
-    .bind(project_id)
-    .bind(name)
-    .bind(prefix)
-    .bind(hash_key(&key))
     .fetch_one(db)
     .await?;
     Ok((key, view))
@@ -36,7 +40,7 @@ pub async fn create(
 
 pub struct KeyOwner {
     pub key_id: i64,
-    pub project_id: i64,
+    pub project_id: ProjectId,
     pub plan: Plan,
     /// The project's endpoints as this lookup saw them (see the `endpoints_version`
     /// migration): endpoints read at this version are as fresh as the key.
@@ -57,7 +61,7 @@ impl KeyOwner {
     /// The owner as one lookup row gives it, with what the project's `limits` say.
     fn new(
         key_id: i64,
-        project_id: i64,
+        project_id: ProjectId,
         plan: &str,
         (endpoints_version, event_schemas, trace_propagation): (i64, i32, bool),
         limits: &serde_json::Value,
@@ -116,7 +120,7 @@ pub async fn authenticate_counting<'c>(
     Ok(row.map(
         |(key_id, project_id, plan, endpoints_version, count, limits, schemas, propagate)| {
             let versions = (endpoints_version, schemas, propagate);
-            let owner = KeyOwner::new(key_id, project_id, &plan, versions, &limits);
+            let owner = KeyOwner::new(key_id, ProjectId::new(project_id), &plan, versions, &limits);
             (owner, count.max(0) as u32)
         },
     ))
@@ -196,7 +200,7 @@ pub async fn authenticate_counting_all<'c>(
                 propagate,
             ) = rows.iter().find(|r| r.0 == *hash && r.1 == *window)?;
             let versions = (*endpoints_version, *schemas, *propagate);
-            let owner = KeyOwner::new(*key_id, *project_id, plan, versions, limits);
+            let owner = KeyOwner::new(*key_id, ProjectId::new(*project_id), plan, versions, limits);
             // The count after all of them, less the ones presented after this one.
             Some((owner, (count - n + 1 + nth).max(0) as u32))
         })
@@ -212,22 +216,24 @@ pub fn key_bucket(key_id: i64) -> String {
 }
 
 pub async fn list(pool: &PgPool, access: &Access) -> AppResult<Vec<ApiKeyView>> {
-    Ok(sqlx::query_as::<_, ApiKeyView>(
-        "SELECT id, name, prefix, created_at, last_used_at, revoked_at FROM api_keys
-         WHERE project_id = $1 ORDER BY revoked_at IS NOT NULL, created_at DESC",
+    Ok(sqlx::query_as!(
+        ApiKeyView,
+        r#"SELECT id, name, prefix, created_at AS "created_at: DateTime<Utc>",
+                last_used_at AS "last_used_at: DateTime<Utc>", revoked_at AS "revoked_at: DateTime<Utc>"
+           FROM api_keys WHERE project_id = $1 ORDER BY revoked_at IS NOT NULL, created_at DESC"#,
+        access.project_id.get(),
     )
-    .bind(access.project_id)
     .fetch_all(pool)
     .await?)
 }
 
 pub async fn revoke(db: impl sqlx::PgExecutor<'_>, access: &Access, id: i64) -> AppResult<()> {
     super::found(
-        sqlx::query(
+        sqlx::query!(
             "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 AND project_id = $2",
+            id,
+            access.project_id.get(),
         )
-        .bind(id)
-        .bind(access.project_id)
         .execute(db)
         .await?
         .rows_affected(),

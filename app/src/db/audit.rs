@@ -16,9 +16,9 @@ pub async fn record(
     sqlx::query!(
         "INSERT INTO audit_log (project_id, user_id, actor, action, target, detail)
          VALUES ($1, $2, $3, $4, $5, $6)",
-        access.project_id,
+        access.project_id.get(),
         // System actors (the API, the CLI) have no user row.
-        (access.user_id > 0).then_some(access.user_id),
+        (access.user_id.get() > 0).then_some(access.user_id.get()),
         &access.email,
         action,
         target,
@@ -35,7 +35,7 @@ pub async fn list(pool: &PgPool, access: &Access, limit: i64) -> AppResult<Vec<A
         r#"SELECT id, actor, action, target, created_at AS "created_at: chrono::DateTime<chrono::Utc>",
                 detail::text AS "detail!" FROM audit_log
          WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2"#,
-        access.project_id,
+        access.project_id.get(),
         limit,
     )
     .fetch_all(pool)

@@ -1,10 +1,11 @@
 //! The deliveries table as the dashboard and the API read it, and the manual actions
 //! (retry, redirect, test) that enqueue new attempts into it.
 
+use crate::core::{AttemptId, EndpointId, EventId, ProjectId};
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
-use super::queue::enqueue::{insert_one, Lane, NewAttempt};
+use super::queue::enqueue::{insert_one, AttemptOf, Lane, NewAttempt};
 use crate::{
     core::permissions::Access,
     core::{cursor::Cursor, ids::new_request_id, status::Trigger},
@@ -181,7 +182,7 @@ pub async fn count_newer(
 pub async fn get_row(
     db: impl sqlx::PgExecutor<'_>,
     access: &Access,
-    id: i64,
+    id: AttemptId,
 ) -> AppResult<DeliveryRow> {
     sqlx::query_as::<_, DeliveryRow>(&format!(
         "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
@@ -195,7 +196,11 @@ pub async fn get_row(
 }
 
 /// The current state of several attempts of one project (live updates of a page).
-pub async fn get_rows(pool: &PgPool, access: &Access, ids: &[i64]) -> AppResult<Vec<DeliveryRow>> {
+pub async fn get_rows(
+    pool: &PgPool,
+    access: &Access,
+    ids: &[AttemptId],
+) -> AppResult<Vec<DeliveryRow>> {
     Ok(sqlx::query_as::<_, DeliveryRow>(&format!(
         "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
          WHERE d.id = ANY($1) AND d.project_id = $2"
@@ -228,7 +233,7 @@ pub async fn extras(pool: &PgPool, row: &DeliveryRow) -> AppResult<RowExtras> {
                 ev.erased_at AS "erased_at?: DateTime<Utc>", ev.erasure_id AS "erasure_id?"
          FROM deliveries d LEFT JOIN events ev ON ev.event_id = d.event_id
          WHERE d.id = $1 AND d.created_at = $2"#,
-        row.id,
+        row.id.get(),
         row.created_at as _,
     )
     .fetch_one(pool)
@@ -238,9 +243,9 @@ pub async fn extras(pool: &PgPool, row: &DeliveryRow) -> AppResult<RowExtras> {
 /// Every attempt of one event to one endpoint, oldest first.
 pub async fn attempts_of(
     pool: &PgPool,
-    project_id: i64,
-    event_id: &str,
-    endpoint_id: i64,
+    project_id: ProjectId,
+    event_id: &EventId,
+    endpoint_id: EndpointId,
 ) -> AppResult<Vec<DeliveryRow>> {
     Ok(sqlx::query_as::<_, DeliveryRow>(&format!(
         "SELECT {ROW_COLUMNS} FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
@@ -261,8 +266,8 @@ pub async fn attempts_of(
 pub async fn retry(conn: &mut PgConnection, row: &DeliveryRow, by: &str) -> AppResult<i64> {
     sqlx::query!(
         "SELECT pg_advisory_xact_lock(hashtext($1), $2::int)",
-        &row.event_id,
-        row.endpoint_id as i32,
+        row.event_id.as_str(),
+        row.endpoint_id.get() as i32,
     )
     .execute(&mut *conn)
     .await?;
@@ -272,7 +277,7 @@ pub async fn retry(conn: &mut PgConnection, row: &DeliveryRow, by: &str) -> AppR
                 coalesce(max(attempt) FILTER (WHERE trigger <> 'redirect'), 0) AS "max_attempt!"
          FROM deliveries WHERE event_id = $1 AND endpoint_id = $2"#,
         &row.event_id,
-        row.endpoint_id,
+        row.endpoint_id.get(),
     )
     .fetch_one(&mut *conn)
     .await?;
@@ -284,31 +289,28 @@ pub async fn retry(conn: &mut PgConnection, row: &DeliveryRow, by: &str) -> AppR
     }
     let url: Option<String> = sqlx::query_scalar!(
         "SELECT url FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
-        row.endpoint_id,
-        row.project_id,
+        row.endpoint_id.get(),
+        row.project_id.get(),
     )
     .fetch_optional(&mut *conn)
     .await?;
     let url = url.ok_or_else(|| AppError::Conflict("The endpoint has been deleted.".into()))?;
-    Ok(insert_one(
-        conn,
-        NewAttempt {
-            target_url: url,
-            attempt: max_attempt + 1,
-            ..manual(row, Trigger::ManualRetry, by)
-        },
-    )
-    .await?)
+    let mut retry = manual(row, Trigger::ManualRetry, by);
+    retry.of.target_url = url;
+    retry.attempt = max_attempt + 1;
+    Ok((insert_one(conn, retry).await?).get())
 }
 
 /// A manual attempt of `row`'s event to its endpoint (its URL and number to be set).
 fn manual(row: &DeliveryRow, trigger: Trigger, by: &str) -> NewAttempt {
     NewAttempt {
-        project_id: row.project_id,
-        event_id: row.event_id.clone(),
-        event_type: row.event_type.clone(),
-        endpoint_id: row.endpoint_id,
-        target_url: row.target_url.clone(),
+        of: AttemptOf {
+            project_id: row.project_id,
+            event_id: row.event_id.clone(),
+            event_type: row.event_type.clone(),
+            endpoint_id: row.endpoint_id,
+            target_url: row.target_url.clone(),
+        },
         attempt: 1,
         trigger,
         triggered_by: Some(by.to_string()),
@@ -329,20 +331,15 @@ pub async fn redirect(
     bin_url: &str,
     by: &str,
 ) -> AppResult<i64> {
-    Ok(insert_one(
-        conn,
-        NewAttempt {
-            target_url: bin_url.to_string(),
-            ..manual(row, Trigger::Redirect, by)
-        },
-    )
-    .await?)
+    let mut redirect = manual(row, Trigger::Redirect, by);
+    redirect.of.target_url = bin_url.to_string();
+    Ok((insert_one(conn, redirect).await?).get())
 }
 
 /// The public API's list: ascending by (created_at, id) up to the commit horizon.
 pub async fn page(
     pool: &PgPool,
-    project_id: i64,
+    project_id: ProjectId,
     after: Option<Cursor>,
     since: Option<DateTime<Utc>>,
     status: Option<crate::core::status::DeliveryStatus>,
@@ -382,7 +379,7 @@ pub async fn page(
 /// transaction: the event and its attempt are written together.
 pub async fn send_single(
     conn: &mut PgConnection,
-    project_id: i64,
+    project_id: ProjectId,
     (endpoint_id, url): (i64, &str),
     event_type: &str,
     data_json: &str,
@@ -392,20 +389,22 @@ pub async fn send_single(
     sqlx::query!(
         "INSERT INTO events (event_id, project_id, event_type, data, deliveries) VALUES ($1, $2, $3, $4::json, 1)",
         &event_id,
-        project_id,
+        project_id.get(),
         event_type,
         data_json as _,
     )
     .execute(&mut *conn)
     .await?;
-    Ok(insert_one(
+    Ok((insert_one(
         conn,
         NewAttempt {
-            project_id,
-            event_id,
-            event_type: event_type.to_string(),
-            endpoint_id,
-            target_url: url.to_string(),
+            of: AttemptOf {
+                project_id,
+                event_id: EventId::from(event_id),
+                event_type: event_type.to_string(),
+                endpoint_id: EndpointId::new(endpoint_id),
+                target_url: url.to_string(),
+            },
             attempt: 1,
             trigger: Trigger::Test,
             triggered_by: Some(by.to_string()),
@@ -417,4 +416,5 @@ pub async fn send_single(
         },
     )
     .await?)
+        .get())
 }

@@ -1,6 +1,7 @@
 //! What the endpoint cards show about the last 24 hours: attempts and successes per hour,
 //! the 95th percentile of durations, and failures grouped by what went wrong.
 
+use crate::core::ProjectId;
 use sqlx::PgPool;
 
 use crate::error::AppResult;
@@ -17,7 +18,7 @@ pub struct Activity {
 
 /// `project_id` comes from an `Access` the caller holds (this module stays below `auth`,
 /// which reads [`auto_disabled`]).
-pub async fn last_day(pool: &PgPool, project_id: i64) -> AppResult<Activity> {
+pub async fn last_day(pool: &PgPool, project_id: ProjectId) -> AppResult<Activity> {
     let hourly = sqlx::query!(
         r#"SELECT endpoint_id AS "endpoint_id!",
                 (extract(epoch FROM now() - created_at) / 3600)::int AS "hour!",
@@ -25,7 +26,7 @@ pub async fn last_day(pool: &PgPool, project_id: i64) -> AppResult<Activity> {
                 count(*) FILTER (WHERE status = 'succeeded') AS "succeeded!"
          FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours' AND trigger <> 'redirect'
          GROUP BY 1, 2"#,
-        project_id,
+        project_id.get(),
     )
     .fetch_all(pool)
     .await?
@@ -37,7 +38,7 @@ pub async fn last_day(pool: &PgPool, project_id: i64) -> AppResult<Activity> {
                 percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95
          FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours'
            AND trigger <> 'redirect' AND duration_ms IS NOT NULL GROUP BY 1"#,
-        project_id,
+        project_id.get(),
     )
     .fetch_all(pool)
     .await?
@@ -50,7 +51,7 @@ pub async fn last_day(pool: &PgPool, project_id: i64) -> AppResult<Activity> {
          FROM deliveries WHERE project_id = $1 AND created_at > now() - interval '24 hours'
            AND trigger <> 'redirect' AND status IN ('failed', 'dead_letter')
          GROUP BY 1, 2 ORDER BY 3 DESC"#,
-        project_id,
+        project_id.get(),
     )
     .fetch_all(pool)
     .await?
@@ -67,12 +68,12 @@ pub async fn last_day(pool: &PgPool, project_id: i64) -> AppResult<Activity> {
 /// Endpoints of the project that were disabled automatically: (id, url, reason).
 pub async fn auto_disabled(
     pool: &PgPool,
-    project_id: i64,
+    project_id: ProjectId,
 ) -> AppResult<Vec<(i64, String, String)>> {
     Ok(sqlx::query!(
         r#"SELECT id, url, disabled_reason AS "disabled_reason!" FROM endpoints
          WHERE project_id = $1 AND NOT enabled AND deleted_at IS NULL AND disabled_reason LIKE 'auto:%'"#,
-        project_id,
+        project_id.get(),
     )
     .fetch_all(pool)
     .await?

@@ -2,13 +2,14 @@
 //! endpoint is failing (the first failure since its last success) and its dead letters
 //! not yet told. The alert loop ([`super::notices`]) reads both.
 
+use crate::core::{EndpointId, EventId};
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
 /// One endpoint's latest outcome in a batch: succeeded, or failed since `first_failure`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Health {
-    pub endpoint_id: i64,
+    pub endpoint_id: EndpointId,
     pub ok: bool,
     pub first_failure: DateTime<Utc>,
 }
@@ -19,7 +20,7 @@ pub async fn note(conn: &mut PgConnection, health: &[Health]) -> Result<u64, sql
     if health.is_empty() {
         return Ok(0);
     }
-    let ids: Vec<i64> = health.iter().map(|h| h.endpoint_id).collect();
+    let ids: Vec<EndpointId> = health.iter().map(|h| h.endpoint_id).collect();
     let ok: Vec<bool> = health.iter().map(|h| h.ok).collect();
     let first: Vec<DateTime<Utc>> = health.iter().map(|h| h.first_failure).collect();
     Ok(sqlx::query!(
@@ -36,7 +37,7 @@ pub async fn note(conn: &mut PgConnection, health: &[Health]) -> Result<u64, sql
             SET failing_since = CASE WHEN h.ok THEN NULL ELSE coalesce(e.failing_since, h.first_failure) END
            FROM h JOIN changing c ON c.id = h.id
           WHERE e.id = h.id",
-        &ids,
+        &ids as _,
         &ok,
         &first as _,
     )
@@ -48,19 +49,19 @@ pub async fn note(conn: &mut PgConnection, health: &[Health]) -> Result<u64, sql
 /// Adds dead letters to their endpoints' tallies: `(endpoint, event id)` pairs.
 pub async fn tally_dead_letters(
     conn: &mut PgConnection,
-    dead: &[(i64, String)],
+    dead: &[(EndpointId, EventId)],
 ) -> Result<(), sqlx::Error> {
     if dead.is_empty() {
         return Ok(());
     }
-    let mut by_endpoint: std::collections::BTreeMap<i64, Vec<String>> = Default::default();
+    let mut by_endpoint: std::collections::BTreeMap<EndpointId, Vec<String>> = Default::default();
     for (endpoint, event) in dead {
         by_endpoint
             .entry(*endpoint)
             .or_default()
-            .push(event.clone());
+            .push(event.to_string());
     }
-    let ids: Vec<i64> = by_endpoint.keys().copied().collect();
+    let ids: Vec<EndpointId> = by_endpoint.keys().copied().collect();
     let counts: Vec<i64> = by_endpoint.values().map(|v| v.len() as i64).collect();
     // Arrays of arrays must be rectangular: the first few ids as one text each.
     let firsts: Vec<String> = by_endpoint
@@ -74,7 +75,7 @@ pub async fn tally_dead_letters(
          ON CONFLICT (endpoint_id) DO UPDATE
             SET count = t.count + excluded.count,
                 first_ids = (t.first_ids || excluded.first_ids)[1:$4]",
-        &ids,
+        &ids as _,
         &counts,
         &firsts,
         super::notices::FIRST_IDS as i32,

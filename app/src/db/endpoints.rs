@@ -1,5 +1,6 @@
 //! Endpoints: where a project's events go, and the secrets that sign them.
 
+use crate::core::{EndpointId, EventId, ProjectId};
 use sqlx::PgPool;
 
 use crate::{
@@ -34,13 +35,14 @@ pub struct NewEndpoint<'a> {
 pub async fn custom_header_names(
     pool: &PgPool,
     access: &Access,
-    id: i64,
+    id: EndpointId,
 ) -> AppResult<Vec<String>> {
-    let headers: sqlx::types::Json<Vec<(String, StoredValue)>> = sqlx::query_scalar(
-        "SELECT custom_headers FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+    let headers = sqlx::query_scalar!(
+        r#"SELECT custom_headers AS "headers: sqlx::types::Json<Vec<(String, StoredValue)>>"
+             FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL"#,
+        id.get(),
+        access.project_id.get(),
     )
-    .bind(id)
-    .bind(access.project_id)
     .fetch_optional(pool)
     .await?
     .ok_or(AppError::NotFound)?;
@@ -50,19 +52,19 @@ pub async fn custom_header_names(
 pub async fn set_custom_headers(
     db: impl sqlx::PgExecutor<'_>,
     access: &Access,
-    id: i64,
+    id: EndpointId,
     headers: &[(String, String)],
 ) -> AppResult<()> {
     super::found(
-        sqlx::query(
+        sqlx::query!(
             "UPDATE endpoints SET custom_headers = $3, updated_at = now() WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+            id.get(),
+            access.project_id.get(),
+            sqlx::types::Json(sealed::seal_headers(
+                sealed::HEADER_VALUE.of(access.project_id, id),
+                headers,
+            )) as _,
         )
-        .bind(id)
-        .bind(access.project_id)
-        .bind(sqlx::types::Json(sealed::seal_headers(
-            sealed::HEADER_VALUE.of(access.project_id, id),
-            headers,
-        )))
         .execute(db)
         .await?
         .rows_affected(),
@@ -73,17 +75,17 @@ pub async fn set_custom_headers(
 pub async fn set_filter(
     db: impl sqlx::PgExecutor<'_>,
     access: &Access,
-    id: i64,
+    id: EndpointId,
     filter: Option<&str>,
 ) -> AppResult<()> {
     super::found(
-        sqlx::query(
+        sqlx::query!(
             "UPDATE endpoints SET filter = $3, updated_at = now()
               WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+            id.get(),
+            access.project_id.get(),
+            filter,
         )
-        .bind(id)
-        .bind(access.project_id)
-        .bind(filter)
         .execute(db)
         .await?
         .rows_affected(),
@@ -95,24 +97,24 @@ pub async fn set_filter(
 pub async fn set_client_cert(
     db: impl sqlx::PgExecutor<'_>,
     access: &Access,
-    id: i64,
+    id: EndpointId,
     cert: Option<&crate::core::client_cert::ClientCert>,
 ) -> AppResult<()> {
     super::found(
-        sqlx::query(
+        sqlx::query!(
             "UPDATE endpoints SET client_cert = $3, client_key = $4, client_cert_subject = $5,
                     client_cert_not_after = $6, client_cert_noticed_for = NULL, updated_at = now()
               WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+            id.get(),
+            access.project_id.get(),
+            cert.map(|c| c.cert_pem.as_str()),
+            cert.map(|c| {
+                let slot = sealed::CLIENT_KEY.of(access.project_id, id);
+                sealed::seal(slot, &c.key_pem)
+            }),
+            cert.map(|c| c.subject.as_str()),
+            cert.map(|c| c.not_after) as _,
         )
-        .bind(id)
-        .bind(access.project_id)
-        .bind(cert.map(|c| &c.cert_pem))
-        .bind(cert.map(|c| {
-            let slot = sealed::CLIENT_KEY.of(access.project_id, id);
-            sealed::seal(slot, &c.key_pem)
-        }))
-        .bind(cert.map(|c| &c.subject))
-        .bind(cert.map(|c| c.not_after))
         .execute(db)
         .await?
         .rows_affected(),
@@ -125,27 +127,27 @@ pub async fn set_client_cert(
 pub async fn edit_custom_header(
     db: impl sqlx::PgExecutor<'_>,
     access: &Access,
-    id: i64,
+    id: EndpointId,
     name: &str,
     value: Option<&str>,
 ) -> AppResult<Vec<String>> {
-    sqlx::query_scalar(
-        "UPDATE endpoints SET updated_at = now(), custom_headers =
+    sqlx::query_scalar!(
+        r#"UPDATE endpoints SET updated_at = now(), custom_headers =
             COALESCE((SELECT jsonb_agg(h) FROM jsonb_array_elements(custom_headers) h
                       WHERE lower(h->>0) <> lower($3)), '[]'::jsonb)
             || CASE WHEN $4::jsonb IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(jsonb_build_array($3, $4::jsonb)) END
          WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL
-         RETURNING ARRAY(SELECT h->>0 FROM jsonb_array_elements(custom_headers) h)",
+         RETURNING ARRAY(SELECT h->>0 FROM jsonb_array_elements(custom_headers) h) AS "names!""#,
+        id.get(),
+        access.project_id.get(),
+        name,
+        value.map(|v| {
+            sqlx::types::Json(sealed::seal_value(
+                sealed::HEADER_VALUE.of(access.project_id, id),
+                v,
+            ))
+        }) as _,
     )
-    .bind(id)
-    .bind(access.project_id)
-    .bind(name)
-    .bind(value.map(|v| {
-        sqlx::types::Json(sealed::seal_value(
-            sealed::HEADER_VALUE.of(access.project_id, id),
-            v,
-        ))
-    }))
     .fetch_optional(db)
     .await?
     .ok_or(AppError::NotFound)
@@ -157,9 +159,9 @@ pub async fn edit_custom_header(
 pub async fn auto_disable(
     pool: &PgPool,
     after: std::time::Duration,
-) -> AppResult<Vec<(i64, i64, String)>> {
-    Ok(sqlx::query_as(
-        "WITH candidates AS (
+) -> AppResult<Vec<(EndpointId, ProjectId, String)>> {
+    let disabled = sqlx::query!(
+        r#"WITH candidates AS (
             SELECT e.id,
                    (SELECT max(d.created_at) FROM deliveries d
                      WHERE d.endpoint_id = e.id AND d.trigger = 'auto' AND d.status = 'succeeded') AS last_ok
@@ -175,12 +177,16 @@ pub async fn auto_disable(
          UPDATE endpoints e SET enabled = false, updated_at = now(),
                 disabled_reason = 'auto: every attempt failed since ' || to_char(f.since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') || ' UTC'
          FROM failing f
-         WHERE e.id = f.id AND f.since < now() - $1
-         RETURNING e.id, e.project_id, e.url",
+         WHERE e.id = f.id AND f.since < now() - $1::interval
+         RETURNING e.id AS "id: EndpointId", e.project_id AS "project_id: ProjectId", e.url"#,
+        chrono::Duration::from_std(after).unwrap_or(chrono::Duration::days(5)) as _,
     )
-    .bind(chrono::Duration::from_std(after).unwrap_or(chrono::Duration::days(5)))
     .fetch_all(pool)
-    .await?)
+    .await?;
+    Ok(disabled
+        .into_iter()
+        .map(|r| (r.id, r.project_id, r.url))
+        .collect())
 }
 
 /// Returns the endpoint and its secret (shown to the creator).
@@ -191,9 +197,11 @@ pub async fn create(
 ) -> AppResult<(EndpointView, String)> {
     let secret = new_endpoint_secret();
     // The id first: the secret is sealed bound to it.
-    let id: i64 = sqlx::query_scalar("SELECT nextval(pg_get_serial_sequence('endpoints', 'id'))")
-        .fetch_one(&mut *conn)
-        .await?;
+    let id = sqlx::query_scalar!(
+        r#"SELECT nextval(pg_get_serial_sequence('endpoints', 'id')) AS "id!: EndpointId""#
+    )
+    .fetch_one(&mut *conn)
+    .await?;
     let ep = sqlx::query_as::<_, EndpointView>(&format!(
         "INSERT INTO endpoints (id, project_id, url, event_types, description, secret, rate_limit)
          OVERRIDING SYSTEM VALUE VALUES ($7, $1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}"
@@ -225,7 +233,7 @@ pub async fn list(pool: &PgPool, access: &Access) -> AppResult<Vec<EndpointView>
 pub async fn get(
     db: impl sqlx::PgExecutor<'_>,
     access: &Access,
-    id: i64,
+    id: EndpointId,
 ) -> AppResult<EndpointView> {
     sqlx::query_as::<_, EndpointView>(&format!(
         "SELECT {COLUMNS} FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL"
@@ -249,7 +257,7 @@ pub struct EndpointPatch {
 pub async fn update(
     db: impl sqlx::PgExecutor<'_>,
     access: &Access,
-    id: i64,
+    id: EndpointId,
     patch: EndpointPatch,
 ) -> AppResult<EndpointView> {
     sqlx::query_as::<_, EndpointView>(&format!(
@@ -278,13 +286,13 @@ pub async fn update(
 
 /// Soft-deletes the endpoint; its queued attempts become dead letters at once. Two
 /// statements: run it inside the caller's transaction.
-pub async fn delete(tx: &mut sqlx::PgConnection, access: &Access, id: i64) -> AppResult<()> {
-    let found = sqlx::query(
+pub async fn delete(tx: &mut sqlx::PgConnection, access: &Access, id: EndpointId) -> AppResult<()> {
+    let found = sqlx::query!(
         "UPDATE endpoints SET deleted_at = now(), enabled = false
          WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+        id.get(),
+        access.project_id.get(),
     )
-    .bind(id)
-    .bind(access.project_id)
     .execute(&mut *tx)
     .await?
     .rows_affected();
@@ -292,7 +300,7 @@ pub async fn delete(tx: &mut sqlx::PgConnection, access: &Access, id: i64) -> Ap
         return Err(AppError::NotFound);
     }
     // Out of the queue and into the log, finished.
-    sqlx::query(
+    sqlx::query!(
         "WITH gone AS (
             DELETE FROM delivery_queue WHERE endpoint_id = $1 AND status = 'pending' RETURNING *)
          INSERT INTO delivery_log (id, created_at, project_id, event_id, event_type, endpoint_id,
@@ -303,8 +311,8 @@ pub async fn delete(tx: &mut sqlx::PgConnection, access: &Access, id: i64) -> Ap
                 chain_started_at, request_id, 'endpoint_deleted', 'endpoint deleted',
                 ordering_key, lane_seq
          FROM gone",
+        id.get(),
     )
-    .bind(id)
     .execute(&mut *tx)
     .await?;
     Ok(())
@@ -314,19 +322,20 @@ pub async fn delete(tx: &mut sqlx::PgConnection, access: &Access, id: i64) -> Ap
 pub async fn secrets(
     pool: &PgPool,
     access: &Access,
-    id: i64,
+    id: EndpointId,
 ) -> AppResult<(String, Option<String>)> {
-    let (secret, previous, scheme) = sqlx::query_as::<_, (String, Option<String>, String)>(
-        "SELECT secret, CASE WHEN previous_secret_expires_at > now() THEN previous_secret END,
+    let row = sqlx::query!(
+        r#"SELECT secret, CASE WHEN previous_secret_expires_at > now() THEN previous_secret END AS previous,
                 signature_scheme
-         FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+         FROM endpoints WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL"#,
+        id.get(),
+        access.project_id.get(),
     )
-    .bind(id)
-    .bind(access.project_id)
     .fetch_optional(pool)
     .await?
     .ok_or(AppError::NotFound)?;
-    if scheme == crate::core::ed25519::ED25519 {
+    let (secret, previous) = (row.secret, row.previous);
+    if row.signature_scheme == crate::core::ed25519::ED25519 {
         return Err(AppError::Conflict(crate::core::ed25519::NO_SECRET.into()));
     }
     let slot = sealed::ENDPOINT_SECRET.of(access.project_id, id);
@@ -338,20 +347,17 @@ pub async fn secrets(
 pub async fn rotate_secret(
     db: impl sqlx::PgExecutor<'_>,
     access: &Access,
-    id: i64,
+    id: EndpointId,
 ) -> AppResult<String> {
     let secret = new_endpoint_secret();
-    let n = sqlx::query(
+    let n = sqlx::query!(
         "UPDATE endpoints SET previous_secret = secret, previous_secret_expires_at = now() + interval '24 hours',
             secret = $3, updated_at = now()
          WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+        id.get(),
+        access.project_id.get(),
+        sealed::seal(sealed::ENDPOINT_SECRET.of(access.project_id, id), &secret),
     )
-    .bind(id)
-    .bind(access.project_id)
-    .bind(sealed::seal(
-        sealed::ENDPOINT_SECRET.of(access.project_id, id),
-        &secret,
-    ))
     .execute(db)
     .await?
     .rows_affected();
@@ -362,18 +368,18 @@ pub async fn rotate_secret(
 }
 
 /// Every endpoint of the project, deleted ones last, as (id, url): the filter's choices.
-pub async fn names(pool: &PgPool, project_id: i64) -> AppResult<Vec<(i64, String)>> {
-    Ok(sqlx::query_as(
+pub async fn names(pool: &PgPool, project_id: ProjectId) -> AppResult<Vec<(i64, String)>> {
+    let rows = sqlx::query!(
         "SELECT id, url FROM endpoints WHERE project_id = $1 ORDER BY deleted_at IS NOT NULL, id",
+        project_id.get(),
     )
-    .bind(project_id)
     .fetch_all(pool)
-    .await?)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.url)).collect())
 }
 
 /// The endpoint's filter as it is now, with what it judges of the event: its type,
 /// data (JSON text) and subjects. None when either is not the project's.
-#[derive(sqlx::FromRow)]
 pub struct FilterNow {
     pub filter: Option<String>,
     pub event_type: String,
@@ -383,18 +389,19 @@ pub struct FilterNow {
 
 pub async fn filter_now(
     tx: &mut sqlx::PgConnection,
-    project_id: i64,
-    endpoint_id: i64,
-    event_id: &str,
+    project_id: ProjectId,
+    endpoint_id: EndpointId,
+    event_id: &EventId,
 ) -> AppResult<Option<FilterNow>> {
-    Ok(sqlx::query_as::<_, FilterNow>(
-        "SELECT e.filter, ev.event_type, ev.data::text AS data, ev.subjects
+    Ok(sqlx::query_as!(
+        FilterNow,
+        r#"SELECT e.filter, ev.event_type, ev.data::text AS "data!", ev.subjects
            FROM endpoints e, events ev
-          WHERE e.id = $1 AND e.project_id = $3 AND ev.event_id = $2 AND ev.project_id = $3",
+          WHERE e.id = $1 AND e.project_id = $3 AND ev.event_id = $2 AND ev.project_id = $3"#,
+        endpoint_id.get(),
+        event_id.as_str(),
+        project_id.get(),
     )
-    .bind(endpoint_id)
-    .bind(event_id)
-    .bind(project_id)
     .fetch_optional(tx)
     .await?)
 }

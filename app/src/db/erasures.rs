@@ -23,6 +23,7 @@
 //! in flight any more; a last pass then erases the bin copies that in-flight Redirects
 //! made meanwhile, and the ordering keys of the attempts that were in flight.
 
+use crate::core::{EndpointId, EventId, ProjectId};
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
@@ -37,9 +38,9 @@ pub const BATCH: i64 = 200;
 pub struct Erasure {
     pub id: i64,
     #[serde(skip)]
-    pub project_id: i64,
+    pub project_id: ProjectId,
     pub subject: Option<String>,
-    pub event_id: Option<String>,
+    pub event_id: Option<EventId>,
     pub status: String,
     pub requested_by: String,
     pub created_at: DateTime<Utc>,
@@ -57,16 +58,16 @@ pub struct Erasure {
 /// Records a request to erase `subject`'s events (those accepted until now), running.
 pub async fn create_for_subject(
     conn: &mut PgConnection,
-    project_id: i64,
+    project_id: ProjectId,
     subject: &str,
     requested_by: &str,
 ) -> AppResult<Erasure> {
     Ok(sqlx::query_as!(
         Erasure,
         r#"INSERT INTO erasures (project_id, subject, requested_by) VALUES ($1, $2, $3)
-         RETURNING id, project_id, subject, event_id, status, requested_by,
+         RETURNING id, project_id, subject, event_id AS "event_id: EventId", status, requested_by,
            created_at AS "created_at: DateTime<Utc>", finished_at AS "finished_at: DateTime<Utc>", events, attempts, dead_lettered, inspector_copies"#,
-        project_id,
+        project_id.get(),
         subject,
         requested_by,
     )
@@ -77,17 +78,17 @@ pub async fn create_for_subject(
 /// Records a request to erase one event of the project; `NotFound` if it is not one.
 pub async fn create_for_event(
     conn: &mut PgConnection,
-    project_id: i64,
-    event_id: &str,
+    project_id: ProjectId,
+    event_id: &EventId,
     requested_by: &str,
 ) -> AppResult<Erasure> {
     sqlx::query_as!(
         Erasure,
         r#"INSERT INTO erasures (project_id, event_id, requested_by)
          SELECT $1, event_id, $3 FROM events WHERE project_id = $1 AND event_id = $2
-         RETURNING id, project_id, subject, event_id, status, requested_by,
+         RETURNING id, project_id, subject, event_id AS "event_id: EventId", status, requested_by,
            created_at AS "created_at: DateTime<Utc>", finished_at AS "finished_at: DateTime<Utc>", events, attempts, dead_lettered, inspector_copies"#,
-        project_id,
+        project_id.get(),
         event_id,
         requested_by,
     )
@@ -96,13 +97,13 @@ pub async fn create_for_event(
     .ok_or(AppError::NotFound)
 }
 
-pub async fn get(pool: &PgPool, project_id: i64, id: i64) -> AppResult<Erasure> {
+pub async fn get(pool: &PgPool, project_id: ProjectId, id: i64) -> AppResult<Erasure> {
     sqlx::query_as!(
         Erasure,
-        r#"SELECT id, project_id, subject, event_id, status, requested_by,
+        r#"SELECT id, project_id, subject, event_id AS "event_id: EventId", status, requested_by,
            created_at AS "created_at: DateTime<Utc>", finished_at AS "finished_at: DateTime<Utc>", events, attempts, dead_lettered, inspector_copies FROM erasures WHERE id = $1 AND project_id = $2"#,
         id,
-        project_id,
+        project_id.get(),
     )
     .fetch_optional(pool)
     .await?
@@ -127,7 +128,7 @@ pub async fn step(pool: &PgPool, id: Option<i64>) -> AppResult<Option<(i64, Step
         Some(id) => {
             sqlx::query_as!(
                 Erasure,
-                r#"SELECT id, project_id, subject, event_id, status, requested_by,
+                r#"SELECT id, project_id, subject, event_id AS "event_id: EventId", status, requested_by,
            created_at AS "created_at: DateTime<Utc>", finished_at AS "finished_at: DateTime<Utc>", events, attempts, dead_lettered, inspector_copies FROM erasures WHERE id = $1 AND status = 'running' FOR UPDATE"#,
                 id,
             )
@@ -137,7 +138,7 @@ pub async fn step(pool: &PgPool, id: Option<i64>) -> AppResult<Option<(i64, Step
         None => {
             sqlx::query_as!(
                 Erasure,
-                r#"SELECT id, project_id, subject, event_id, status, requested_by,
+                r#"SELECT id, project_id, subject, event_id AS "event_id: EventId", status, requested_by,
            created_at AS "created_at: DateTime<Utc>", finished_at AS "finished_at: DateTime<Utc>", events, attempts, dead_lettered, inspector_copies FROM erasures WHERE status = 'running'
                   ORDER BY touched_at LIMIT 1 FOR UPDATE SKIP LOCKED"#,
             )
@@ -154,7 +155,7 @@ pub async fn step(pool: &PgPool, id: Option<i64>) -> AppResult<Option<(i64, Step
                 "SELECT event_id FROM events
               WHERE project_id = $1 AND subjects @> ARRAY[$2]::text[] AND created_at <= $3
               ORDER BY id LIMIT $4 FOR UPDATE",
-                erasure.project_id,
+                erasure.project_id.get(),
                 subject,
                 erasure.created_at as _,
                 BATCH,
@@ -166,7 +167,7 @@ pub async fn step(pool: &PgPool, id: Option<i64>) -> AppResult<Option<(i64, Step
             sqlx::query_scalar!(
                 "SELECT event_id FROM events
               WHERE project_id = $1 AND event_id = $2 AND erased_at IS NULL FOR UPDATE",
-                erasure.project_id,
+                erasure.project_id.get(),
                 event_id,
             )
             .fetch_all(&mut *tx)
@@ -291,7 +292,7 @@ async fn end_waiting(
     )
     .execute(&mut *tx)
     .await?;
-    let ended: Vec<(i64, i64, Option<String>, Option<i64>)> = sqlx::query!(
+    let ended: Vec<(ProjectId, EndpointId, Option<String>, Option<i64>)> = sqlx::query!(
         r#"WITH gone AS (
             DELETE FROM delivery_queue WHERE event_id = ANY($1) AND status = 'pending'
             RETURNING *
@@ -307,7 +308,7 @@ async fn end_waiting(
               FROM gone
             RETURNING project_id, endpoint_id, ordering_key, lane_seq
          )
-         SELECT project_id AS "project_id!", endpoint_id AS "endpoint_id!",
+         SELECT project_id AS "project_id!: ProjectId", endpoint_id AS "endpoint_id!: EndpointId",
                 ordering_key AS "ordering_key?", lane_seq AS "lane_seq?" FROM logged"#,
         events,
         erasure_id,
@@ -382,7 +383,7 @@ pub async fn tick(pool: &PgPool, budget: std::time::Duration) -> AppResult<i64> 
 }
 
 /// Whether the event's data was erased (Retry, Redirect and replays refuse it then).
-pub async fn is_erased<'c>(conn: impl sqlx::PgExecutor<'c>, event_id: &str) -> AppResult<bool> {
+pub async fn is_erased<'c>(conn: impl sqlx::PgExecutor<'c>, event_id: &EventId) -> AppResult<bool> {
     Ok(sqlx::query_scalar!(
         r#"SELECT erased_at IS NOT NULL AS "erased!" FROM events WHERE event_id = $1"#,
         event_id,

@@ -1,6 +1,7 @@
 //! Reading stored events: one by id, a project's in cursor order, and the types it
 //! has sent (the catalogue and the filter bar). Storing them is [`super::events`].
 
+use crate::core::{EventId, ProjectId};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
@@ -14,7 +15,7 @@ pub struct StoredEvent {
     #[serde(skip)]
     pub seq: i64,
     #[serde(rename = "id")]
-    pub event_id: String,
+    pub event_id: EventId,
     #[serde(rename = "event")]
     pub event_type: String,
     pub data: sqlx::types::Json<Box<serde_json::value::RawValue>>,
@@ -29,7 +30,11 @@ pub struct StoredEvent {
     pub filtered_out: Option<sqlx::types::Json<Vec<super::targets::Skipped>>>,
 }
 
-pub async fn get(pool: &PgPool, project_id: i64, event_id: &str) -> AppResult<StoredEvent> {
+pub async fn get(
+    pool: &PgPool,
+    project_id: ProjectId,
+    event_id: &EventId,
+) -> AppResult<StoredEvent> {
     sqlx::query_as!(
         StoredEvent,
         r#"SELECT id AS seq, event_id, event_type,
@@ -38,7 +43,7 @@ pub async fn get(pool: &PgPool, project_id: i64, event_id: &str) -> AppResult<St
                 erased_at AS "erased_at: DateTime<Utc>", erasure_id,
                 filtered_out AS "filtered_out: sqlx::types::Json<Vec<super::targets::Skipped>>" FROM events WHERE event_id = $1 AND project_id = $2"#,
         event_id,
-        project_id,
+        project_id.get(),
     )
     .fetch_optional(pool)
     .await?
@@ -49,7 +54,7 @@ pub async fn get(pool: &PgPool, project_id: i64, event_id: &str) -> AppResult<St
 /// [`super::horizon::commit_horizon`]), so a poller walking the cursor sees every event exactly once.
 pub async fn page(
     pool: &PgPool,
-    project_id: i64,
+    project_id: ProjectId,
     after: Option<Cursor>,
     since: Option<DateTime<Utc>>,
     event_type: Option<&str>,
@@ -71,7 +76,7 @@ pub async fn page(
            AND ($5::timestamptz IS NULL OR created_at >= $5)
            AND ($6::text IS NULL OR event_type = $6)
          ORDER BY created_at, id LIMIT $7"#,
-        project_id,
+        project_id.get(),
         after_ts as _,
         after_id,
         horizon as _,
@@ -86,14 +91,14 @@ pub async fn page(
 /// The event types a project has sent within the retention window, for the filter bar.
 pub async fn recent_types(
     pool: &PgPool,
-    project_id: i64,
+    project_id: ProjectId,
     retention_days: u32,
 ) -> AppResult<Vec<String>> {
     Ok(sqlx::query_scalar!(
         "SELECT DISTINCT event_type FROM events
          WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)
          ORDER BY 1 LIMIT 200",
-        project_id,
+        project_id.get(),
         retention_days as i32,
     )
     .fetch_all(pool)
@@ -106,7 +111,7 @@ pub type TypeSeen = (String, i64, Option<DateTime<Utc>>, Option<String>);
 
 pub async fn types_seen(
     pool: &PgPool,
-    project_id: i64,
+    project_id: ProjectId,
     retention_days: u32,
 ) -> AppResult<Vec<TypeSeen>> {
     Ok(sqlx::query!(
@@ -115,7 +120,7 @@ pub async fn types_seen(
                    AND e2.erased_at IS NULL ORDER BY created_at DESC LIMIT 1) AS example
          FROM events e WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)
          GROUP BY event_type ORDER BY 2 DESC"#,
-        project_id,
+        project_id.get(),
         retention_days as i32,
     )
     .fetch_all(pool)

@@ -1,6 +1,7 @@
 //! Event ingestion: the one way events enter Posthorn. The event row and one pending
 //! delivery per subscribed endpoint are written in one transaction.
 
+use crate::core::{EndpointId, EventId, ProjectId};
 use std::{collections::HashMap, sync::Arc};
 
 use chrono::{DateTime, Utc};
@@ -9,7 +10,7 @@ use sqlx::PgPool;
 pub use super::event_reads::{get, page, recent_types, types_seen, StoredEvent, TypeSeen};
 use super::{
     group_commit::{GroupCommit, Lone},
-    queue::enqueue::{Inserted, Lane, LeaseTo, NewAttempt},
+    queue::enqueue::{AttemptOf, Inserted, Lane, LeaseTo, NewAttempt},
     queue::handoff::{Claimed, Handoff, Reserved},
     targets::{Target, TargetCache},
 };
@@ -24,7 +25,7 @@ use crate::{
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ingested {
-    pub event_id: String,
+    pub event_id: EventId,
     pub deliveries: i32,
     pub created_at: DateTime<Utc>,
     /// True when the client's idempotency key matched an earlier event.
@@ -35,7 +36,7 @@ pub struct Ingested {
 /// `data_json` must be valid JSON text; it is stored byte for byte.
 pub async fn ingest(
     pool: &PgPool,
-    project_id: i64,
+    project_id: ProjectId,
     event_type: &EventType,
     data_json: &str,
     client_id: Option<&str>,
@@ -95,7 +96,7 @@ pub struct Trace<'a> {
 /// as far as it has room; the rest wait for a claim.
 pub async fn ingest_handing(
     pool: &PgPool,
-    project_id: i64,
+    project_id: ProjectId,
     event_type: &EventType,
     data_json: &str,
     client_id: Option<&str>,
@@ -119,7 +120,7 @@ pub async fn ingest_handing(
 /// idempotency key was seen before, earlier in the batch too, answers as first stored.
 pub async fn ingest_all(
     pool: &PgPool,
-    project_id: i64,
+    project_id: ProjectId,
     events: &[NewEvent<'_>],
     via: Via<'_>,
 ) -> AppResult<Vec<Ingested>> {
@@ -180,7 +181,7 @@ pub async fn ingest_all(
              ON CONFLICT (project_id, client_id) WHERE client_id IS NOT NULL DO NOTHING
              RETURNING created_at AS "created_at: DateTime<Utc>""#,
             &event_id,
-            project_id,
+            project_id.get(),
             event.event_type.as_str(),
             event.data_json as _,
             event.client_id,
@@ -199,7 +200,7 @@ pub async fn ingest_all(
             stored.push(first_stored(&mut *tx, project_id, event.client_id).await?);
             continue;
         };
-        let mut attempts = first_attempts(project_id, &event_id, event, targets);
+        let mut attempts = first_attempts(project_id, &EventId::from(&event_id), event, targets);
         super::queue::lanes::join(&mut tx, &mut attempts).await?;
         // A batch's transaction does not wait for a running claim: its events go to
         // the claim.
@@ -207,15 +208,13 @@ pub async fn ingest_all(
         let taken = taken_by(reserved.as_ref(), targets);
         let lease_to = lease_to(reserved.as_ref(), &taken);
         let rows = super::queue::enqueue::insert_leased(&mut tx, &attempts, lease_to).await?;
-        let claimed = handed_rows(
-            project_id, &event_id, created_at, event, &attempts, targets, rows,
-        );
+        let claimed = handed_rows(created_at, event, &attempts, targets, rows);
         waiting |= deliveries as usize > claimed.len();
         if let Some(r) = reserved {
             handed.push((r, claimed));
         }
         stored.push(Ingested {
-            event_id,
+            event_id: EventId::from(event_id),
             deliveries,
             created_at,
             repeated: false,
@@ -238,7 +237,7 @@ pub async fn ingest_all(
 /// after the event was accepted: its attempt waits in the queue as it would then.
 async fn ingest_one(
     pool: &PgPool,
-    project_id: i64,
+    project_id: ProjectId,
     event: &NewEvent<'_>,
     via: Via<'_>,
 ) -> AppResult<Ingested> {
@@ -276,14 +275,14 @@ async fn ingest_one(
     );
     let deliveries = targets.len() as i32;
     let event_id = new_event_id();
-    let attempts = first_attempts(project_id, &event_id, event, &targets);
+    let attempts = first_attempts(project_id, &EventId::from(&event_id), event, &targets);
     let reserved = reserve(via.handoff, project_id, &targets, &attempts, true).await;
     let taken = taken_by(reserved.as_ref(), &targets);
     let lease = lease_to(reserved.as_ref(), &taken).map(|l| (l.worker.to_string(), l.lease));
     // The request keeps what the dispatcher needs of the attempts; the store gets a copy.
     let lone = Lone {
         project_id,
-        event_id: event_id.clone(),
+        event_id: EventId::from(event_id.clone()),
         event_type: event.event_type.as_str().to_string(),
         data: event.data_json.to_string(),
         client_id: event.client_id.map(str::to_string),
@@ -309,20 +308,12 @@ async fn ingest_one(
         // reservation goes back as it drops.
         return first_stored(pool, project_id, event.client_id).await;
     };
-    let claimed = handed_rows(
-        project_id,
-        &event_id,
-        created_at,
-        event,
-        &attempts,
-        &targets,
-        stored.rows,
-    );
+    let claimed = handed_rows(created_at, event, &attempts, &targets, stored.rows);
     if let Some(r) = reserved {
         r.deliver(claimed);
     }
     Ok(Ingested {
-        event_id,
+        event_id: EventId::from(event_id),
         deliveries,
         created_at,
         repeated: false,
@@ -332,19 +323,19 @@ async fn ingest_one(
 /// The event stored first under this idempotency key.
 async fn first_stored<'c>(
     conn: impl sqlx::PgExecutor<'c>,
-    project_id: i64,
+    project_id: ProjectId,
     client_id: Option<&str>,
 ) -> AppResult<Ingested> {
     let first = sqlx::query!(
         r#"SELECT event_id, deliveries, created_at AS "created_at: DateTime<Utc>" FROM events
             WHERE project_id = $1 AND client_id = $2"#,
-        project_id,
+        project_id.get(),
         client_id,
     )
     .fetch_one(conn)
     .await?;
     Ok(Ingested {
-        event_id: first.event_id,
+        event_id: EventId::from(first.event_id),
         deliveries: first.deliveries,
         created_at: first.created_at,
         repeated: true,
@@ -353,19 +344,21 @@ async fn first_stored<'c>(
 
 /// The first attempt of the event to each endpoint, in the order of `targets`.
 fn first_attempts(
-    project_id: i64,
-    event_id: &str,
+    project_id: ProjectId,
+    event_id: &EventId,
     event: &NewEvent<'_>,
     targets: &[&Target],
 ) -> Vec<NewAttempt> {
     targets
         .iter()
         .map(|t| NewAttempt {
-            project_id,
-            event_id: event_id.to_string(),
-            event_type: event.event_type.as_str().to_string(),
-            endpoint_id: t.id,
-            target_url: t.url.clone(),
+            of: AttemptOf {
+                project_id,
+                event_id: event_id.clone(),
+                event_type: event.event_type.as_str().to_string(),
+                endpoint_id: t.id,
+                target_url: t.url.clone(),
+            },
             attempt: 1,
             trigger: Trigger::Auto,
             triggered_by: None,
@@ -388,13 +381,13 @@ fn first_attempts(
 /// room (it ends within milliseconds); otherwise its attempts are left to the claim.
 async fn reserve<'h>(
     handoff: Option<&'h dyn Handoff>,
-    project_id: i64,
+    project_id: ProjectId,
     targets: &[&Target],
     attempts: &[NewAttempt],
     may_wait: bool,
 ) -> Option<Reserved<'h>> {
     let h = handoff?;
-    let plain: Vec<i64> = targets
+    let plain: Vec<EndpointId> = targets
         .iter()
         .zip(attempts)
         .filter(|(t, a)| !t.throttled && !t.queued_only && !a.lane.is_waiting())
@@ -440,8 +433,6 @@ fn lease_to<'a>(reserved: Option<&'a Reserved<'_>>, taken: &'a [bool]) -> Option
 
 /// The rows inserted already leased, as the dispatcher sends them.
 fn handed_rows(
-    project_id: i64,
-    event_id: &str,
     created_at: DateTime<Utc>,
     event: &NewEvent<'_>,
     attempts: &[NewAttempt],
@@ -464,11 +455,7 @@ fn handed_rows(
         claimed.push(Claimed {
             id: row.id,
             created_at: row.created_at,
-            project_id,
-            event_id: event_id.to_string(),
-            event_type: a.event_type.clone(),
-            endpoint_id: a.endpoint_id,
-            target_url: a.target_url.clone(),
+            of: a.of.clone(),
             attempt: 1,
             trigger: Trigger::Auto,
             request_id: row.request_id,

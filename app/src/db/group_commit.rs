@@ -11,6 +11,7 @@
 //! stored again event by event, so an event the database refuses fails its own request
 //! only, never its neighbours'.
 
+use crate::core::{AttemptId, EventId, ProjectId};
 use tracing::Instrument;
 
 use std::{
@@ -35,8 +36,8 @@ use super::{
 /// One event without an ordering key, checked and fanned out, ready to store.
 #[derive(Debug)]
 pub(crate) struct Lone {
-    pub project_id: i64,
-    pub event_id: String,
+    pub project_id: ProjectId,
+    pub event_id: EventId,
     pub event_type: String,
     /// Valid JSON text, stored byte for byte.
     pub data: String,
@@ -117,7 +118,7 @@ const STORE: &str = concat!(
 /// An event inserted, once with each of its attempts (none: the attempt columns are null).
 #[derive(sqlx::FromRow)]
 struct Row {
-    event_id: String,
+    event_id: EventId,
     event_created_at: DateTime<Utc>,
     id: Option<i64>,
     request_id: Option<String>,
@@ -175,7 +176,12 @@ pub(crate) async fn store(kept: &Kept, lones: &[Lone]) -> Result<Vec<Stored>, sq
     let rows: Result<Vec<Row>, sqlx::Error> =
         super::queue::enqueue::bind_attempts(sqlx::query_as(STORE), &attempts, lease_to.as_ref())
             .bind(column(|l| &l.event_id))
-            .bind(lones.iter().map(|l| l.project_id).collect::<Vec<i64>>())
+            .bind(
+                lones
+                    .iter()
+                    .map(|l| l.project_id)
+                    .collect::<Vec<ProjectId>>(),
+            )
             .bind(column(|l| &l.event_type))
             .bind(column(|l| &l.data))
             .bind(optional(|l| l.client_id.as_deref()))
@@ -203,7 +209,7 @@ pub(crate) async fn store(kept: &Kept, lones: &[Lone]) -> Result<Vec<Stored>, sq
             (row.id, row.request_id, row.created_at)
         {
             stored[i].rows.push(Inserted {
-                id,
+                id: AttemptId::new(id),
                 request_id,
                 created_at,
                 lease_expires_at: row.lease_expires_at,

@@ -1,6 +1,7 @@
 //! Idempotency keys in their stored form (see [`crate::core::idempotency`]), under the
 //! `idempotency` server key, read once per process and database.
 
+use crate::core::ProjectId;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -42,7 +43,7 @@ async fn server_key(pool: &PgPool) -> AppResult<Arc<Vec<u8>>> {
 /// The stored form of each key given (None stays None); reads nothing when none is given.
 pub async fn stored_keys(
     pool: &PgPool,
-    project_id: i64,
+    project_id: ProjectId,
     keys: &[Option<&str>],
 ) -> AppResult<Vec<Option<String>>> {
     if keys.iter().all(Option::is_none) {

@@ -21,9 +21,9 @@ pub async fn create(
         "INSERT INTO invitations (token_hash, project_id, email, role, created_by, expires_at)
          VALUES ($1, $2, $3, 'member', $4, now() + interval '7 days')",
         hash_token(token),
-        access.project_id,
+        access.project_id.get(),
         email,
-        access.user_id,
+        access.user_id.get(),
     )
     .execute(db)
     .await?;

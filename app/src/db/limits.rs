@@ -2,6 +2,7 @@
 //! requests cannot both take the last place (`FOR NO KEY UPDATE`: other tenants, and
 //! this one's own inserts referencing the project, are not held up).
 
+use crate::core::ProjectId;
 use sqlx::PgConnection;
 
 use crate::{
@@ -10,10 +11,13 @@ use crate::{
 };
 
 /// The project's limits; reads them without a lock.
-pub async fn of(conn: &mut PgConnection, project_id: i64) -> AppResult<Limits> {
-    let overrides = sqlx::query_scalar!("SELECT limits FROM projects WHERE id = $1", project_id)
-        .fetch_optional(conn)
-        .await?;
+pub async fn of(conn: &mut PgConnection, project_id: ProjectId) -> AppResult<Limits> {
+    let overrides = sqlx::query_scalar!(
+        "SELECT limits FROM projects WHERE id = $1",
+        project_id.get()
+    )
+    .fetch_optional(conn)
+    .await?;
     Ok(Limits::from_overrides(
         &overrides.ok_or(AppError::NotFound)?,
     ))
@@ -25,13 +29,13 @@ pub async fn of(conn: &mut PgConnection, project_id: i64) -> AppResult<Limits> {
 /// transaction.
 pub async fn admit(
     conn: &mut PgConnection,
-    project_id: i64,
+    project_id: ProjectId,
     limit: Limit,
     adding: u64,
 ) -> AppResult<Limits> {
     let overrides = sqlx::query_scalar!(
         "SELECT limits FROM projects WHERE id = $1 FOR NO KEY UPDATE",
-        project_id
+        project_id.get()
     )
     .fetch_optional(&mut *conn)
     .await?;
@@ -52,17 +56,17 @@ pub fn admit_event_types(limits: &Limits, event_types: &[String]) -> AppResult<(
 
 /// What counts against each limit that is a count of rows (0 for a limit on a value,
 /// checked on the value itself).
-async fn used(conn: &mut PgConnection, project_id: i64, limit: Limit) -> AppResult<i64> {
+async fn used(conn: &mut PgConnection, project_id: ProjectId, limit: Limit) -> AppResult<i64> {
     Ok(match limit {
         Limit::Endpoints => sqlx::query_scalar!(
             r#"SELECT count(*) AS "n!" FROM endpoints WHERE project_id = $1 AND deleted_at IS NULL"#,
-            project_id
+            project_id.get()
         )
         .fetch_one(conn)
         .await?,
         Limit::ApiKeys => sqlx::query_scalar!(
             r#"SELECT count(*) AS "n!" FROM api_keys WHERE project_id = $1 AND revoked_at IS NULL"#,
-            project_id
+            project_id.get()
         )
         .fetch_one(conn)
         .await?,
@@ -70,20 +74,20 @@ async fn used(conn: &mut PgConnection, project_id: i64, limit: Limit) -> AppResu
             r#"SELECT (SELECT count(*) FROM memberships WHERE project_id = $1)
                     + (SELECT count(*) FROM invitations
                         WHERE project_id = $1 AND used_at IS NULL AND expires_at > now()) AS "n!""#,
-            project_id
+            project_id.get()
         )
         .fetch_one(conn)
         .await?,
         Limit::ConcurrentReplays => sqlx::query_scalar!(
             r#"SELECT count(*) AS "n!" FROM replays WHERE project_id = $1 AND status = 'running'"#,
-            project_id
+            project_id.get()
         )
         .fetch_one(conn)
         .await?,
         Limit::ConcurrentErasures => sqlx::query_scalar!(
             r#"SELECT count(*) AS "n!" FROM erasures
                 WHERE project_id = $1 AND status = 'running' AND subject IS NOT NULL"#,
-            project_id
+            project_id.get()
         )
         .fetch_one(conn)
         .await?,

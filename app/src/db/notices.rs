@@ -4,6 +4,7 @@
 //! writes the notice, its event and its attempt to the project's operations endpoint in
 //! the caller's transaction.
 
+use crate::core::{EndpointId, ProjectId, UserId};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use sqlx::{PgConnection, PgPool};
@@ -18,7 +19,7 @@ pub const FIRST_IDS: usize = 5;
 /// each member who asked for it at a confirmed address.
 pub async fn emit(
     conn: &mut PgConnection,
-    project_id: i64,
+    project_id: ProjectId,
     about: i64,
     kind: &str,
     data: &Value,
@@ -26,7 +27,7 @@ pub async fn emit(
     let id = sqlx::query_scalar!(
         "INSERT INTO notices (project_id, endpoint_id, kind, data) VALUES ($1, $2, $3, $4)
          RETURNING id",
-        project_id,
+        project_id.get(),
         about,
         kind,
         data,
@@ -71,7 +72,14 @@ pub async fn tell_failing(pool: &PgPool) -> AppResult<usize> {
             "endpoint_id": id, "url": url, "failing_since": since,
             "after_seconds": *after as i64,
         });
-        emit(&mut tx, *project_id, *id, "endpoint.failing", &data).await?;
+        emit(
+            &mut tx,
+            ProjectId::new(*project_id),
+            *id,
+            "endpoint.failing",
+            &data,
+        )
+        .await?;
     }
     tx.commit().await?;
     Ok(failing.len())
@@ -90,7 +98,14 @@ pub async fn tell_recovered(pool: &PgPool) -> AppResult<usize> {
     for r in &recovered {
         let (id, project_id, url) = (&r.id, &r.project_id, &r.url);
         let data = json!({ "endpoint_id": id, "url": url });
-        emit(&mut tx, *project_id, *id, "endpoint.recovered", &data).await?;
+        emit(
+            &mut tx,
+            ProjectId::new(*project_id),
+            *id,
+            "endpoint.recovered",
+            &data,
+        )
+        .await?;
     }
     tx.commit().await?;
     Ok(recovered.len())
@@ -124,7 +139,7 @@ pub async fn tell_certificates_expiring(
         });
         emit(
             &mut tx,
-            *project_id,
+            ProjectId::new(*project_id),
             *id,
             "endpoint.certificate_expiring",
             &data,
@@ -138,8 +153,8 @@ pub async fn tell_certificates_expiring(
 /// An endpoint's dead letters, as one notice tells them.
 #[derive(sqlx::FromRow)]
 struct DeadLetters {
-    id: i64,
-    project_id: i64,
+    id: EndpointId,
+    project_id: ProjectId,
     url: String,
     count: i64,
     first_ids: Vec<String>,
@@ -171,7 +186,14 @@ pub async fn tell_dead_letters(pool: &PgPool, every: std::time::Duration) -> App
             "endpoint_id": t.id, "url": t.url, "count": t.count, "since": t.since,
             "first_event_ids": t.first_ids,
         });
-        emit(&mut tx, t.project_id, t.id, "delivery.dead_lettered", &data).await?;
+        emit(
+            &mut tx,
+            t.project_id,
+            t.id.get(),
+            "delivery.dead_lettered",
+            &data,
+        )
+        .await?;
     }
     tx.commit().await?;
     Ok(told.len())
@@ -180,13 +202,13 @@ pub async fn tell_dead_letters(pool: &PgPool, every: std::time::Duration) -> App
 /// Whether the member gets alerts by e-mail, and setting it.
 pub async fn email_alerts(
     db: impl sqlx::PgExecutor<'_>,
-    project_id: i64,
-    user_id: i64,
+    project_id: ProjectId,
+    user_id: UserId,
 ) -> AppResult<bool> {
     Ok(sqlx::query_scalar!(
         "SELECT email_alerts FROM memberships WHERE project_id = $1 AND user_id = $2",
-        project_id,
-        user_id,
+        project_id.get(),
+        user_id.get(),
     )
     .fetch_optional(db)
     .await?
@@ -195,14 +217,14 @@ pub async fn email_alerts(
 
 pub async fn set_email_alerts(
     db: impl sqlx::PgExecutor<'_>,
-    project_id: i64,
-    user_id: i64,
+    project_id: ProjectId,
+    user_id: UserId,
     on: bool,
 ) -> AppResult<bool> {
     Ok(sqlx::query!(
         "UPDATE memberships SET email_alerts = $3 WHERE project_id = $1 AND user_id = $2",
-        project_id,
-        user_id,
+        project_id.get(),
+        user_id.get(),
         on,
     )
     .execute(db)
@@ -212,11 +234,11 @@ pub async fn set_email_alerts(
 }
 
 /// The project's threshold for `endpoint.failing`, in seconds, and setting it.
-pub async fn failing_after(pool: &PgPool, project_id: i64) -> AppResult<i64> {
+pub async fn failing_after(pool: &PgPool, project_id: ProjectId) -> AppResult<i64> {
     Ok(sqlx::query_scalar!(
         r#"SELECT extract(epoch FROM failing_alert_after)::bigint AS "seconds!"
              FROM projects WHERE id = $1"#,
-        project_id,
+        project_id.get(),
     )
     .fetch_one(pool)
     .await?)
@@ -224,12 +246,12 @@ pub async fn failing_after(pool: &PgPool, project_id: i64) -> AppResult<i64> {
 
 pub async fn set_failing_after(
     db: impl sqlx::PgExecutor<'_>,
-    project_id: i64,
+    project_id: ProjectId,
     seconds: i64,
 ) -> AppResult<()> {
     sqlx::query!(
         "UPDATE projects SET failing_alert_after = make_interval(secs => $2) WHERE id = $1",
-        project_id,
+        project_id.get(),
         seconds as f64,
     )
     .execute(db)
@@ -240,13 +262,13 @@ pub async fn set_failing_after(
 /// The project's latest notices, newest first: (kind, data, when).
 pub async fn recent(
     pool: &PgPool,
-    project_id: i64,
+    project_id: ProjectId,
     limit: i64,
 ) -> AppResult<Vec<(String, sqlx::types::Json<Value>, DateTime<Utc>)>> {
     Ok(sqlx::query!(
         r#"SELECT kind, data AS "data: sqlx::types::Json<Value>", created_at AS "created_at: DateTime<Utc>" FROM notices
             WHERE project_id = $1 ORDER BY created_at DESC LIMIT $2"#,
-        project_id,
+        project_id.get(),
         limit,
     )
     .fetch_all(pool)

@@ -2,6 +2,7 @@
 //! session for one project and one portal user with an absolute end. Only hashes of
 //! their tokens are stored.
 
+use crate::core::ProjectId;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
@@ -24,7 +25,7 @@ pub struct PortalUser {
 /// A signed-in portal browser, with what its pages need of the project.
 #[derive(Clone, Debug)]
 pub struct PortalSession {
-    pub project_id: i64,
+    pub project_id: ProjectId,
     pub user: PortalUser,
     pub role: PortalRole,
     pub expires_at: DateTime<Utc>,
@@ -43,27 +44,27 @@ impl PortalSession {
 /// and when it expires.
 pub async fn create_link(
     pool: &PgPool,
-    project_id: i64,
+    project_id: ProjectId,
     user: &PortalUser,
     role: PortalRole,
     lifetime_secs: i64,
     created_by: &str,
 ) -> AppResult<(String, DateTime<Utc>)> {
     let token = new_token();
-    let expires_at: Option<DateTime<Utc>> = sqlx::query_scalar(
-        "INSERT INTO portal_links (token_hash, project_id, user_uid, email, name, role, created_by, expires_at)
+    let expires_at = sqlx::query_scalar!(
+        r#"INSERT INTO portal_links (token_hash, project_id, user_uid, email, name, role, created_by, expires_at)
          SELECT $1, id, $3, $4, $5, $6, $7, now() + make_interval(secs => $8)
            FROM projects WHERE id = $2 AND deleted_at IS NULL
-         RETURNING expires_at",
+         RETURNING expires_at AS "expires_at!: DateTime<Utc>""#,
+        hash_key(&token),
+        project_id.get(),
+        &user.id,
+        user.email.as_deref(),
+        user.name.as_deref(),
+        role.as_str(),
+        created_by,
+        lifetime_secs as f64,
     )
-    .bind(hash_key(&token))
-    .bind(project_id)
-    .bind(&user.id)
-    .bind(&user.email)
-    .bind(&user.name)
-    .bind(role.as_str())
-    .bind(created_by)
-    .bind(lifetime_secs as f64)
     .fetch_optional(pool)
     .await?;
     Ok((token, expires_at.ok_or(AppError::NotFound)?))
@@ -77,7 +78,7 @@ pub async fn redeem(pool: &PgPool, token: &str, session_secs: u64) -> AppResult<
         return Ok(None);
     }
     let session = new_token();
-    let made: Option<i64> = sqlx::query_scalar(
+    let made = sqlx::query_scalar!(
         "WITH used AS (
             UPDATE portal_links l SET used_at = now()
               FROM projects p
@@ -88,52 +89,43 @@ pub async fn redeem(pool: &PgPool, token: &str, session_secs: u64) -> AppResult<
          SELECT $2, project_id, user_uid, email, name, role, now() + make_interval(secs => $3)
            FROM used
          RETURNING project_id",
+        hash_key(token),
+        hash_key(&session),
+        session_secs as f64,
     )
-    .bind(hash_key(token))
-    .bind(hash_key(&session))
-    .bind(session_secs as f64)
     .fetch_optional(pool)
     .await?;
     Ok(made.map(|_| session))
 }
-
-type SessionRow = (
-    i64,
-    String,
-    Option<String>,
-    Option<String>,
-    String,
-    DateTime<Utc>,
-    Vec<String>,
-    sqlx::types::Json<Brand>,
-);
 
 /// The live session a cookie names, if any.
 pub async fn session(pool: &PgPool, token: &str) -> AppResult<Option<PortalSession>> {
     if token.len() > 100 {
         return Ok(None);
     }
-    let row: Option<SessionRow> = sqlx::query_as(
-        "SELECT s.project_id, s.user_uid, s.email, s.name, s.role, s.expires_at,
-                p.frame_ancestors, p.brand
+    let row = sqlx::query!(
+        r#"SELECT s.project_id AS "project_id: ProjectId", s.user_uid, s.email, s.name, s.role,
+                s.expires_at AS "expires_at: DateTime<Utc>", p.frame_ancestors, p.brand AS "brand: sqlx::types::Json<Brand>"
            FROM portal_sessions s JOIN projects p ON p.id = s.project_id AND p.deleted_at IS NULL
-          WHERE s.token_hash = $1 AND s.expires_at > now()",
+          WHERE s.token_hash = $1 AND s.expires_at > now()"#,
+        hash_key(token),
     )
-    .bind(hash_key(token))
     .fetch_optional(pool)
     .await?;
-    Ok(row.and_then(
-        |(project_id, id, email, name, role, expires_at, frame_ancestors, brand)| {
-            Some(PortalSession {
-                project_id,
-                user: PortalUser { id, email, name },
-                role: PortalRole::parse(&role)?,
-                expires_at,
-                frame_ancestors,
-                brand: brand.0,
-            })
-        },
-    ))
+    Ok(row.and_then(|r| {
+        Some(PortalSession {
+            project_id: r.project_id,
+            user: PortalUser {
+                id: r.user_uid,
+                email: r.email,
+                name: r.name,
+            },
+            role: PortalRole::parse(&r.role)?,
+            expires_at: r.expires_at,
+            frame_ancestors: r.frame_ancestors,
+            brand: r.brand.0,
+        })
+    }))
 }
 
 /// Ends the session a cookie names (signing out); whether there was one.
@@ -141,21 +133,24 @@ pub async fn end_session(pool: &PgPool, token: &str) -> AppResult<bool> {
     if token.len() > 100 {
         return Ok(false);
     }
-    let ended = sqlx::query("DELETE FROM portal_sessions WHERE token_hash = $1")
-        .bind(hash_key(token))
-        .execute(pool)
-        .await?
-        .rows_affected();
+    let ended = sqlx::query!(
+        "DELETE FROM portal_sessions WHERE token_hash = $1",
+        hash_key(token)
+    )
+    .execute(pool)
+    .await?
+    .rows_affected();
     Ok(ended > 0)
 }
 
 /// Forgets links and sessions that can no longer be used.
 pub async fn sweep(pool: &PgPool) -> AppResult<u64> {
-    let links = sqlx::query("DELETE FROM portal_links WHERE expires_at < now() - interval '1 day'")
-        .execute(pool)
-        .await?
-        .rows_affected();
-    let sessions = sqlx::query("DELETE FROM portal_sessions WHERE expires_at < now()")
+    let links =
+        sqlx::query!("DELETE FROM portal_links WHERE expires_at < now() - interval '1 day'")
+            .execute(pool)
+            .await?
+            .rows_affected();
+    let sessions = sqlx::query!("DELETE FROM portal_sessions WHERE expires_at < now()")
         .execute(pool)
         .await?
         .rows_affected();

@@ -1,9 +1,10 @@
 //! Bulk replay: snapshot the (event, endpoint) pairs a filtered view shows, then enqueue
 //! one attempt per pair, throttled per endpoint, until done or cancelled.
 
+use crate::core::{AttemptId, EndpointId, EventId, ProjectId};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
-use super::queue::enqueue::{Lane, NewAttempt};
+use super::queue::enqueue::{AttemptOf, Lane, NewAttempt};
 use crate::{
     core::permissions::Access,
     core::{ids::new_request_id, status::Trigger},
@@ -52,13 +53,13 @@ pub async fn start(
     retention_days: u32,
     (per_second, max): (i32, u32),
 ) -> AppResult<(i64, i64)> {
-    let id: i64 = sqlx::query_scalar(
+    let id = sqlx::query_scalar!(
         "INSERT INTO replays (project_id, created_by, filter, per_second) VALUES ($1, $2, $3, $4) RETURNING id",
+        access.project_id.get(),
+        &access.email,
+        sqlx::types::Json(filter) as _,
+        per_second,
     )
-    .bind(access.project_id)
-    .bind(&access.email)
-    .bind(sqlx::types::Json(filter))
-    .bind(per_second)
     .fetch_one(&mut *conn)
     .await?;
     let mut q =
@@ -70,10 +71,12 @@ pub async fn start(
     // Recovering a window where nothing is still failing is not a mistake: the replay is
     // done as it starts (and holds no place among the project's running replays).
     if total == 0 && filter.unresolved {
-        sqlx::query("UPDATE replays SET status = 'done', finished_at = now() WHERE id = $1")
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
+        sqlx::query!(
+            "UPDATE replays SET status = 'done', finished_at = now() WHERE id = $1",
+            id
+        )
+        .execute(&mut *conn)
+        .await?;
         return Ok((id, 0));
     }
     if total == 0 {
@@ -81,11 +84,13 @@ pub async fn start(
             "Nothing matches this view: no replay started.".into(),
         ));
     }
-    sqlx::query("UPDATE replays SET total = $2 WHERE id = $1")
-        .bind(id)
-        .bind(total as i32)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query!(
+        "UPDATE replays SET total = $2 WHERE id = $1",
+        id,
+        total as i32
+    )
+    .execute(&mut *conn)
+    .await?;
     Ok((id, total as i64))
 }
 
@@ -94,40 +99,40 @@ pub async fn progress(
     access: &Access,
     id: i64,
 ) -> AppResult<ReplayProgress> {
-    let row: Option<(i64, i32, i32, String, i32)> = sqlx::query_as(
+    let replay = sqlx::query!(
         "SELECT id, total, queued, status, per_second FROM replays WHERE id = $1 AND project_id = $2",
+        id,
+        access.project_id.get(),
     )
-    .bind(id)
-    .bind(access.project_id)
     .fetch_optional(&mut *conn)
-    .await?;
-    let (id, total, queued, status, per_second) = row.ok_or(AppError::NotFound)?;
-    let delivered: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM replay_items ri JOIN deliveries d ON d.id = ri.delivery_id
-         WHERE ri.replay_id = $1 AND d.status IN ('succeeded', 'failed', 'dead_letter')",
+    .await?
+    .ok_or(AppError::NotFound)?;
+    let delivered = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM replay_items ri JOIN deliveries d ON d.id = ri.delivery_id
+         WHERE ri.replay_id = $1 AND d.status IN ('succeeded', 'failed', 'dead_letter')"#,
+        id,
     )
-    .bind(id)
     .fetch_one(&mut *conn)
     .await?;
     Ok(ReplayProgress {
-        id,
-        total,
-        queued,
+        id: replay.id,
+        total: replay.total,
+        queued: replay.queued,
         finished: delivered as i32,
-        status,
-        per_second,
+        status: replay.status,
+        per_second: replay.per_second,
     })
 }
 
 /// Stops a running replay (a finished one stays as it is); unknown or another project's:
 /// not found.
 pub async fn cancel(conn: &mut PgConnection, access: &Access, id: i64) -> AppResult<()> {
-    let n = sqlx::query(
+    let n = sqlx::query!(
         "UPDATE replays SET status = 'cancelled', finished_at = now()
          WHERE id = $1 AND project_id = $2 AND status = 'running'",
+        id,
+        access.project_id.get(),
     )
-    .bind(id)
-    .bind(access.project_id)
     .execute(&mut *conn)
     .await?
     .rows_affected();
@@ -138,10 +143,9 @@ pub async fn cancel(conn: &mut PgConnection, access: &Access, id: i64) -> AppRes
 }
 
 /// A running replay, as the tick reads it.
-#[derive(sqlx::FromRow)]
 struct Running {
     id: i64,
-    project_id: i64,
+    project_id: ProjectId,
     created_by: String,
     per_second: i32,
 }
@@ -149,8 +153,10 @@ struct Running {
 /// One second's worth of every running replay: up to `per_second` new attempts per
 /// endpoint. Returns how many attempts were queued.
 pub async fn tick(pool: &PgPool) -> AppResult<u64> {
-    let running: Vec<Running> = sqlx::query_as(
-        "SELECT id, project_id, created_by, per_second FROM replays WHERE status = 'running'",
+    let running = sqlx::query_as!(
+        Running,
+        r#"SELECT id, project_id AS "project_id: ProjectId", created_by, per_second
+             FROM replays WHERE status = 'running'"#,
     )
     .fetch_all(pool)
     .await?;
@@ -170,14 +176,16 @@ async fn tick_one(pool: &PgPool, replay: &Running) -> AppResult<u64> {
     }
     let picked = next_pairs(&mut tx, replay).await?;
     if picked.is_empty() {
-        sqlx::query("UPDATE replays SET status = 'done', finished_at = now() WHERE id = $1")
-            .bind(replay.id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query!(
+            "UPDATE replays SET status = 'done', finished_at = now() WHERE id = $1",
+            replay.id
+        )
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         return Ok(0);
     }
-    let (events, endpoints): (Vec<String>, Vec<i64>) = picked.into_iter().unzip();
+    let (events, endpoints): (Vec<EventId>, Vec<EndpointId>) = picked.into_iter().unzip();
     let mut attempts = queueable(&mut tx, replay, &events, &endpoints).await?;
     super::queue::lanes::join(&mut tx, &mut attempts).await?;
     let made = insert(&mut tx, &attempts).await?;
@@ -188,20 +196,24 @@ async fn tick_one(pool: &PgPool, replay: &Running) -> AppResult<u64> {
 
 /// Locks the replay row if it is still running: two servers ticking at once take turns.
 async fn lock_running(conn: &mut PgConnection, id: i64) -> AppResult<bool> {
-    let still: Option<String> =
-        sqlx::query_scalar("SELECT status FROM replays WHERE id = $1 FOR UPDATE SKIP LOCKED")
-            .bind(id)
-            .fetch_optional(&mut *conn)
-            .await?;
+    let still = sqlx::query_scalar!(
+        "SELECT status FROM replays WHERE id = $1 FOR UPDATE SKIP LOCKED",
+        id
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
     Ok(still.as_deref() == Some("running"))
 }
 
 /// The next (event, endpoint) pairs: endpoint by endpoint (a skip scan of the items
 /// left), a few each, so the cost follows the endpoints, never the items left (100,000
 /// ranked every second).
-async fn next_pairs(conn: &mut PgConnection, replay: &Running) -> AppResult<Vec<(String, i64)>> {
-    Ok(sqlx::query_as(
-        "WITH RECURSIVE left_for(endpoint_id) AS (
+async fn next_pairs(
+    conn: &mut PgConnection,
+    replay: &Running,
+) -> AppResult<Vec<(EventId, EndpointId)>> {
+    let rows = sqlx::query!(
+        r#"WITH RECURSIVE left_for(endpoint_id) AS (
             (SELECT endpoint_id FROM replay_items
               WHERE replay_id = $1 AND delivery_id IS NULL ORDER BY endpoint_id LIMIT 1)
             UNION ALL
@@ -210,24 +222,28 @@ async fn next_pairs(conn: &mut PgConnection, replay: &Running) -> AppResult<Vec<
                      ORDER BY i.endpoint_id LIMIT 1)
             FROM left_for l WHERE l.endpoint_id IS NOT NULL
          )
-         SELECT p.event_id, p.endpoint_id FROM left_for l
+         SELECT p.event_id AS "event_id!: EventId", p.endpoint_id AS "endpoint_id!: EndpointId"
+           FROM left_for l
          CROSS JOIN LATERAL (
             SELECT i.event_id, i.endpoint_id FROM replay_items i
              WHERE i.replay_id = $1 AND i.delivery_id IS NULL AND i.endpoint_id = l.endpoint_id
-             ORDER BY i.event_id LIMIT $2) p",
+             ORDER BY i.event_id LIMIT $2) p"#,
+        replay.id,
+        replay.per_second as i64,
     )
-    .bind(replay.id)
-    .bind(replay.per_second as i64)
     .fetch_all(&mut *conn)
-    .await?)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.event_id, r.endpoint_id))
+        .collect())
 }
 
 /// A picked pair with what its attempt needs.
-#[derive(sqlx::FromRow)]
 struct Pair {
-    event_id: String,
+    event_id: EventId,
     event_type: String,
-    endpoint_id: i64,
+    endpoint_id: EndpointId,
     url: String,
     attempt: i32,
     ordering_key: Option<String>,
@@ -242,22 +258,24 @@ struct Pair {
 async fn queueable(
     conn: &mut PgConnection,
     replay: &Running,
-    events: &[String],
-    endpoints: &[i64],
+    events: &[EventId],
+    endpoints: &[EndpointId],
 ) -> AppResult<Vec<NewAttempt>> {
-    let pairs: Vec<Pair> = sqlx::query_as(
-        "SELECT p.event_id, ev.event_type, p.endpoint_id, e.url,
+    let pairs = sqlx::query_as!(
+        Pair,
+        r#"SELECT p.event_id AS "event_id!: EventId", ev.event_type,
+                p.endpoint_id AS "endpoint_id!: EndpointId", e.url,
                 (SELECT coalesce(max(attempt), 0) + 1 FROM deliveries x
-                 WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id) AS attempt,
-                ev.ordering_key, e.filter, ev.data::text AS data, ev.subjects
+                 WHERE x.event_id = p.event_id AND x.endpoint_id = p.endpoint_id) AS "attempt!",
+                ev.ordering_key, e.filter, ev.data::text AS "data!", ev.subjects
          FROM unnest($1::text[], $2::bigint[]) AS p(event_id, endpoint_id)
          JOIN events ev ON ev.event_id = p.event_id AND ev.erased_at IS NULL AND ev.project_id = $3
          JOIN endpoints e ON e.id = p.endpoint_id AND e.deleted_at IS NULL AND e.project_id = $3
-         ORDER BY ev.id",
+         ORDER BY ev.id"#,
+        events as _,
+        endpoints as _,
+        replay.project_id.get(),
     )
-    .bind(events)
-    .bind(endpoints)
-    .bind(replay.project_id)
     .fetch_all(&mut *conn)
     .await?;
     let by = format!("{} (bulk replay #{})", replay.created_by, replay.id);
@@ -276,13 +294,15 @@ async fn queueable(
         .collect())
 }
 
-fn attempt(project_id: i64, p: Pair, by: &str) -> NewAttempt {
+fn attempt(project_id: ProjectId, p: Pair, by: &str) -> NewAttempt {
     NewAttempt {
-        project_id,
-        event_id: p.event_id,
-        event_type: p.event_type,
-        endpoint_id: p.endpoint_id,
-        target_url: p.url,
+        of: AttemptOf {
+            project_id,
+            event_id: p.event_id,
+            event_type: p.event_type,
+            endpoint_id: p.endpoint_id,
+            target_url: p.url,
+        },
         attempt: p.attempt,
         trigger: Trigger::ManualRetry,
         triggered_by: Some(by.to_string()),
@@ -302,7 +322,7 @@ fn attempt(project_id: i64, p: Pair, by: &str) -> NewAttempt {
 async fn insert(
     conn: &mut PgConnection,
     attempts: &[NewAttempt],
-) -> AppResult<Vec<(i64, String, i64)>> {
+) -> AppResult<Vec<(AttemptId, EventId, EndpointId)>> {
     let pair_of: std::collections::HashMap<&str, &NewAttempt> = attempts
         .iter()
         .map(|a| (a.request_id.as_str(), a))
@@ -312,7 +332,7 @@ async fn insert(
         .into_iter()
         .filter_map(|(delivery_id, request_id)| {
             let a = pair_of.get(request_id.as_str())?;
-            Some((delivery_id, a.event_id.clone(), a.endpoint_id))
+            Some((delivery_id, a.of.event_id.clone(), a.of.endpoint_id))
         })
         .collect())
 }
@@ -322,28 +342,30 @@ async fn insert(
 async fn mark_handled(
     conn: &mut PgConnection,
     id: i64,
-    (events, endpoints): (&[String], &[i64]),
-    made: &[(i64, String, i64)],
+    (events, endpoints): (&[EventId], &[EndpointId]),
+    made: &[(AttemptId, EventId, EndpointId)],
 ) -> AppResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE replay_items ri SET delivery_id = coalesce(m.id, 0)
          FROM unnest($2::text[], $3::bigint[]) AS p(event_id, endpoint_id)
          LEFT JOIN unnest($4::bigint[], $5::text[], $6::bigint[]) AS m(id, event_id, endpoint_id)
            ON m.event_id = p.event_id AND m.endpoint_id = p.endpoint_id
          WHERE ri.replay_id = $1 AND ri.event_id = p.event_id AND ri.endpoint_id = p.endpoint_id",
+        id,
+        events as _,
+        endpoints as _,
+        &made.iter().map(|m| m.0.get()).collect::<Vec<_>>(),
+        made.iter().map(|m| m.1.clone()).collect::<Vec<_>>() as _,
+        &made.iter().map(|m| m.2.get()).collect::<Vec<_>>(),
     )
-    .bind(id)
-    .bind(events)
-    .bind(endpoints)
-    .bind(made.iter().map(|m| m.0).collect::<Vec<_>>())
-    .bind(made.iter().map(|m| m.1.clone()).collect::<Vec<_>>())
-    .bind(made.iter().map(|m| m.2).collect::<Vec<_>>())
     .execute(&mut *conn)
     .await?;
-    sqlx::query("UPDATE replays SET queued = queued + $2 WHERE id = $1")
-        .bind(id)
-        .bind(events.len() as i32)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query!(
+        "UPDATE replays SET queued = queued + $2 WHERE id = $1",
+        id,
+        events.len() as i32
+    )
+    .execute(&mut *conn)
+    .await?;
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! Event-type schemas: stored as sent, at most [`MAX_PER_PROJECT`] per project.
 
+use crate::core::ProjectId;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
@@ -21,14 +22,14 @@ pub struct StoredSchema {
 /// is new. A new one past the project's limit is refused.
 pub async fn put(
     tx: &mut sqlx::PgConnection,
-    project_id: i64,
+    project_id: ProjectId,
     event_type: &str,
     schema: &str,
 ) -> AppResult<(StoredSchema, bool)> {
     // The project's row, locked: two requests adding the 200th schema take turns.
     let count = sqlx::query_scalar!(
         "SELECT event_schemas FROM projects WHERE id = $1 FOR UPDATE",
-        project_id
+        project_id.get()
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -44,7 +45,7 @@ pub async fn put(
          ON CONFLICT (project_id, event_type) DO UPDATE
             SET schema = EXCLUDED.schema, version = event_type_schemas.version + 1, updated_at = now()
          RETURNING event_type, schema, version, updated_at AS "updated_at: DateTime<Utc>""#,
-        project_id,
+        project_id.get(),
         event_type,
         schema,
     )
@@ -55,7 +56,7 @@ pub async fn put(
 
 pub async fn get<'c>(
     db: impl sqlx::PgExecutor<'c>,
-    project_id: i64,
+    project_id: ProjectId,
     event_type: &str,
 ) -> AppResult<Option<StoredSchema>> {
     Ok(sqlx::query_as!(
@@ -63,7 +64,7 @@ pub async fn get<'c>(
         r#"SELECT event_type, schema, version, updated_at AS "updated_at: DateTime<Utc>"
            FROM event_type_schemas
           WHERE project_id = $1 AND event_type = $2"#,
-        project_id,
+        project_id.get(),
         event_type,
     )
     .fetch_optional(db)
@@ -74,18 +75,18 @@ pub async fn get<'c>(
 /// [`put`] does, so that the two take turns.
 pub async fn delete(
     tx: &mut sqlx::PgConnection,
-    project_id: i64,
+    project_id: ProjectId,
     event_type: &str,
 ) -> AppResult<bool> {
     sqlx::query!(
         "SELECT 1 AS one FROM projects WHERE id = $1 FOR UPDATE",
-        project_id
+        project_id.get()
     )
     .fetch_optional(&mut *tx)
     .await?;
     let deleted = sqlx::query!(
         "DELETE FROM event_type_schemas WHERE project_id = $1 AND event_type = $2",
-        project_id,
+        project_id.get(),
         event_type,
     )
     .execute(&mut *tx)
@@ -94,13 +95,13 @@ pub async fn delete(
 }
 
 /// Every schema of the project, by type.
-pub async fn list(pool: &PgPool, project_id: i64) -> AppResult<Vec<StoredSchema>> {
+pub async fn list(pool: &PgPool, project_id: ProjectId) -> AppResult<Vec<StoredSchema>> {
     Ok(sqlx::query_as!(
         StoredSchema,
         r#"SELECT event_type, schema, version, updated_at AS "updated_at: DateTime<Utc>"
            FROM event_type_schemas
           WHERE project_id = $1 ORDER BY event_type"#,
-        project_id,
+        project_id.get(),
     )
     .fetch_all(pool)
     .await?)

@@ -8,6 +8,7 @@
 //! every value has been bound once: after that, either kind could have been written
 //! there by anyone able to write a row, so it stays refused.
 
+use crate::core::{EndpointId, ProjectId};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
@@ -154,7 +155,7 @@ pub struct Resealed {
 #[derive(sqlx::FromRow)]
 struct Row {
     id: i64,
-    project_id: i64,
+    project_id: ProjectId,
     secret: String,
     previous_secret: Option<String>,
     client_key: Option<String>,
@@ -220,7 +221,7 @@ async fn reseal_row(
         if !plain && sealed::is_bound_with(stored, keyring.current_id()) {
             return Ok(None);
         }
-        let slot = purpose.of(row.project_id, row.id);
+        let slot = purpose.of(row.project_id, EndpointId::new(row.id));
         // A plain header value has its own JSON type: taken as plain whatever it reads.
         let opened = match (plain, accept.plain) {
             (true, true) => Ok(stored.to_string()),

@@ -2,6 +2,7 @@
 //! [`crate::core::ed25519`]). The key pair is made the first time an endpoint needs one,
 //! its private half sealed; after a switch both schemes sign for 24 hours.
 
+use crate::core::EndpointId;
 use crate::{
     core::permissions::Access,
     core::{
@@ -26,7 +27,7 @@ pub async fn set(
         r#"SELECT signature_scheme, signing_key IS NOT NULL AS "has_key!" FROM endpoints
           WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL FOR UPDATE"#,
         id,
-        access.project_id,
+        access.project_id.get(),
     )
     .fetch_optional(&mut *tx)
     .await?
@@ -44,7 +45,7 @@ pub async fn set(
             let (private, public) = ed25519::generate();
             (
                 Some(sealed::seal(
-                    sealed::SIGNING_KEY.of(access.project_id, id),
+                    sealed::SIGNING_KEY.of(access.project_id, EndpointId::new(id)),
                     &private,
                 )),
                 Some(public),
@@ -74,7 +75,10 @@ pub async fn set(
         id,
         HMAC_SHA256,
         switched_at as _,
-        sealed::seal(sealed::ENDPOINT_SECRET.of(access.project_id, id), &secret),
+        sealed::seal(
+            sealed::ENDPOINT_SECRET.of(access.project_id, EndpointId::new(id)),
+            &secret
+        ),
     )
     .execute(&mut *tx)
     .await?;
@@ -91,7 +95,7 @@ pub async fn of(
         "SELECT signature_scheme, public_key FROM endpoints
           WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
         id,
-        access.project_id,
+        access.project_id.get(),
     )
     .fetch_optional(db)
     .await?

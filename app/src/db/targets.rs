@@ -3,6 +3,7 @@
 //! endpoints version (read with the API key, see the `endpoints_version` migration) says
 //! nothing about them changed.
 
+use crate::core::{EndpointId, ProjectId};
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -15,7 +16,7 @@ use chrono::{DateTime, Utc};
 pub struct Target {
     /// The event type it was found for.
     pub event_type: String,
-    pub id: i64,
+    pub id: EndpointId,
     pub url: String,
     pub throttled: bool,
     /// Its attempts go through the queue and are never handed off: it presents a client
@@ -48,7 +49,7 @@ impl Target {
 /// An endpoint an event's filters skipped, and why (kept with the event as JSON).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Skipped {
-    pub endpoint_id: i64,
+    pub endpoint_id: EndpointId,
     pub reason: String,
 }
 
@@ -116,7 +117,7 @@ pub fn passes_now(
 /// endpoints version in the same snapshot.
 pub async fn find<'c>(
     conn: impl sqlx::PgExecutor<'c>,
-    project_id: i64,
+    project_id: ProjectId,
     types: &[&str],
 ) -> Result<(Vec<Target>, Option<i64>), sqlx::Error> {
     // The dispatchers are woken after the commit, not by the insert trigger (see the
@@ -156,7 +157,7 @@ pub async fn find<'c>(
            ON e.project_id = p.id AND e.enabled AND e.deleted_at IS NULL
          WHERE p.id = $1
          ORDER BY t.event_type, e.id"#,
-        project_id,
+        project_id.get(),
         types as _,
     )
     .fetch_all(conn)
@@ -167,7 +168,7 @@ pub async fn find<'c>(
         .filter_map(|r| {
             Some(Target {
                 event_type: r.event_type?,
-                id: r.id?,
+                id: EndpointId::new(r.id?),
                 url: r.url?,
                 throttled: r.throttled?,
                 queued_only: r.queued_only?,
@@ -206,7 +207,7 @@ pub struct TargetCache {
 
 #[derive(Default)]
 struct Lists {
-    projects: HashMap<i64, ProjectLists>,
+    projects: HashMap<ProjectId, ProjectLists>,
     /// Targets held in all lists.
     held: usize,
 }
@@ -222,7 +223,12 @@ pub const MOST_KEPT: usize = 100_000;
 
 impl TargetCache {
     /// The targets of `event_type` kept for this version of the project's endpoints.
-    pub fn get(&self, project_id: i64, version: i64, event_type: &str) -> Option<Arc<Vec<Target>>> {
+    pub fn get(
+        &self,
+        project_id: ProjectId,
+        version: i64,
+        event_type: &str,
+    ) -> Option<Arc<Vec<Target>>> {
         let lists = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let p = lists.projects.get(&project_id)?;
         (p.version == version)
@@ -235,7 +241,13 @@ impl TargetCache {
     /// back: a list kept from before could otherwise answer again once the restored
     /// project's version reached its number. A request still holding an older version
     /// costs at most a read for the next request.)
-    pub fn put(&self, project_id: i64, version: i64, event_type: &str, targets: Arc<Vec<Target>>) {
+    pub fn put(
+        &self,
+        project_id: ProjectId,
+        version: i64,
+        event_type: &str,
+        targets: Arc<Vec<Target>>,
+    ) {
         if targets.len() > LONGEST_KEPT {
             return;
         }
@@ -247,7 +259,7 @@ impl TargetCache {
         }
         let p = lists
             .projects
-            .entry(project_id)
+            .entry(ProjectId::new(project_id.get()))
             .or_insert_with(|| ProjectLists {
                 version,
                 by_type: HashMap::new(),
@@ -273,7 +285,7 @@ impl TargetCache {
 mod tests {
     use super::*;
 
-    fn target(id: i64) -> Target {
+    fn target(id: EndpointId) -> Target {
         Target {
             event_type: "a.b".into(),
             id,
@@ -292,22 +304,22 @@ mod tests {
     }
 
     fn list(n: usize) -> Arc<Vec<Target>> {
-        Arc::new((0..n as i64).map(target).collect())
+        Arc::new((0..n as i64).map(|i| target(EndpointId::new(i))).collect())
     }
 
     #[test]
     fn a_list_answers_only_for_its_version() {
         let c = TargetCache::default();
-        c.put(1, 5, "a.b", list(2));
-        assert_eq!(c.get(1, 5, "a.b").map(|l| l.len()), Some(2));
+        c.put(ProjectId::new(1), 5, "a.b", list(2));
+        assert_eq!(c.get(ProjectId::new(1), 5, "a.b").map(|l| l.len()), Some(2));
         assert!(
-            c.get(1, 6, "a.b").is_none(),
+            c.get(ProjectId::new(1), 6, "a.b").is_none(),
             "a newer version is read again"
         );
-        assert!(c.get(1, 4, "a.b").is_none());
-        assert!(c.get(1, 5, "a.c").is_none());
+        assert!(c.get(ProjectId::new(1), 4, "a.b").is_none());
+        assert!(c.get(ProjectId::new(1), 5, "a.c").is_none());
         assert!(
-            c.get(2, 5, "a.b").is_none(),
+            c.get(ProjectId::new(2), 5, "a.b").is_none(),
             "another project's list is never its"
         );
     }
@@ -315,45 +327,48 @@ mod tests {
     #[test]
     fn a_list_read_at_another_version_replaces_the_projects_lists() {
         let c = TargetCache::default();
-        c.put(1, 5, "a.b", list(2));
-        c.put(1, 5, "a.c", list(3));
-        c.put(1, 6, "a.b", list(1));
-        assert!(c.get(1, 6, "a.c").is_none(), "dropped with its version");
-        assert!(c.get(1, 5, "a.c").is_none());
+        c.put(ProjectId::new(1), 5, "a.b", list(2));
+        c.put(ProjectId::new(1), 5, "a.c", list(3));
+        c.put(ProjectId::new(1), 6, "a.b", list(1));
+        assert!(
+            c.get(ProjectId::new(1), 6, "a.c").is_none(),
+            "dropped with its version"
+        );
+        assert!(c.get(ProjectId::new(1), 5, "a.c").is_none());
         assert_eq!(c.held(), 1);
         // A restored database: the version went back, and what was kept from version 6
         // must not answer when the project reaches 6 again.
-        c.put(1, 4, "a.c", list(3));
-        assert_eq!(c.get(1, 4, "a.c").map(|l| l.len()), Some(3));
-        assert!(c.get(1, 6, "a.b").is_none());
+        c.put(ProjectId::new(1), 4, "a.c", list(3));
+        assert_eq!(c.get(ProjectId::new(1), 4, "a.c").map(|l| l.len()), Some(3));
+        assert!(c.get(ProjectId::new(1), 6, "a.b").is_none());
         assert_eq!(c.held(), 3);
     }
 
     #[test]
     fn one_project_cannot_push_another_out_by_its_types() {
         let c = TargetCache::default();
-        c.put(2, 1, "theirs.x", list(1));
+        c.put(ProjectId::new(2), 1, "theirs.x", list(1));
         for i in 0..TYPES_PER_PROJECT * 3 {
-            c.put(1, 1, &format!("mine.t{i}"), list(1));
+            c.put(ProjectId::new(1), 1, &format!("mine.t{i}"), list(1));
         }
-        assert!(c.get(2, 1, "theirs.x").is_some());
+        assert!(c.get(ProjectId::new(2), 1, "theirs.x").is_some());
         assert!(c.held() <= TYPES_PER_PROJECT + 1);
     }
 
     #[test]
     fn memory_is_bounded() {
         let c = TargetCache::default();
-        c.put(1, 1, "a.b", list(LONGEST_KEPT + 1));
+        c.put(ProjectId::new(1), 1, "a.b", list(LONGEST_KEPT + 1));
         assert_eq!(c.held(), 0, "a list too long is not kept");
         for p in 0..(MOST_KEPT / LONGEST_KEPT) as i64 + 5 {
-            c.put(p, 1, "a.b", list(LONGEST_KEPT));
+            c.put(ProjectId::new(p), 1, "a.b", list(LONGEST_KEPT));
             assert!(c.held() <= MOST_KEPT);
         }
     }
 
     #[test]
     fn the_previous_secret_signs_only_until_it_expires() {
-        let mut t = target(1);
+        let mut t = target(EndpointId::new(1));
         let now = Utc::now();
         assert_eq!(t.previous_secret(now).as_deref(), Some("old"));
         assert_eq!(t.previous_secret(now + chrono::Duration::seconds(61)), None);

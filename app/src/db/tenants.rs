@@ -1,6 +1,7 @@
 //! Projects as the operator manages them: made, found by the operator's own id, changed,
 //! and deleted (gone at once for every reader, purged in bounded batches afterwards).
 
+use crate::core::ProjectId;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::PgPool;
@@ -14,7 +15,7 @@ use crate::{
 /// A project with everything the operator set on it.
 #[derive(Clone, Debug)]
 pub struct Tenant {
-    pub id: i64,
+    pub id: ProjectId,
     pub uid: Option<String>,
     pub name: String,
     pub plan: String,
@@ -42,7 +43,7 @@ pub struct TenantFields {
 
 /// A project's row as the queries below return it.
 struct Row {
-    id: i64,
+    id: ProjectId,
     uid: Option<String>,
     name: String,
     plan: String,
@@ -99,12 +100,12 @@ pub async fn create(pool: &PgPool, f: &TenantFields) -> AppResult<Tenant> {
     Ok(tenant(row))
 }
 
-pub async fn get(pool: &PgPool, id: i64) -> AppResult<Tenant> {
+pub async fn get(pool: &PgPool, id: ProjectId) -> AppResult<Tenant> {
     let row = sqlx::query_as!(
         Row,
         r#"SELECT id, uid, name, plan, limits, frame_ancestors, brand AS "brand: sqlx::types::Json<Brand>",
                 trace_propagation, created_at AS "created_at: DateTime<Utc>" FROM projects WHERE id = $1 AND deleted_at IS NULL"#,
-        id,
+        id.get(),
     )
     .fetch_optional(pool)
     .await?;
@@ -139,7 +140,7 @@ pub async fn list(
     Ok(rows.into_iter().map(tenant).collect())
 }
 
-pub async fn update(pool: &PgPool, id: i64, f: &TenantFields) -> AppResult<Tenant> {
+pub async fn update(pool: &PgPool, id: ProjectId, f: &TenantFields) -> AppResult<Tenant> {
     let row = sqlx::query_as!(
         Row,
         r#"UPDATE projects SET
@@ -152,7 +153,7 @@ pub async fn update(pool: &PgPool, id: i64, f: &TenantFields) -> AppResult<Tenan
             trace_propagation = coalesce($9, trace_propagation)
           WHERE id = $1 AND deleted_at IS NULL RETURNING id, uid, name, plan, limits, frame_ancestors, brand AS "brand: sqlx::types::Json<Brand>",
                 trace_propagation, created_at AS "created_at: DateTime<Utc>""#,
-        id,
+        id.get(),
         f.name.as_deref(),
         f.uid.is_some(),
         f.uid.clone().flatten(),
@@ -173,11 +174,11 @@ pub async fn update(pool: &PgPool, id: i64, f: &TenantFields) -> AppResult<Tenan
 /// nothing more is sent), its copies in inspector bins (Redirects) gone, since a bin is
 /// read by whoever holds its address. The data itself goes in the background
 /// ([`purge_step`]).
-pub async fn delete(pool: &PgPool, id: i64) -> AppResult<()> {
+pub async fn delete(pool: &PgPool, id: ProjectId) -> AppResult<()> {
     let mut tx = pool.begin().await?;
     let found = sqlx::query!(
         "UPDATE projects SET deleted_at = now() WHERE id = $1 AND deleted_at IS NULL",
-        id
+        id.get()
     )
     .execute(&mut *tx)
     .await?;
@@ -186,32 +187,35 @@ pub async fn delete(pool: &PgPool, id: i64) -> AppResult<()> {
     }
     sqlx::query!(
         "UPDATE api_keys SET revoked_at = now() WHERE project_id = $1 AND revoked_at IS NULL",
-        id
+        id.get()
     )
     .execute(&mut *tx)
     .await?;
-    sqlx::query!("DELETE FROM portal_sessions WHERE project_id = $1", id)
+    sqlx::query!(
+        "DELETE FROM portal_sessions WHERE project_id = $1",
+        id.get()
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!("DELETE FROM portal_links WHERE project_id = $1", id.get())
         .execute(&mut *tx)
         .await?;
-    sqlx::query!("DELETE FROM portal_links WHERE project_id = $1", id)
+    sqlx::query!("DELETE FROM invitations WHERE project_id = $1", id.get())
         .execute(&mut *tx)
         .await?;
-    sqlx::query!("DELETE FROM invitations WHERE project_id = $1", id)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query!("DELETE FROM memberships WHERE project_id = $1", id)
+    sqlx::query!("DELETE FROM memberships WHERE project_id = $1", id.get())
         .execute(&mut *tx)
         .await?;
     sqlx::query!(
         "UPDATE endpoints SET deleted_at = now() WHERE project_id = $1 AND deleted_at IS NULL",
-        id
+        id.get()
     )
     .execute(&mut *tx)
     .await?;
     // At most what the inspector's storage budget lets a project keep.
     sqlx::query!(
         "DELETE FROM bin_requests WHERE source = $1 AND source LIKE 'project:%'",
-        crate::core::capture_source::CaptureSource::Project(id).usage_key()
+        crate::core::capture_source::CaptureSource::Project(id.get()).usage_key()
     )
     .execute(&mut *tx)
     .await?;

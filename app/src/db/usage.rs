@@ -2,6 +2,7 @@
 //! from the counters the database keeps apart from the delivery log (see the
 //! `operator_and_portal` migration), so retention and deletion leave them whole.
 
+use crate::core::ProjectId;
 use chrono::NaiveDate;
 use sqlx::PgPool;
 
@@ -19,7 +20,7 @@ pub struct DayUsage {
 /// The days from `since` to `until` (both included) that saw any use, oldest first.
 pub async fn between(
     pool: &PgPool,
-    project_id: i64,
+    project_id: ProjectId,
     since: NaiveDate,
     until: NaiveDate,
 ) -> AppResult<Vec<DayUsage>> {
@@ -39,7 +40,7 @@ pub async fn between(
                 coalesce(a.dead_letter, 0)::bigint AS "dead_letter!"
            FROM e FULL JOIN a ON a.day = e.day
           ORDER BY 1"#,
-        project_id,
+        project_id.get(),
         since as _,
         until as _,
     )

@@ -1,5 +1,6 @@
 //! Users and password hashes (argon2).
 
+use crate::core::UserId;
 use argon2::{
     password_hash::{rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString},
     Argon2,
@@ -10,7 +11,7 @@ use crate::error::{AppError, AppResult};
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct User {
-    pub id: i64,
+    pub id: UserId,
     pub email: String,
     pub password_hash: String,
     pub role: String,
@@ -135,11 +136,11 @@ pub async fn find_by_email(pool: &PgPool, email: &str) -> AppResult<Option<User>
     .await?)
 }
 
-pub async fn get(pool: &PgPool, id: i64) -> AppResult<Option<User>> {
+pub async fn get(pool: &PgPool, id: UserId) -> AppResult<Option<User>> {
     Ok(sqlx::query_as!(
         User,
         "SELECT id, email, password_hash, role, session_epoch FROM users WHERE id = $1",
-        id,
+        id.get(),
     )
     .fetch_optional(pool)
     .await?)
@@ -147,12 +148,12 @@ pub async fn get(pool: &PgPool, id: i64) -> AppResult<Option<User>> {
 
 /// Sets a new password and ends every session of the user; returns the new epoch, which
 /// the session that made the change carries on with.
-pub async fn set_password(pool: &PgPool, id: i64, password: &str) -> AppResult<i32> {
+pub async fn set_password(pool: &PgPool, id: UserId, password: &str) -> AppResult<i32> {
     let hash = make_hash(password).await?;
     Ok(sqlx::query_scalar!(
         "UPDATE users SET password_hash = $2, session_epoch = session_epoch + 1 WHERE id = $1
          RETURNING session_epoch",
-        id,
+        id.get(),
         hash,
     )
     .fetch_one(pool)

@@ -203,7 +203,7 @@ fn follow_rows(
             let (id, at) = rows
                 .with_untracked(|v| {
                     v.iter()
-                        .map(|r| (r.id, r.created_at))
+                        .map(|r| (r.id.get(), r.created_at))
                         .max_by_key(|x| (x.1, x.0))
                 })
                 .unwrap_or((0, chrono::DateTime::<chrono::Utc>::UNIX_EPOCH));
@@ -220,10 +220,10 @@ fn follow_rows(
 /// Asks again for the rows still waiting or running (of the first one's project).
 #[cfg(feature = "hydrate")]
 fn refresh_live(rows: RwSignal<Vec<DeliveryRow>>) {
-    let live: Vec<(i64, i64)> = rows.with_untracked(|v| {
+    let live: Vec<(crate::core::ProjectId, i64)> = rows.with_untracked(|v| {
         v.iter()
             .filter(|r| r.status.is_live())
-            .map(|r| (r.project_id, r.id))
+            .map(|r| (r.project_id, r.id.get()))
             .collect()
     });
     let Some(project_id) = live.first().map(|x| x.0) else {
@@ -270,7 +270,7 @@ fn keyboard(
         if typing || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
             return;
         }
-        let ids: Vec<i64> = rows.with_untracked(|v| v.iter().map(|r| r.id).collect());
+        let ids: Vec<i64> = rows.with_untracked(|v| v.iter().map(|r| r.id.get()).collect());
         let count = ids.len();
         let pos = selected
             .get_untracked()
@@ -308,22 +308,28 @@ fn Row(
     tick: RwSignal<u32>,
 ) -> impl IntoView {
     let id = row.id;
-    let is_open = move || expanded.get() == Some(id);
-    let is_selected = move || selected.get() == Some(id);
+    let is_open = move || expanded.get() == Some(id.get());
+    let is_selected = move || selected.get() == Some(id.get());
     let toggle = move || {
-        selected.set(Some(id));
-        expanded.update(|e| *e = if *e == Some(id) { None } else { Some(id) });
+        selected.set(Some(id.get()));
+        expanded.update(|e| {
+            *e = if *e == Some(id.get()) {
+                None
+            } else {
+                Some(id.get())
+            }
+        });
     };
     let r = row.clone();
     view! {
         <div class="dgroup" data-testid="delivery-row" data-status=row.status.as_str()
-            data-request-id=row.request_id.clone() data-event-id=row.event_id.clone() data-id=id.to_string()
+            data-request-id=row.request_id.clone() data-event-id=row.event_id.to_string() data-id=id.to_string()
             data-code=row.response_status.map(|c| c.to_string()).unwrap_or_default()
             data-error-kind=row.error_kind.map_or("", ErrorKind::as_str) data-project=row.project_id.to_string()
             class:open=is_open class:selected=is_selected>
             <div class="drow" role="row" tabindex="0" aria-expanded=move || is_open().to_string()
                 on:click=move |_| toggle()
-                on:focus=move |_| selected.set(Some(id))
+                on:focus=move |_| selected.set(Some(id.get()))
                 // The row itself, not a control inside it: Enter or Space opens or closes it.
                 on:keydown=move |ev| {
                     if crate::components::widgets::is_toggle_key(&ev) {
@@ -360,7 +366,7 @@ fn RowCells(row: DeliveryRow) -> impl IntoView {
         <span class="etype">{row.event_type.clone()}{trigger.map(|t| view! { <em class="trigger">{t}</em> })}
             {project.map(|p| view! { <small class="ellipsis" data-testid="row-project">{p}</small> })}
         </span>
-        <span class="mono ellipsis" title=row.event_id.clone()>{row.event_id.clone()}
+        <span class="mono ellipsis" title=row.event_id.to_string()>{row.event_id.to_string()}
             {row.ordering_key.clone().map(|k| view! { <small class="ellipsis"><OrderingKey key=k/></small> })}
         </span>
         <span class="ellipsis" title=row.target_url.clone()>{match bin.clone() {

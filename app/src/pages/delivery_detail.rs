@@ -1,6 +1,7 @@
 //! One attempt expanded in the deliveries list: what was sent and what came back, every
 //! attempt of the event to the endpoint, and Retry and Redirect.
 
+use crate::core::AttemptId;
 use chrono::Utc;
 use leptos::prelude::*;
 
@@ -51,7 +52,7 @@ pub fn Detail(
                     match detail.await {
                         Ok(d) => view! {
                             <Facts r=d.row.clone()/>
-                            <Attempts attempts=d.attempts.clone() current=d.row.id tick/>
+                            <Attempts attempts=d.attempts.clone() current=d.row.id.get() tick/>
                             <Panes response_status=d.row.response_status d/>
                         }.into_any(),
                         Err(e) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
@@ -143,7 +144,7 @@ fn Facts(r: DeliveryRow) -> impl IntoView {
     view! {
         <dl class="facts">
             <dt>"Request id"</dt><dd class="mono" data-testid="detail-request-id">{r.request_id.clone()}" "<CopyButton text=r.request_id.clone()/></dd>
-            <dt>"Event id"</dt><dd class="mono">{r.event_id.clone()}" "<CopyButton text=r.event_id.clone()/></dd>
+            <dt>"Event id"</dt><dd class="mono">{r.event_id.to_string()}" "<CopyButton text=r.event_id.to_string()/></dd>
             {r.ordering_key.clone().map(|k| view! { <dt>"Ordering key"</dt><dd><OrderingKey key=k/>" "{r.waits_for.clone().map(|e| view! { <WaitingBehind event_id=e/> })}</dd> })}
             <dt>"Target URL"</dt><dd class="mono break">{r.target_url.clone()}</dd>
             <dt>"Attempt"</dt><dd>{r.attempt}" · "{r.trigger.label()}{r.triggered_by.clone().map(|b| format!(" by {b}"))}</dd>
@@ -171,7 +172,7 @@ fn Attempts(attempts: Vec<DeliveryRow>, current: i64, tick: RwSignal<u32>) -> im
             <h3>"Attempts of this event to this endpoint"</h3>
             <ol class="timeline">
                 {attempts.into_iter().map(|a| {
-                    let current = a.id == current;
+                    let current = a.id == AttemptId::new(current);
                     let scheduled = a.scheduled_at;
                     let pending = a.status == DeliveryStatus::Pending;
                     view! {

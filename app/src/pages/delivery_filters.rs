@@ -2,6 +2,7 @@
 //! error kind and time range (presets or a custom from–to in the browser's zone), all
 //! written to the URL so a link reproduces the view.
 
+use crate::core::{EndpointId, ProjectId};
 use chrono::{Duration, Utc};
 use leptos::{html, prelude::*};
 use leptos_router::hooks::use_navigate;
@@ -37,7 +38,7 @@ pub fn FilterBar(
             f.ordering_key = key_ref.get().map(|i| i.value().trim().to_string()).filter(|v| !v.is_empty());
             go.run(f);
         }>
-            <ProjectSelect current=f.project go/>
+            <ProjectSelect current=f.project.map(ProjectId::get) go/>
             <input type="search" name="q" placeholder="Search event id or request id  ( / )"
                 data-testid="search-input" node_ref=search_ref value=opt(&f.q) aria-label="Search by event id or request id"/>
             <input type="search" name="ordering_key" data-testid="ordering-key-filter" placeholder="Ordering key" node_ref=key_ref
@@ -76,14 +77,14 @@ fn on_pick(
 fn ProjectSelect(current: Option<i64>, go: Callback<DeliveryFilter>) -> impl IntoView {
     let projects = use_context::<crate::model::Viewer>()
         .filter(|v| v.projects.len() > 1)
-        .map(|v| (v.projects, current.or(v.current.map(|p| p.id))));
+        .map(|v| (v.projects, current.or(v.current.map(|p| p.id.get()))));
     projects.map(|(list, current)| view! {
         <select name="project" data-testid="project-filter" aria-label="Project" on:change=move |ev| {
             let f = DeliveryFilter { project: event_target_value(&ev).parse().ok(), ..Default::default() };
             go.run(f);
         }>
             {list.into_iter().map(|p| view! {
-                <option value=p.id.to_string() selected=current == Some(p.id)>{p.name}</option>
+                <option value=p.id.to_string() selected=current == Some(p.id.get())>{p.name}</option>
             }).collect_view()}
         </select>
     })
@@ -130,7 +131,7 @@ fn EndpointSelect(
         <select name="endpoint" data-testid="endpoint-filter" aria-label="Endpoint" on:change=on_pick(filter, go, |f, v| f.endpoint = v.parse().ok())>
             <option value="">"All endpoints"</option>
             {endpoints.iter().map(|(id, url)| view! {
-                <option value=id.to_string() selected=f.endpoint == Some(*id)>{format!("#{id} {url}")}</option>
+                <option value=id.to_string() selected=f.endpoint == Some(EndpointId::new(*id))>{format!("#{id} {url}")}</option>
             }).collect_view()}
         </select>
     }

@@ -1,5 +1,7 @@
 //! The audit log and the event catalogue.
 
+#[cfg(feature = "ssr")]
+use crate::core::ProjectId;
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -109,7 +111,7 @@ pub async fn event_catalogue() -> Result<Vec<EventTypeInfo>, ServerFnError> {
 /// A type's schema in the catalogue: its version, the schema itself (folded), and a
 /// download link (served by the server, for signed-in users of the project).
 #[cfg(feature = "ssr")]
-fn schema_html(project_id: i64, s: &crate::db::schemas::StoredSchema) -> String {
+fn schema_html(project_id: ProjectId, s: &crate::db::schemas::StoredSchema) -> String {
     use crate::core::alerts::escape_html;
     let pretty = crate::core::text::indent_json(&s.schema).unwrap_or_else(|| s.schema.clone());
     let t: String = url::form_urlencoded::byte_serialize(s.event_type.as_bytes()).collect();

@@ -1,5 +1,6 @@
 //! The delivery dashboard's server functions: list, detail, Retry, Redirect.
 
+use crate::core::{AttemptId, ProjectId};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -28,7 +29,7 @@ pub async fn list_deliveries(
         rows.last().map(|r| {
             Cursor {
                 created_at: r.created_at,
-                id: r.id,
+                id: r.id.get(),
             }
             .encode()
         })
@@ -44,8 +45,8 @@ pub async fn list_deliveries(
 
 #[server(endpoint = "get_delivery_detail")]
 pub async fn get_delivery_detail(
-    project_id: i64,
-    id: i64,
+    project_id: ProjectId,
+    id: AttemptId,
 ) -> Result<DeliveryDetail, ServerFnError> {
     use crate::{
         auth::access_to, core::permissions::Action, ctx::server_ctx, db::deliveries, use_cases,
@@ -85,7 +86,10 @@ pub async fn get_delivery_detail(
 }
 
 #[server(endpoint = "retry_delivery")]
-pub async fn retry_delivery(project_id: i64, id: i64) -> Result<DeliveryRow, ServerFnError> {
+pub async fn retry_delivery(
+    project_id: ProjectId,
+    id: AttemptId,
+) -> Result<DeliveryRow, ServerFnError> {
     use crate::{auth::access_to, core::permissions::Action, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let access = access_to(project_id, Action::Retry).await?;
@@ -95,8 +99,8 @@ pub async fn retry_delivery(project_id: i64, id: i64) -> Result<DeliveryRow, Ser
 /// Redirects to the given bin (its id or URL), or to a new one.
 #[server(endpoint = "redirect_delivery")]
 pub async fn redirect_delivery(
-    project_id: i64,
-    id: i64,
+    project_id: ProjectId,
+    id: AttemptId,
     bin: Option<String>,
 ) -> Result<(DeliveryRow, String), ServerFnError> {
     use crate::{auth::access_to, core::permissions::Action, ctx::server_ctx, use_cases};
@@ -108,13 +112,13 @@ pub async fn redirect_delivery(
 /// Fresh state of some rows (live status updates after Retry / Redirect).
 #[server(endpoint = "refresh_rows")]
 pub async fn refresh_rows(
-    project_id: i64,
+    project_id: ProjectId,
     ids: Vec<i64>,
 ) -> Result<Vec<DeliveryRow>, ServerFnError> {
     use crate::{auth::access_to, core::permissions::Action, ctx::server_ctx, db::deliveries};
     let ctx = server_ctx()?;
     let access = access_to(project_id, Action::ReadDeliveries).await?;
-    let ids: Vec<i64> = ids.into_iter().take(50).collect();
+    let ids: Vec<AttemptId> = ids.into_iter().take(50).map(AttemptId::new).collect();
     let rows = deliveries::get_rows(&ctx.pool, &access, &ids).await?;
     Ok(rows.into_iter().map(DeliveryRow::explain).collect())
 }
@@ -136,7 +140,9 @@ pub async fn count_newer(
 /// Reading the list: the access to the project the view names and that project's window
 /// in days.
 #[cfg(feature = "ssr")]
-async fn view_window(project: Option<i64>) -> Result<(crate::auth::Access, u32), ServerFnError> {
+async fn view_window(
+    project: Option<ProjectId>,
+) -> Result<(crate::auth::Access, u32), ServerFnError> {
     let ctx = crate::ctx::server_ctx()?;
     let access = view_access(project, crate::core::permissions::Action::ReadDeliveries).await?;
     let days =
@@ -148,7 +154,7 @@ async fn view_window(project: Option<i64>) -> Result<(crate::auth::Access, u32),
 /// The access a view of the list asks for: the project it names, or the session's.
 #[cfg(feature = "ssr")]
 async fn view_access(
-    project: Option<i64>,
+    project: Option<ProjectId>,
     action: crate::core::permissions::Action,
 ) -> Result<crate::auth::Access, ServerFnError> {
     match project {
@@ -160,7 +166,7 @@ async fn view_access(
 /// What the filter bar offers: the project's endpoints and the event types it has seen.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FilterOptions {
-    pub project_id: i64,
+    pub project_id: ProjectId,
     pub endpoints: Vec<(i64, String)>,
     pub event_types: Vec<String>,
     /// How many days of history the project has (its window, within the server's).
@@ -168,7 +174,9 @@ pub struct FilterOptions {
 }
 
 #[server(endpoint = "delivery_filter_options")]
-pub async fn delivery_filter_options(project: Option<i64>) -> Result<FilterOptions, ServerFnError> {
+pub async fn delivery_filter_options(
+    project: Option<ProjectId>,
+) -> Result<FilterOptions, ServerFnError> {
     use crate::{core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = view_access(project, Action::ReadDeliveries).await?;

@@ -1,5 +1,6 @@
 //! The Webhooks page's server functions: endpoints and their cards.
 
+use crate::core::EndpointId;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -46,7 +47,7 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
                 .collect()
         })
         .unwrap_or_default();
-    let cert_error = |id: i64| {
+    let cert_error = |id: EndpointId| {
         let named = query
             .iter()
             .any(|(k, v)| k == "cert_endpoint" && *v == id.to_string());
@@ -77,7 +78,7 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
         .into_iter()
         .map(|endpoint| {
             let mine: Vec<&(i64, i32, i64, i64)> =
-                rows.iter().filter(|r| r.0 == endpoint.id).collect();
+                rows.iter().filter(|r| r.0 == endpoint.id.get()).collect();
             let hourly = (0..24)
                 .rev()
                 .map(|h| {
@@ -113,12 +114,15 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
                 cert_html,
                 attempts_24h: mine.iter().map(|r| r.2).sum(),
                 succeeded_24h: mine.iter().map(|r| r.3).sum(),
-                p95_ms: p95.iter().find(|p| p.0 == endpoint.id).and_then(|p| p.1),
+                p95_ms: p95
+                    .iter()
+                    .find(|p| p.0 == endpoint.id.get())
+                    .and_then(|p| p.1),
                 hourly,
-                is_ops: ops == Some(endpoint.id),
+                is_ops: ops == Some(endpoint.id.get()),
                 failures: failures
                     .iter()
-                    .filter(|f| f.0 == endpoint.id)
+                    .filter(|f| f.0 == endpoint.id.get())
                     .map(|f| (f.1.clone(), f.2))
                     .collect(),
                 endpoint,
@@ -173,7 +177,7 @@ pub async fn create_endpoint(
 
 #[server(endpoint = "update_endpoint")]
 pub async fn update_endpoint(
-    id: i64,
+    id: EndpointId,
     url: Option<String>,
     event_types: Option<String>,
     enabled: Option<bool>,
@@ -221,7 +225,7 @@ pub async fn update_endpoint(
 /// the header names now set. Values are write-only: the cabinet never gets them back.
 #[server(endpoint = "edit_endpoint_header")]
 pub async fn edit_endpoint_header(
-    id: i64,
+    id: EndpointId,
     name: String,
     value: Option<String>,
 ) -> Result<Vec<String>, ServerFnError> {
@@ -252,7 +256,7 @@ pub async fn edit_endpoint_header(
 
 /// Chooses the endpoint that receives `endpoint.disabled` notices for this project.
 #[server(endpoint = "set_ops_endpoint")]
-pub async fn set_ops_endpoint(id: i64) -> Result<(), ServerFnError> {
+pub async fn set_ops_endpoint(id: EndpointId) -> Result<(), ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::SetOpsEndpoint).await?;
@@ -261,7 +265,7 @@ pub async fn set_ops_endpoint(id: i64) -> Result<(), ServerFnError> {
 }
 
 #[server(endpoint = "delete_endpoint")]
-pub async fn delete_endpoint(id: i64) -> Result<(), ServerFnError> {
+pub async fn delete_endpoint(id: EndpointId) -> Result<(), ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::DeleteEndpoint).await?;
@@ -271,7 +275,7 @@ pub async fn delete_endpoint(id: i64) -> Result<(), ServerFnError> {
 
 /// The current secret, on an explicit click; support staff never see secrets.
 #[server(endpoint = "reveal_secret")]
-pub async fn reveal_secret(id: i64) -> Result<String, ServerFnError> {
+pub async fn reveal_secret(id: EndpointId) -> Result<String, ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, use_cases};
     let ctx = server_ctx()?;
     let access = current_access(Action::RevealSecret).await?;
@@ -279,7 +283,7 @@ pub async fn reveal_secret(id: i64) -> Result<String, ServerFnError> {
 }
 
 #[server(endpoint = "rotate_secret")]
-pub async fn rotate_secret(id: i64) -> Result<String, ServerFnError> {
+pub async fn rotate_secret(id: EndpointId) -> Result<String, ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::RotateSecret).await?;
@@ -289,7 +293,7 @@ pub async fn rotate_secret(id: i64) -> Result<String, ServerFnError> {
 
 /// Sends a `test.ping` event to one endpoint; returns the queued attempt.
 #[server(endpoint = "test_send")]
-pub async fn test_send(id: i64) -> Result<DeliveryRow, ServerFnError> {
+pub async fn test_send(id: EndpointId) -> Result<DeliveryRow, ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::TestSend).await?;
@@ -303,7 +307,7 @@ pub async fn test_send(id: i64) -> Result<DeliveryRow, ServerFnError> {
 /// naming what was wrong otherwise.
 #[server(endpoint = "set_client_certificate")]
 pub async fn set_client_certificate(
-    id: i64,
+    id: EndpointId,
     cert: String,
     key: String,
 ) -> Result<(), ServerFnError> {
@@ -339,7 +343,7 @@ pub async fn set_client_certificate(
         .unwrap_or("/developers/webhooks");
     let error = result
         .err()
-        .map(|e| (id, crate::components::widgets::error_text(&e)));
+        .map(|e| (id.get(), crate::components::widgets::error_text(&e)));
     leptos_axum::redirect(&crate::core::next_path::with_cert_error(back, error));
     Ok(())
 }

@@ -1,13 +1,14 @@
 //! An endpoint's filter from its card: saved and tried by plain forms (no script), shown
 //! with the recent events it kept out (see `components::filter_card`).
 
+use crate::core::EndpointId;
 use leptos::prelude::*;
 
 /// Saves an endpoint's filter (checked as the API checks it) or, empty, removes it.
 /// Answers with a redirect back to the page: clean on success, with `filter_error` and
 /// `filter_endpoint` otherwise (the text tried stays in the form through `try_filter`).
 #[server(endpoint = "set_endpoint_filter")]
-pub async fn set_endpoint_filter(id: i64, filter: String) -> Result<(), ServerFnError> {
+pub async fn set_endpoint_filter(id: EndpointId, filter: String) -> Result<(), ServerFnError> {
     use crate::{core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = crate::auth::endpoint_access(id, Action::EditEndpoint).await?;
@@ -48,7 +49,7 @@ pub async fn set_endpoint_filter(id: i64, filter: String) -> Result<(), ServerFn
 /// saved; the page evaluates it as it renders). Trying is part of editing: only those who
 /// may change the filter are offered it.
 #[server(endpoint = "try_endpoint_filter")]
-pub async fn try_endpoint_filter(id: i64, filter: String) -> Result<(), ServerFnError> {
+pub async fn try_endpoint_filter(id: EndpointId, filter: String) -> Result<(), ServerFnError> {
     crate::auth::endpoint_access(id, crate::core::permissions::Action::EditEndpoint).await?;
     let text: String = filter.trim().chars().take(1024).collect();
     back(&[("try_endpoint", id.to_string()), ("try_filter", text)]).await;
@@ -70,7 +71,7 @@ async fn back(notes: &[(&str, String)]) {
 pub(crate) struct FilterCards {
     kept_out: Vec<crate::db::filtered::KeptOut>,
     query: Vec<(String, String)>,
-    tried: Option<(i64, crate::components::filter_card::Tried)>,
+    tried: Option<(EndpointId, crate::components::filter_card::Tried)>,
     editable: bool,
 }
 
@@ -94,7 +95,7 @@ impl FilterCards {
         let endpoint = named("try_endpoint")
             .filter(|_| editable)
             .and_then(|id| id.parse::<i64>().ok())
-            .and_then(|id| list.iter().find(|e| e.id == id));
+            .and_then(|id| list.iter().find(|e| e.id == EndpointId::new(id)));
         if let (Some(ep), Some(text)) = (endpoint, named("try_filter")) {
             let outcome = match filter::compile(text) {
                 Err(e) => Err(e),
@@ -115,7 +116,7 @@ impl FilterCards {
                             r.subjects.as_deref().unwrap_or_default(),
                         ))
                         .reason(),
-                    event_id: r.event_id,
+                    event_id: r.event_id.to_string(),
                     event_type: r.event_type,
                     created_at: r.created_at,
                 })
@@ -145,7 +146,7 @@ impl FilterCards {
             .filter_map(|k| {
                 let s = k.filtered_out.iter().find(|s| s.endpoint_id == ep.id)?;
                 Some(filter_card::CardEvent {
-                    event_id: k.event_id.clone(),
+                    event_id: k.event_id.to_string(),
                     event_type: k.event_type.clone(),
                     created_at: k.created_at,
                     skipped: Some(s.reason.clone()),

@@ -4,7 +4,7 @@
 use sqlx::PgPool;
 
 use crate::{
-    db::{operator_keys, users, users::User},
+    db::{audit, operator_keys, users, users::User},
     error::{AppError, AppResult},
 };
 
@@ -33,4 +33,18 @@ pub async fn revoke_operator_key(pool: &PgPool, name: &str) -> AppResult<()> {
     } else {
         Err(AppError::NotFound)
     }
+}
+
+/// The audit entry of one operator API call (`operator.<method>` on its path, with the
+/// status it got), written after the call whatever its outcome.
+pub async fn audit_operator_call(
+    pool: &PgPool,
+    operator: &str,
+    method: &str,
+    path: &str,
+    status: u16,
+) -> AppResult<()> {
+    let action = format!("operator.{}", method.to_ascii_lowercase());
+    let detail = serde_json::json!({ "status": status });
+    audit::record_operator(pool, operator, &action, path, detail).await
 }

@@ -2,6 +2,7 @@
 //! operations endpoint, a project setting), and each member's own e-mail opt-in, which
 //! takes effect once whoever reads the address confirms it through the link mailed to it.
 
+use crate::core::ProjectId;
 use sqlx::{PgConnection, PgPool};
 
 use crate::{
@@ -118,7 +119,7 @@ pub async fn confirm_address(pool: &PgPool, token: &str) -> AppResult<String> {
         .ok_or_else(unknown_link)?;
     audit::record(
         &mut *tx,
-        &system_access(project_id, &email),
+        &system_access(ProjectId::new(project_id), &email),
         "alerts.address_confirmed",
         &email,
         serde_json::json!({}),

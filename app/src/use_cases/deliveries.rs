@@ -1,6 +1,7 @@
 //! Deliveries: the expanded view, Retry, Redirect and the test send; the same path from
 //! the dashboard and from the API, audited either way.
 
+use crate::core::{AttemptId, EndpointId, EventId};
 use sqlx::PgPool;
 
 use crate::{
@@ -26,7 +27,7 @@ pub struct Detail {
     pub erased: Option<(chrono::DateTime<chrono::Utc>, i64)>,
 }
 
-pub async fn detail(pool: &PgPool, access: &Access, id: i64) -> AppResult<Detail> {
+pub async fn detail(pool: &PgPool, access: &Access, id: AttemptId) -> AppResult<Detail> {
     access.require(Action::ReadDeliveries)?;
     let row = deliveries::get_row(pool, access, id).await?;
     let extras = deliveries::extras(pool, &row).await?;
@@ -50,14 +51,14 @@ pub async fn detail(pool: &PgPool, access: &Access, id: i64) -> AppResult<Detail
 }
 
 /// A new attempt of the same event to the endpoint's current URL; returns it, queued.
-pub async fn retry(pool: &PgPool, access: &Access, id: i64) -> AppResult<DeliveryRow> {
+pub async fn retry(pool: &PgPool, access: &Access, id: AttemptId) -> AppResult<DeliveryRow> {
     access.require(Action::Retry)?;
     let mut tx = pool.begin().await?;
     let row = deliveries::get_row(&mut *tx, access, id).await?;
     refuse_erased(&mut tx, &row.event_id).await?;
     refuse_filtered(&mut tx, &row).await?;
     let new_id = deliveries::retry(&mut tx, &row, &access.email).await?;
-    let new = deliveries::get_row(&mut *tx, access, new_id).await?;
+    let new = deliveries::get_row(&mut *tx, access, AttemptId::new(new_id)).await?;
     audit::record(
         &mut *tx,
         access,
@@ -76,7 +77,7 @@ pub async fn redirect(
     pool: &PgPool,
     cfg: &Config,
     access: &Access,
-    id: i64,
+    id: AttemptId,
     bin: Option<&str>,
 ) -> AppResult<(DeliveryRow, String)> {
     access.require(Action::Redirect)?;
@@ -104,7 +105,7 @@ pub async fn redirect(
         serde_json::json!({"delivery": id, "bin": bin_id}),
     )
     .await?;
-    let new = deliveries::get_row(&mut *tx, access, new_id).await?;
+    let new = deliveries::get_row(&mut *tx, access, AttemptId::new(new_id)).await?;
     tx.commit().await?;
     Ok((new, bin_id))
 }
@@ -132,7 +133,7 @@ async fn refuse_filtered(tx: &mut sqlx::PgConnection, row: &DeliveryRow) -> AppR
 }
 
 /// An erased event has nothing left to send again.
-async fn refuse_erased(tx: &mut sqlx::PgConnection, event_id: &str) -> AppResult<()> {
+async fn refuse_erased(tx: &mut sqlx::PgConnection, event_id: &EventId) -> AppResult<()> {
     if erasures::is_erased(&mut *tx, event_id).await? {
         return Err(AppError::Conflict(
             "This event's data was erased: there is nothing left to send.".into(),
@@ -154,14 +155,18 @@ fn bin_id_of(given: &str) -> &str {
 pub const TEST_DATA: &str = r#"{"message":"Test webhook from Posthorn"}"#;
 
 /// A `test.ping` event to one endpoint; returns the queued attempt.
-pub async fn test_send(pool: &PgPool, access: &Access, endpoint_id: i64) -> AppResult<DeliveryRow> {
+pub async fn test_send(
+    pool: &PgPool,
+    access: &Access,
+    endpoint_id: EndpointId,
+) -> AppResult<DeliveryRow> {
     access.require(Action::TestSend)?;
     let ep = endpoints::get(pool, access, endpoint_id).await?;
     let mut tx = pool.begin().await?;
     let delivery_id = deliveries::send_single(
         &mut tx,
         access.project_id,
-        (ep.id, &ep.url),
+        (ep.id.get(), &ep.url),
         "test.ping",
         TEST_DATA,
         &access.email,
@@ -175,7 +180,7 @@ pub async fn test_send(pool: &PgPool, access: &Access, endpoint_id: i64) -> AppR
         serde_json::json!({"delivery": delivery_id}),
     )
     .await?;
-    let row = deliveries::get_row(&mut *tx, access, delivery_id).await?;
+    let row = deliveries::get_row(&mut *tx, access, AttemptId::new(delivery_id)).await?;
     tx.commit().await?;
     Ok(row)
 }

@@ -1,6 +1,7 @@
 //! Endpoints: create, change, delete, rotate the secret; the same path from the cabinet
 //! and from the API, audited either way.
 
+use crate::core::EndpointId;
 use sqlx::PgPool;
 
 use crate::{
@@ -85,9 +86,9 @@ pub async fn create(
         ep.header_names = headers.into_iter().map(|(n, _)| n).collect();
     }
     if let Some(scheme) = new.signature_scheme {
-        signature_schemes::set(&mut tx, access, ep.id, scheme, true).await?;
+        signature_schemes::set(&mut tx, access, ep.id.get(), scheme, true).await?;
         (ep.signature_scheme, ep.public_key) =
-            signature_schemes::of(&mut *tx, access, ep.id).await?;
+            signature_schemes::of(&mut *tx, access, ep.id.get()).await?;
     }
     if let Some(f) = &new.filter {
         endpoints::set_filter(&mut *tx, access, ep.id, Some(f)).await?;
@@ -113,7 +114,7 @@ pub async fn create(
 pub async fn change(
     pool: &PgPool,
     access: &Access,
-    id: i64,
+    id: EndpointId,
     change: EndpointChange,
 ) -> AppResult<(EndpointView, Option<String>)> {
     access.require(Action::EditEndpoint)?;
@@ -170,15 +171,16 @@ pub async fn change(
     }
     let mut secret = None;
     if let Some(scheme) = change.signature_scheme {
-        secret = signature_schemes::set(&mut tx, access, id, scheme, false).await?;
-        (ep.signature_scheme, ep.public_key) = signature_schemes::of(&mut *tx, access, id).await?;
+        secret = signature_schemes::set(&mut tx, access, id.get(), scheme, false).await?;
+        (ep.signature_scheme, ep.public_key) =
+            signature_schemes::of(&mut *tx, access, id.get()).await?;
     }
     audit::record(&mut *tx, access, action, &format!("endpoint #{id}"), detail).await?;
     tx.commit().await?;
     Ok((ep, secret))
 }
 
-pub async fn delete(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
+pub async fn delete(pool: &PgPool, access: &Access, id: EndpointId) -> AppResult<()> {
     access.require(Action::DeleteEndpoint)?;
     let mut tx = pool.begin().await?;
     endpoints::delete(&mut tx, access, id).await?;
@@ -195,10 +197,10 @@ pub async fn delete(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
 }
 
 /// A new secret; the old one keeps signing alongside it for 24 hours.
-pub async fn rotate_secret(pool: &PgPool, access: &Access, id: i64) -> AppResult<String> {
+pub async fn rotate_secret(pool: &PgPool, access: &Access, id: EndpointId) -> AppResult<String> {
     access.require(Action::RotateSecret)?;
     let mut tx = pool.begin().await?;
-    if signature_schemes::of(&mut *tx, access, id).await?.0 == crate::core::ed25519::ED25519 {
+    if signature_schemes::of(&mut *tx, access, id.get()).await?.0 == crate::core::ed25519::ED25519 {
         return Err(AppError::Conflict(NO_SECRET.into()));
     }
     let secret = endpoints::rotate_secret(&mut *tx, access, id).await?;
@@ -218,7 +220,7 @@ pub async fn rotate_secret(pool: &PgPool, access: &Access, id: i64) -> AppResult
 pub async fn edit_header(
     pool: &PgPool,
     access: &Access,
-    id: i64,
+    id: EndpointId,
     name: &str,
     value: Option<&str>,
 ) -> AppResult<Vec<String>> {
@@ -242,7 +244,7 @@ pub async fn edit_header(
 }
 
 /// Chooses the endpoint that receives the project's operational notices.
-pub async fn set_ops_endpoint(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
+pub async fn set_ops_endpoint(pool: &PgPool, access: &Access, id: EndpointId) -> AppResult<()> {
     access.require(Action::SetOpsEndpoint)?;
     let mut tx = pool.begin().await?;
     endpoints::get(&mut *tx, access, id).await?;
@@ -260,7 +262,7 @@ pub async fn set_ops_endpoint(pool: &PgPool, access: &Access, id: i64) -> AppRes
 }
 
 /// The endpoint's signing secret, shown to whoever may reveal it (the reveal is audited).
-pub async fn reveal_secret(pool: &PgPool, access: &Access, id: i64) -> AppResult<String> {
+pub async fn reveal_secret(pool: &PgPool, access: &Access, id: EndpointId) -> AppResult<String> {
     access.require(Action::RevealSecret)?;
     let (secret, _) = endpoints::secrets(pool, access, id).await?;
     let target = format!("endpoint #{id}");

@@ -1,6 +1,7 @@
 //! Erasure by data subject and by event (SPEC "Data lifecycle"), audited: who asked,
 //! for what. The work itself is [`crate::db::erasures`].
 
+use crate::core::EventId;
 use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
@@ -40,7 +41,7 @@ pub async fn erase_subject(pool: &PgPool, access: &Access, subject: &str) -> App
 pub async fn erase_event(
     pool: &PgPool,
     access: &Access,
-    event_id: &str,
+    event_id: &EventId,
     wait: Duration,
 ) -> AppResult<Option<Erasure>> {
     access.require(Action::EraseData)?;

@@ -3,6 +3,7 @@
 //! project, counted against its `endpoints` limit, created and ended with the same
 //! checks and audit entries as any other.
 
+use crate::core::EndpointId;
 use sqlx::PgPool;
 
 use crate::{
@@ -147,7 +148,7 @@ async fn open_once(pool: &PgPool, access: &Access, req: &OpenListen) -> AppResul
 
 /// Ends a session (its CLI exited): the endpoint is deleted, its waiting attempts
 /// become dead letters like any deleted endpoint's.
-pub async fn close(pool: &PgPool, access: &Access, id: i64) -> AppResult<()> {
+pub async fn close(pool: &PgPool, access: &Access, id: EndpointId) -> AppResult<()> {
     if !listen::is_session(pool, access, id).await? {
         return Err(AppError::NotFound);
     }

@@ -2,6 +2,7 @@
 //! same rules for anything else that writes them). Every field given is checked here
 //! ([`crate::core::operator`]) before [`crate::db::tenants`] stores it.
 
+use crate::core::{ProjectId, UserId};
 use sqlx::PgPool;
 
 use chrono::{DateTime, Utc};
@@ -52,13 +53,13 @@ pub async fn create(pool: &PgPool, input: ProjectInput) -> AppResult<Tenant> {
     tenants::create(pool, &fields(input)?).await
 }
 
-pub async fn update(pool: &PgPool, id: i64, input: ProjectInput) -> AppResult<Tenant> {
+pub async fn update(pool: &PgPool, id: ProjectId, input: ProjectInput) -> AppResult<Tenant> {
     tenants::update(pool, id, &fields(input)?).await
 }
 
 /// The project is gone at once: its id answers 404, its keys and sessions stop working,
 /// nothing more is sent for it. Its data is purged in the background.
-pub async fn delete(pool: &PgPool, id: i64) -> AppResult<()> {
+pub async fn delete(pool: &PgPool, id: ProjectId) -> AppResult<()> {
     tenants::delete(pool, id).await
 }
 
@@ -72,9 +73,9 @@ pub async fn create_with_owner(
     owner_password: &str,
 ) -> AppResult<(i64, String)> {
     let owner = users::upsert(pool, owner_email, owner_password, "user").await?;
-    let project = projects::create(pool, name, plan, owner.id).await?;
+    let project = projects::create(pool, name, plan, UserId::new(owner.id.get())).await?;
     let (key, _) = api_keys::create(pool, project.id, "created by create-project").await?;
-    Ok((project.id, key))
+    Ok((project.id.get(), key))
 }
 
 /// Who a portal link signs in, as the operator names them.

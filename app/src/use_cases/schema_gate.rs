@@ -6,6 +6,7 @@
 //! request waits at most [`WAIT`] for its turn, then is answered `503` (retry later). The
 //! slots go with the job, not the request: a caller that hangs up frees nothing early.
 
+use crate::core::ProjectId;
 use std::{
     collections::HashMap,
     sync::{Arc, LazyLock, Mutex},
@@ -22,7 +23,7 @@ pub const WAIT: Duration = Duration::from_millis(1500);
 struct Gate {
     slots: Arc<Semaphore>,
     /// A turn per project with work waiting or running.
-    turns: Mutex<HashMap<i64, Arc<Turn<()>>>>,
+    turns: Mutex<HashMap<ProjectId, Arc<Turn<()>>>>,
 }
 
 static GATE: LazyLock<Gate> = LazyLock::new(|| Gate {
@@ -36,14 +37,14 @@ fn busy() -> AppError {
 
 /// Runs `job` on the blocking pool in the project's turn.
 pub async fn run<T: Send + 'static>(
-    project: i64,
+    project: ProjectId,
     job: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, AppError> {
     let turn = GATE
         .turns
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .entry(project)
+        .entry(ProjectId::new(project.get()))
         .or_default()
         .clone();
     let waited = async {
@@ -68,7 +69,7 @@ pub async fn run<T: Send + 'static>(
 }
 
 /// Drops the project's turn once nobody holds or waits for it.
-fn forget_idle(project: i64) {
+fn forget_idle(project: ProjectId) {
     let mut turns = GATE.turns.lock().unwrap_or_else(|p| p.into_inner());
     if turns
         .get(&project)

@@ -2,6 +2,7 @@
 //! workers, audited), and the check every ingested event passes against its type's
 //! schema (see [`crate::core::schema`] for what a schema may cost).
 
+use crate::core::ProjectId;
 use std::sync::Arc;
 
 use sqlx::PgPool;
@@ -18,7 +19,7 @@ use crate::{
 /// compilations are current, and whether there is anything to check at all.
 #[derive(Clone, Copy, Debug)]
 pub struct SchemaScope {
-    pub project_id: i64,
+    pub project_id: ProjectId,
     pub endpoints_version: i64,
     pub event_schemas: i32,
 }

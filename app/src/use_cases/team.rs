@@ -1,6 +1,7 @@
 //! The team: members, invitations by one-time link, removal. Changes are audited in
 //! the transaction that makes them.
 
+use crate::core::ProjectId;
 use sqlx::PgPool;
 
 use crate::{
@@ -124,7 +125,7 @@ pub async fn accept(
     let (project_id, role) = invitations::take(&mut tx, token)
         .await?
         .ok_or_else(unknown_invitation)?;
-    memberships::add(&mut tx, project_id, user.id, &role).await?;
+    memberships::add(&mut tx, ProjectId::new(project_id), user.id, &role).await?;
     tx.commit().await?;
     Ok((user, project_id))
 }

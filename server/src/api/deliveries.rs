@@ -1,5 +1,6 @@
 //! `/deliveries`: attempts, polled by cursor; manual retry.
 
+use app::core::{AttemptId, EndpointId, EventId};
 use app::{
     core::cursor::Cursor,
     core::event_type::EventType,
@@ -30,13 +31,16 @@ use super::{
 /// `null`, never left out, hence `required` on the optional ones.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct Delivery {
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: AttemptId,
     /// `req_` + 26 characters, new for every attempt.
     pub request_id: String,
-    pub event_id: String,
+    #[schema(value_type = String)]
+    pub event_id: EventId,
     #[schema(value_type = EventType, inline)]
     pub event_type: String,
-    pub endpoint_id: i64,
+    #[schema(value_type = i64)]
+    pub endpoint_id: EndpointId,
     pub target_url: String,
     /// 1 for the first attempt; manual retries continue the count.
     pub attempt: i32,
@@ -136,7 +140,7 @@ pub struct ListDeliveries {
     pub status: Option<String>,
     /// Only attempts of this event.
     #[param(schema_with = event_id_schema)]
-    pub event_id: Option<String>,
+    pub event_id: Option<EventId>,
     /// Only attempts of events with this ordering key.
     #[param(min_length = 1, max_length = 255, pattern = r"^[^\u0000]+$")]
     pub ordering_key: Option<String>,
@@ -189,7 +193,7 @@ pub async fn list(
     .await?;
     let (next, has_more) = cut_page(&mut rows, limit, after, |r| Cursor {
         created_at: r.created_at,
-        id: r.id,
+        id: r.id.get(),
     });
     Ok(Json(DeliveryPage {
         data: rows.into_iter().map(Delivery::from).collect(),
@@ -210,7 +214,7 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> Result<Json<DeliveryDetail>, ApiError> {
     let access = caller.access(Action::ReadDeliveries)?;
-    let d = use_cases::deliveries::detail(&pool, &access, parse_id(&id)?).await?;
+    let d = use_cases::deliveries::detail(&pool, &access, AttemptId::new(parse_id(&id)?)).await?;
     if d.row.created_at < caller.window_start(&cfg) {
         return Err(app::error::AppError::NotFound.into());
     }
@@ -239,6 +243,6 @@ pub async fn retry(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Delivery>), ApiError> {
     let access = caller.access(Action::Retry)?;
-    let row = use_cases::deliveries::retry(&pool, &access, parse_id(&id)?).await?;
+    let row = use_cases::deliveries::retry(&pool, &access, AttemptId::new(parse_id(&id)?)).await?;
     Ok((StatusCode::ACCEPTED, Json(row.into())))
 }

@@ -1,6 +1,7 @@
 //! Erasure by data subject: `POST /erasures` starts one, `GET /erasures/{id}` follows it.
 //! (`DELETE /events/{id}/data`, one event, is in [`super::events`].)
 
+use app::core::EventId;
 use app::{core::permissions::Action, use_cases};
 use axum::{
     extract::{Path, State},
@@ -38,7 +39,8 @@ pub struct Erasure {
     pub subject: Option<String>,
     /// The event (null for an erasure by subject).
     #[schema(required = true)]
-    pub event_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub event_id: Option<EventId>,
     pub created_at: chrono::DateTime<chrono::Utc>,
     #[schema(required = true)]
     pub finished_at: Option<chrono::DateTime<chrono::Utc>>,

@@ -1,5 +1,6 @@
 //! `/events`: ingest (through [`app::use_cases::ingest`]) and poll by cursor.
 
+use app::core::{EndpointId, EventId};
 use app::{
     core::{
         cursor::Cursor,
@@ -156,7 +157,8 @@ pub struct Event {
 /// An endpoint an event's filter kept it from.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct FilteredOut {
-    pub endpoint_id: i64,
+    #[schema(value_type = i64)]
+    pub endpoint_id: EndpointId,
     #[schema(example = "the filter was false")]
     pub reason: String,
 }
@@ -164,7 +166,7 @@ pub struct FilteredOut {
 impl From<StoredEvent> for Event {
     fn from(e: StoredEvent) -> Event {
         Event {
-            id: e.event_id,
+            id: String::from(e.event_id),
             event: e.event_type,
             data: e.data.0,
             deliveries: e.deliveries,
@@ -236,7 +238,7 @@ pub async fn create_batch(
     let data = stored
         .into_iter()
         .map(|e| EventAccepted {
-            id: e.event_id,
+            id: String::from(e.event_id),
             deliveries: e.deliveries,
         })
         .collect();
@@ -304,7 +306,7 @@ pub async fn create(
     Ok((
         StatusCode::ACCEPTED,
         Json(EventAccepted {
-            id: ingested.event_id,
+            id: String::from(ingested.event_id),
             deliveries: ingested.deliveries,
         }),
     ))
@@ -322,7 +324,7 @@ pub async fn get(
     Extension(caller): Extension<Caller>,
     EventIdPath { id }: EventIdPath,
 ) -> Result<Json<Event>, ApiError> {
-    let event = events::get(&pool, caller.project_id, &id).await?;
+    let event = events::get(&pool, caller.project_id, &EventId::from(&id)).await?;
     if event.created_at < caller.window_start(&cfg) {
         return Err(app::error::AppError::NotFound.into());
     }
@@ -350,11 +352,13 @@ pub async fn erase(
     EventIdPath { id }: EventIdPath,
 ) -> Result<Response, ApiError> {
     let access = caller.access(app::core::permissions::Action::EraseData)?;
-    let event = events::get(&pool, caller.project_id, &id).await?;
+    let event = events::get(&pool, caller.project_id, &EventId::from(&id)).await?;
     if event.created_at < caller.window_start(&cfg) {
         return Err(AppError::NotFound.into());
     }
-    let erasure = app::use_cases::erasures::erase_event(&pool, &access, &id, ERASE_WAIT).await?;
+    let erasure =
+        app::use_cases::erasures::erase_event(&pool, &access, &EventId::from(&id), ERASE_WAIT)
+            .await?;
     Ok(match erasure {
         Some(e) if e.status != "done" => (
             StatusCode::ACCEPTED,

@@ -1,6 +1,7 @@
 //! `/listen`: `posthorn listen` opens (or reattaches to) a listen session here, then
 //! holds its WebSocket at `/listen/{id}/connect`, where the session's deliveries go out.
 
+use app::core::EndpointId;
 use app::{
     core::permissions::Action,
     core::{endpoint_url::parse_endpoint_url, event_type::parse_subscription},
@@ -102,7 +103,7 @@ pub async fn connect(
 ) -> Result<Response, ApiError> {
     let access = caller.access(Action::CreateEndpoint)?;
     let id = super::parse_id(&id)?;
-    let endpoint = app::db::endpoints::get(&state.pool, &access, id).await?;
+    let endpoint = app::db::endpoints::get(&state.pool, &access, EndpointId::new(id)).await?;
     if !endpoint.is_listen() {
         return Err(app::error::AppError::NotFound.into());
     }
@@ -124,7 +125,7 @@ pub async fn connect(
         pool: state.pool.clone(),
         cfg: state.cfg.clone(),
         project_id: access.project_id,
-        endpoint_id: id,
+        endpoint_id: EndpointId::new(id),
         unnamed: endpoint.listen_name.is_none(),
         slot,
     };

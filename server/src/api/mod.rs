@@ -15,6 +15,7 @@ pub mod webhooks;
 pub use error::ApiError;
 pub use paging::{page_limit, parse_cursor, parse_id, parse_since};
 
+use app::core::ProjectId;
 use std::net::SocketAddr;
 
 use app::{
@@ -101,7 +102,7 @@ pub struct ExtraUnits(pub u32);
 /// The project a request's key belongs to.
 #[derive(Clone, Copy, Debug)]
 pub struct Caller {
-    pub project_id: i64,
+    pub project_id: ProjectId,
     pub key_id: i64,
     /// The project's endpoints version the key's lookup saw.
     pub endpoints_version: i64,

@@ -2,6 +2,7 @@
 //! through the dashboard's bulk replay (its throttle, its limit of concurrent replays,
 //! its progress), and follows or cancels the replay.
 
+use app::core::EndpointId;
 use std::sync::Arc;
 
 use app::{
@@ -86,7 +87,7 @@ pub async fn recover(
     ApiJson(body): ApiJson<Recover>,
 ) -> Result<(StatusCode, Json<Replay>), ApiError> {
     let access = caller.access(Action::Replay)?;
-    let endpoint = endpoints::get(&pool, &access, parse_id(&id)?).await?;
+    let endpoint = endpoints::get(&pool, &access, EndpointId::new(parse_id(&id)?)).await?;
     let since = time("since", &body.since)?;
     // An `until` at or before `since` is an empty window: nothing to recover, no error.
     let until = body

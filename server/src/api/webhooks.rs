@@ -1,5 +1,6 @@
 //! `/webhooks`: a project's endpoints.
 
+use app::core::EndpointId;
 use app::{
     core::permissions::Action,
     core::{
@@ -293,7 +294,8 @@ fn present_whole<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct Webhook {
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: EndpointId,
     pub url: String,
     #[schema(schema_with = subscription)]
     pub events: Vec<String>,
@@ -450,7 +452,7 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> Result<Json<Webhook>, ApiError> {
     let access = caller.access(Action::ReadEndpoints)?;
-    let ep = endpoints::get(&pool, &access, parse_id(&id)?).await?;
+    let ep = endpoints::get(&pool, &access, EndpointId::new(parse_id(&id)?)).await?;
     Ok(Json(Webhook::from_view(ep, None)))
 }
 
@@ -489,7 +491,7 @@ pub async fn update(
     let (ep, secret) = use_cases::endpoints::change(
         &pool,
         &access,
-        id,
+        EndpointId::new(id),
         use_cases::endpoints::EndpointChange {
             url: url.map(|u| u.to_string()),
             event_types: events,
@@ -513,7 +515,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let access = caller.access(Action::DeleteEndpoint)?;
-    use_cases::endpoints::delete(&pool, &access, parse_id(&id)?).await?;
+    use_cases::endpoints::delete(&pool, &access, EndpointId::new(parse_id(&id)?)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -525,7 +527,7 @@ pub async fn rotate(
 ) -> Result<Json<Webhook>, ApiError> {
     let id = parse_id(&id)?;
     let access = caller.access(Action::RotateSecret)?;
-    let secret = use_cases::endpoints::rotate_secret(&pool, &access, id).await?;
-    let ep = endpoints::get(&pool, &access, id).await?;
+    let secret = use_cases::endpoints::rotate_secret(&pool, &access, EndpointId::new(id)).await?;
+    let ep = endpoints::get(&pool, &access, EndpointId::new(id)).await?;
     Ok(Json(Webhook::from_view(ep, Some(secret))))
 }

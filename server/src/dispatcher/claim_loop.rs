@@ -3,6 +3,7 @@
 //! pause until the next claim is worth its scan. What the last claims saw lives in
 //! [`Pacing`], whose rules are plain functions a unit test reaches.
 
+use app::core::{EndpointId, ProjectId};
 use std::{
     sync::{
         atomic::{AtomicU64, Ordering},
@@ -36,12 +37,12 @@ pub(super) struct Pacing {
     /// meanwhile can make the next claim look uncapped).
     last_capped: Option<Instant>,
     /// The project every row of the last claim came from, if there was one.
-    sole_project: Option<i64>,
+    sole_project: Option<ProjectId>,
     /// While one project fills claim after claim, one claim every [`PASS_OVER_EVERY`]
     /// passes it over and takes everyone else's due rows: its burst of 150,000 attempts
     /// (3 batches to 500 endpoints) otherwise held another project's events for the 20 s
     /// it took to send, its share never full at a claim.
-    pass_over_next: Option<i64>,
+    pass_over_next: Option<ProjectId>,
     last_pass_over: Instant,
 }
 
@@ -60,7 +61,7 @@ impl Pacing {
     }
 
     /// The project this claim passes over, if it is its turn (taken once).
-    pub fn pass_over(&mut self, now: Instant) -> Option<i64> {
+    pub fn pass_over(&mut self, now: Instant) -> Option<ProjectId> {
         let p = self.pass_over_next.take();
         if p.is_some() {
             self.last_pass_over = now;
@@ -71,7 +72,7 @@ impl Pacing {
     /// Notes which project the claim's rows came from; `passing`: it passed one over.
     pub fn claimed(
         &mut self,
-        mut projects: impl Iterator<Item = i64>,
+        mut projects: impl Iterator<Item = ProjectId>,
         passing: bool,
         now: Instant,
     ) {
@@ -150,7 +151,7 @@ impl ClaimLoop {
             return;
         };
         let got = claimed.len() as i64;
-        let projects = claimed.iter().map(|r| r.project_id);
+        let projects = claimed.iter().map(|r| r.of.project_id);
         self.pacing.claimed(projects, passing, Instant::now());
         // Booking a throttled endpoint's slots may have crowded others out of this
         // claim; the next claim skips that endpoint, so it comes at once.
@@ -182,7 +183,7 @@ impl ClaimLoop {
         let shares = Shares::of(h.values(), promised);
         let sole_project_room = self.pacing.sole_project.map(|p| {
             let held = (shares.projects.iter())
-                .position(|q| *q == p)
+                .position(|q| *q == ProjectId::new(p.get()))
                 .map_or(0, |i| shares.project_held[i]);
             self.cfg.project_concurrency.max(1) as i64 - held
         });
@@ -245,8 +246,8 @@ impl ClaimLoop {
         let mut h = self.held.lock().unwrap_or_else(|e| e.into_inner());
         for row in claimed {
             let held = HeldRow {
-                endpoint_id: row.endpoint_id,
-                project_id: row.project_id,
+                endpoint_id: row.of.endpoint_id,
+                project_id: row.of.project_id,
                 throttled: row.start_at.is_some(),
             };
             h.insert(row.id, held);
@@ -319,9 +320,9 @@ impl ClaimLoop {
 /// How many held rows each endpoint and project has, as the claim's arguments.
 #[derive(Default)]
 pub(super) struct Shares {
-    endpoints: Vec<i64>,
+    endpoints: Vec<EndpointId>,
     endpoint_held: Vec<i64>,
-    projects: Vec<i64>,
+    projects: Vec<ProjectId>,
     project_held: Vec<i64>,
     throttled_held: bool,
 }
@@ -331,8 +332,8 @@ impl Shares {
     fn of<'a>(
         rows: impl Iterator<Item = &'a HeldRow>,
         promised: (
-            std::collections::HashMap<i64, i64>,
-            std::collections::HashMap<i64, i64>,
+            std::collections::HashMap<EndpointId, i64>,
+            std::collections::HashMap<ProjectId, i64>,
         ),
     ) -> Shares {
         let (mut per_endpoint, mut per_project) = promised;
@@ -385,16 +386,24 @@ mod tests {
         let t0 = Instant::now();
         let mut p = Pacing::new(t0);
         // One project fills a claim before the interval is over: not yet.
-        p.claimed([7, 7].into_iter(), false, t0 + Duration::from_millis(10));
-        assert_eq!(p.sole_project, Some(7));
+        p.claimed(
+            [7, 7].into_iter().map(ProjectId::new),
+            false,
+            t0 + Duration::from_millis(10),
+        );
+        assert_eq!(p.sole_project, Some(ProjectId::new(7)));
         assert_eq!(p.pass_over(t0 + Duration::from_millis(10)), None);
         // Past it: the next claim passes project 7 over, once.
         let t1 = t0 + PASS_OVER_EVERY;
-        p.claimed([7].into_iter(), false, t1);
-        assert_eq!(p.pass_over(t1), Some(7));
+        p.claimed([7].into_iter().map(ProjectId::new), false, t1);
+        assert_eq!(p.pass_over(t1), Some(ProjectId::new(7)));
         assert_eq!(p.pass_over(t1), None);
         // A claim that passed over sets no new turn, and a mixed claim has no sole project.
-        p.claimed([7, 8].into_iter(), true, t1 + PASS_OVER_EVERY);
+        p.claimed(
+            [7, 8].into_iter().map(ProjectId::new),
+            true,
+            t1 + PASS_OVER_EVERY,
+        );
         assert_eq!((p.sole_project, p.pass_over(t1)), (None, None));
         p.claimed(std::iter::empty(), false, t1 + PASS_OVER_EVERY * 2);
         assert_eq!(p.sole_project, None);

@@ -1,6 +1,7 @@
 //! The dispatcher's side of [`app::db::queue::handoff`]: room for attempts straight from ingest
 //! in this process, counted against the same shares as claimed rows.
 
+use app::core::{AttemptId, EndpointId, ProjectId};
 use std::{
     collections::HashMap,
     sync::{
@@ -72,9 +73,11 @@ impl LocalHandoff {
 
     /// Room promised and not yet delivered, by endpoint and by project; `held` is locked
     /// by the caller.
-    pub(crate) fn promised(&self) -> (HashMap<i64, i64>, HashMap<i64, i64>) {
+    pub(crate) fn promised(&self) -> (HashMap<EndpointId, i64>, HashMap<ProjectId, i64>) {
         let promised = self.promised.lock().unwrap_or_else(|e| e.into_inner());
-        let count = |m: &HashMap<i64, usize>| m.iter().map(|(k, v)| (*k, *v as i64)).collect();
+        fn count<K: Copy + Eq + std::hash::Hash>(m: &HashMap<K, usize>) -> HashMap<K, i64> {
+            m.iter().map(|(k, v)| (*k, *v as i64)).collect()
+        }
         (count(&promised.endpoints), count(&promised.projects))
     }
 
@@ -83,9 +86,9 @@ impl LocalHandoff {
     pub(crate) fn begin_claim(
         &self,
         limit: usize,
-        endpoints: &[i64],
+        endpoints: &[EndpointId],
         endpoint_held: &[i64],
-        projects: &[i64],
+        projects: &[ProjectId],
         project_held: &[i64],
     ) {
         let window = ClaimWindow {
@@ -115,12 +118,12 @@ impl LocalHandoff {
     /// promised, and what a running claim may still take.
     fn fit(
         &self,
-        held: &HashMap<i64, HeldRow>,
+        held: &HashMap<AttemptId, HeldRow>,
         promised: &Promised,
         claim: Option<&ClaimWindow>,
-        project_id: i64,
-        endpoints: &[i64],
-    ) -> Vec<i64> {
+        project_id: ProjectId,
+        endpoints: &[EndpointId],
+    ) -> Vec<EndpointId> {
         let reserved: usize = promised.projects.values().sum();
         // A running claim may yet take up to its limit, and up to the room it saw for
         // this project and its endpoints: that room is spoken for.
@@ -157,7 +160,7 @@ impl LocalHandoff {
     }
 
     /// Gives back the promises of one reservation; `held` is locked by the caller.
-    fn release(&self, project_id: i64, endpoints: &[i64]) {
+    fn release(&self, project_id: ProjectId, endpoints: &[EndpointId]) {
         let mut promised = self.promised.lock().unwrap_or_else(|e| e.into_inner());
         promised.take_back(project_id, endpoints);
     }
@@ -166,8 +169,8 @@ impl LocalHandoff {
 /// What a running claim may still take, as it counted when it started.
 struct ClaimWindow {
     limit: usize,
-    endpoints: HashMap<i64, i64>,
-    projects: HashMap<i64, i64>,
+    endpoints: HashMap<EndpointId, i64>,
+    projects: HashMap<ProjectId, i64>,
 }
 
 impl ClaimWindow {
@@ -176,8 +179,8 @@ impl ClaimWindow {
         &self,
         per_project: usize,
         per_endpoint: usize,
-        project_id: i64,
-        endpoints: &[i64],
+        project_id: ProjectId,
+        endpoints: &[EndpointId],
     ) -> (usize, Vec<usize>) {
         let room = |cap: usize, held: Option<&i64>| {
             cap.saturating_sub(held.copied().unwrap_or(0).max(0) as usize)
@@ -195,12 +198,12 @@ impl ClaimWindow {
 
 #[derive(Default)]
 struct Promised {
-    endpoints: HashMap<i64, usize>,
-    projects: HashMap<i64, usize>,
+    endpoints: HashMap<EndpointId, usize>,
+    projects: HashMap<ProjectId, usize>,
 }
 
 impl Promised {
-    fn take_back(&mut self, project_id: i64, endpoints: &[i64]) {
+    fn take_back(&mut self, project_id: ProjectId, endpoints: &[EndpointId]) {
         for e in endpoints {
             if let Some(n) = self.endpoints.get_mut(e) {
                 *n = n.saturating_sub(1);
@@ -227,7 +230,11 @@ impl Handoff for LocalHandoff {
         self.lease
     }
 
-    fn reserve(&self, project_id: i64, endpoints: &[i64]) -> Result<Vec<i64>, Busy> {
+    fn reserve(
+        &self,
+        project_id: ProjectId,
+        endpoints: &[EndpointId],
+    ) -> Result<Vec<EndpointId>, Busy> {
         if !self.open.load(Ordering::Acquire) {
             return Ok(Vec::new());
         }
@@ -257,15 +264,15 @@ impl Handoff for LocalHandoff {
         Ok(taken)
     }
 
-    fn deliver(&self, rows: Vec<Claimed>, project_id: i64, reserved: &[i64]) {
+    fn deliver(&self, rows: Vec<Claimed>, project_id: ProjectId, reserved: &[EndpointId]) {
         {
             let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
             for row in &rows {
                 held.insert(
                     row.id,
                     HeldRow {
-                        endpoint_id: row.endpoint_id,
-                        project_id: row.project_id,
+                        endpoint_id: row.of.endpoint_id,
+                        project_id: row.of.project_id,
                         throttled: false,
                     },
                 );
@@ -286,7 +293,7 @@ impl Handoff for LocalHandoff {
         }
     }
 
-    fn cancel(&self, project_id: i64, reserved: &[i64]) {
+    fn cancel(&self, project_id: ProjectId, reserved: &[EndpointId]) {
         let _held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         self.release(project_id, reserved);
     }
@@ -296,17 +303,21 @@ impl Handoff for LocalHandoff {
 mod tests {
     use super::*;
 
+    fn e(ids: &[i64]) -> Vec<EndpointId> {
+        ids.iter().copied().map(EndpointId::new).collect()
+    }
+
     fn handoff_holding(project_rows: usize) -> Arc<LocalHandoff> {
         let held = Held::default();
         {
             let mut h = held.lock().unwrap();
             for id in 0..project_rows as i64 {
                 let row = HeldRow {
-                    endpoint_id: 100 + id % 3,
-                    project_id: 1,
+                    endpoint_id: EndpointId::new(100 + id % 3),
+                    project_id: ProjectId::new(1),
                     throttled: false,
                 };
-                h.insert(id, row);
+                h.insert(AttemptId::new(id), row);
             }
         }
         let (handoff, _rx) = LocalHandoff::new("w".into(), Duration::from_secs(5), held, 64, 4, 8);
@@ -320,11 +331,17 @@ mod tests {
         let handoff = handoff_holding(6);
         {
             let _held = handoff.held.lock().unwrap();
-            handoff.begin_claim(32, &[100, 101, 102], &[2, 2, 2], &[1], &[6]);
+            handoff.begin_claim(
+                32,
+                &e(&[100, 101, 102]),
+                &[2, 2, 2],
+                &[ProjectId::new(1)],
+                &[6],
+            );
         }
-        assert!(handoff.reserve(1, &[103, 104]).is_err());
+        assert!(handoff.reserve(ProjectId::new(1), &e(&[103, 104])).is_err());
         // The claim may take up to 8 of another project too: it waits as well.
-        let busy = handoff.reserve(2, &[200]).unwrap_err();
+        let busy = handoff.reserve(ProjectId::new(2), &e(&[200])).unwrap_err();
         {
             let _held = handoff.held.lock().unwrap();
             handoff.end_claim();
@@ -333,8 +350,14 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(1), busy.wait(Duration::from_secs(5)))
             .await
             .expect("the wait ends with the claim");
-        assert_eq!(handoff.reserve(1, &[103, 104]).unwrap(), vec![103, 104]);
-        assert_eq!(handoff.reserve(2, &[200]).unwrap(), vec![200]);
+        assert_eq!(
+            handoff.reserve(ProjectId::new(1), &e(&[103, 104])).unwrap(),
+            e(&[103, 104])
+        );
+        assert_eq!(
+            handoff.reserve(ProjectId::new(2), &e(&[200])).unwrap(),
+            e(&[200])
+        );
     }
 
     #[test]
@@ -342,14 +365,18 @@ mod tests {
         let handoff = handoff_holding(2);
         {
             let _held = handoff.held.lock().unwrap();
-            handoff.begin_claim(3, &[100, 101], &[1, 1], &[1], &[2]);
+            handoff.begin_claim(3, &e(&[100, 101]), &[1, 1], &[ProjectId::new(1)], &[2]);
         }
         // 2 held + at most 3 for the claim: 3 of the project's 8 remain, and a
         // reservation that fits beside the claim need not wait.
-        assert!(handoff.reserve(1, &[103, 104, 105, 106]).is_err());
+        assert!(handoff
+            .reserve(ProjectId::new(1), &e(&[103, 104, 105, 106]))
+            .is_err());
         assert_eq!(
-            handoff.reserve(1, &[103, 104, 105]).unwrap(),
-            vec![103, 104, 105]
+            handoff
+                .reserve(ProjectId::new(1), &e(&[103, 104, 105]))
+                .unwrap(),
+            e(&[103, 104, 105])
         );
     }
 }

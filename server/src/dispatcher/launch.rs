@@ -1,6 +1,7 @@
 //! Starting an attempt's task: the shares it waits for, its start slot, and the report
 //! it always leaves (an outcome, or its row handed back).
 
+use app::core::EndpointId;
 use std::{collections::HashMap, panic::AssertUnwindSafe, sync::Arc};
 
 use app::core::throttle::{check_slot, SlotCheck};
@@ -25,7 +26,7 @@ use crate::metrics::Metrics;
 pub(super) struct Launch {
     /// The concurrency slots unthrottled attempts share.
     pub global: Arc<Semaphore>,
-    pub per_endpoint: HashMap<i64, Arc<Semaphore>>,
+    pub per_endpoint: HashMap<EndpointId, Arc<Semaphore>>,
     pub per_endpoint_concurrency: usize,
     pub sender: Arc<Sender>,
     pub metrics: Arc<Metrics>,
@@ -47,7 +48,7 @@ impl Launch {
         let cap = self.per_endpoint_concurrency;
         let ep_sem = self
             .per_endpoint
-            .entry(row.endpoint_id)
+            .entry(row.of.endpoint_id)
             .or_insert_with(|| Arc::new(Semaphore::new(cap)))
             .clone();
         let global = self.global.clone();
@@ -124,7 +125,7 @@ impl Launch {
                         SlotCheck::Wait(wait) => tokio::time::sleep(wait).await,
                         SlotCheck::Missed => {
                             tracing::debug!(
-                                delivery = row.id,
+                                delivery = row.id.get(),
                                 "start slot missed; back to the queue"
                             );
                             metrics.start_slot_missed();
@@ -171,6 +172,6 @@ fn internal_failure(
     jitter: f64,
 ) -> Outcome {
     let message = panic_message(panic.as_ref());
-    tracing::error!(delivery = row.id, %message, "attempt panicked");
+    tracing::error!(delivery = row.id.get(), %message, "attempt panicked");
     sender.internal_failure(row, &message, jitter)
 }

@@ -1,6 +1,7 @@
 //! Leases: the held rows' leases kept alive while they wait or run, and rows whose
 //! worker vanished put back in the queue.
 
+use app::core::AttemptId;
 use std::{sync::Arc, time::Duration};
 
 use sqlx::PgPool;
@@ -13,7 +14,7 @@ pub(super) async fn renew(pool: PgPool, worker: String, held: Held, lease: Durat
     let every = (lease / 3).max(Duration::from_millis(200));
     loop {
         tokio::time::sleep(every).await;
-        let ids: Vec<i64> = held
+        let ids: Vec<AttemptId> = held
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .keys()

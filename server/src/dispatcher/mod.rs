@@ -11,6 +11,7 @@ mod leases;
 mod outcome_writer;
 pub mod sender;
 
+use app::core::{AttemptId, EndpointId, ProjectId};
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -35,14 +36,14 @@ use sender::Sender;
 /// A claimed row not yet recorded or handed back.
 #[derive(Clone, Copy, Debug)]
 struct HeldRow {
-    endpoint_id: i64,
-    project_id: i64,
+    endpoint_id: EndpointId,
+    project_id: ProjectId,
     /// Waiting for or holding a throttled endpoint's start slot.
     throttled: bool,
 }
 
 /// Rows claimed and not yet recorded, by id.
-type Held = Arc<Mutex<HashMap<i64, HeldRow>>>;
+type Held = Arc<Mutex<HashMap<AttemptId, HeldRow>>>;
 
 /// The tasks that run beside the claim loop until the dispatcher stops.
 struct Background {

@@ -1,6 +1,7 @@
 //! The outcome writer: what an attempt's task reports (an outcome, or its row handed
 //! back), and the task that writes those reports to the queue in batches.
 
+use app::core::AttemptId;
 use std::{sync::Arc, time::Duration};
 
 use sqlx::PgPool;
@@ -13,7 +14,7 @@ use super::{queue, queue::Outcome, slow, Held};
 pub(super) enum Report {
     Outcome(Box<Outcome>),
     HandBack {
-        id: i64,
+        id: AttemptId,
         created_at: chrono::DateTime<chrono::Utc>,
     },
 }
@@ -21,7 +22,7 @@ pub(super) enum Report {
 /// Sends `HandBack` for its row unless the task reported an outcome first, so a task
 /// that ends any other way (early return, abort, panic) never leaves its row held.
 pub(super) struct HandBackOnDrop {
-    id: i64,
+    id: AttemptId,
     created_at: chrono::DateTime<chrono::Utc>,
     reports: mpsc::UnboundedSender<Report>,
     done: bool,
@@ -29,7 +30,7 @@ pub(super) struct HandBackOnDrop {
 
 impl HandBackOnDrop {
     pub(super) fn new(
-        id: i64,
+        id: AttemptId,
         created_at: chrono::DateTime<chrono::Utc>,
         reports: mpsc::UnboundedSender<Report>,
     ) -> HandBackOnDrop {
@@ -73,7 +74,7 @@ pub(super) async fn write_outcomes(
     metrics: Arc<crate::metrics::Metrics>,
 ) {
     let mut batch: Vec<Outcome> = Vec::new();
-    let mut returned: Vec<(i64, chrono::DateTime<chrono::Utc>)> = Vec::new();
+    let mut returned: Vec<(AttemptId, chrono::DateTime<chrono::Utc>)> = Vec::new();
     let mut closed = false;
     let kept = app::db::kept::Kept::new(pool, 1);
     loop {

@@ -119,8 +119,8 @@ impl Sender {
     /// Fails only when the endpoint's sealed secrets do not open (a missing key).
     pub fn prepare(&self, row: &Claimed, timestamp: i64) -> Result<Prepared, String> {
         let body = build_body(
-            &row.event_id,
-            &row.event_type,
+            &row.of.event_id,
+            &row.of.event_type,
             row.event_created_at,
             &row.data,
         );
@@ -135,7 +135,7 @@ impl Sender {
         let mut standard = Vec::with_capacity(2);
         let mut botix = None;
         if active.hmac {
-            let slot = sealed::ENDPOINT_SECRET.of(row.project_id, row.endpoint_id);
+            let slot = sealed::ENDPOINT_SECRET.of(row.of.project_id, row.of.endpoint_id);
             let open = |s: &str| sealed::open(slot, s);
             let secret = open(&row.secret).map_err(|e| e.to_string())?;
             let previous = row.previous_secret.as_deref().map(open).transpose();
@@ -144,14 +144,14 @@ impl Sender {
             if let Some(prev) = previous.as_deref() {
                 secrets.push(prev);
             }
-            let sigs = sign_all(&secrets, &row.event_id, timestamp, &body);
+            let sigs = sign_all(&secrets, &row.of.event_id, timestamp, &body);
             botix = Some(sigs.botix);
             standard.push(sigs.standard);
         }
         if let Some(key) = row.signing_key.as_deref().filter(|_| active.ed25519) {
-            let slot = sealed::SIGNING_KEY.of(row.project_id, row.endpoint_id);
+            let slot = sealed::SIGNING_KEY.of(row.of.project_id, row.of.endpoint_id);
             let key = sealed::open(slot, key).map_err(|e| e.to_string())?;
-            standard.push(ed25519::sign(&key, &row.event_id, timestamp, &body)?);
+            standard.push(ed25519::sign(&key, &row.of.event_id, timestamp, &body)?);
         }
         let mut headers: Vec<(String, String)> =
             vec![("Content-Type".into(), "application/json".into())];
@@ -160,11 +160,11 @@ impl Sender {
         }
         headers.extend([
             ("X-Botix-Timestamp".into(), timestamp.to_string()),
-            ("X-Event-Id".into(), row.event_id.clone()),
-            ("X-Event-Type".into(), row.event_type.clone()),
+            ("X-Event-Id".into(), row.of.event_id.to_string()),
+            ("X-Event-Type".into(), row.of.event_type.clone()),
             ("X-Delivery-Attempt".into(), row.attempt.to_string()),
             ("X-Request-Id".into(), row.request_id.clone()),
-            ("webhook-id".into(), row.event_id.clone()),
+            ("webhook-id".into(), row.of.event_id.to_string()),
             ("webhook-timestamp".into(), timestamp.to_string()),
             ("webhook-signature".into(), standard.join(" ")),
         ]);
@@ -180,7 +180,7 @@ impl Sender {
         // bin, and are recorded redacted.
         let mut recorded = headers.clone();
         if row.trigger != Trigger::Redirect {
-            let slot = sealed::HEADER_VALUE.of(row.project_id, row.endpoint_id);
+            let slot = sealed::HEADER_VALUE.of(row.of.project_id, row.of.endpoint_id);
             let custom =
                 sealed::open_headers(slot, &row.custom_headers.0).map_err(|e| e.to_string())?;
             for (k, v) in custom {
@@ -207,14 +207,14 @@ impl Sender {
         // A delivery to one of Posthorn's own bins carries the pass that has the inspector
         // count it against its project, not against the address it comes from. Sent, never
         // recorded: it is no part of what the receiver gets.
-        if let Some(bin_id) = reqwest::Url::parse(&row.target_url)
+        if let Some(bin_id) = reqwest::Url::parse(&row.of.target_url)
             .ok()
             .filter(|url| self.is_own_bin(url))
             .and_then(|url| bin_id_of_path(url.path()).map(str::to_string))
         {
             let pass = dispatch_pass(
                 &self.dispatch_key,
-                row.project_id,
+                row.of.project_id,
                 Utc::now().timestamp(),
                 &bin_id,
                 &row.request_id,
@@ -376,7 +376,7 @@ impl Sender {
     }
 
     async fn send(&self, row: &Claimed, headers: &[(String, String)], body: Vec<u8>) -> Answer {
-        let parsed = reqwest::Url::parse(&row.target_url)
+        let parsed = reqwest::Url::parse(&row.of.target_url)
             .map_err(|e| (TransportError::Other, format!("bad target URL: {e}")))?;
         let own_bin = self.is_own_bin(&parsed);
         // An IP literal never reaches the resolver, so it is checked here.
@@ -395,7 +395,7 @@ impl Sender {
             (Some(cert), Some(key)) if !own_bin && row.trigger != Trigger::Redirect => Some(
                 self.pools
                     .identities
-                    .client(row.project_id, row.endpoint_id, cert, key)
+                    .client(row.of.project_id, row.of.endpoint_id, cert, key)
                     .map_err(|e| (TransportError::Other, format!("client certificate: {e}")))?,
             ),
             _ => None,

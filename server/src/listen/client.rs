@@ -4,6 +4,7 @@
 //! what arrives while it is away waits on the server (parked attempts), so nothing is
 //! lost within the session's 10 minutes.
 
+use app::core::EventId;
 use std::{sync::Arc, time::Duration};
 
 use futures::{SinkExt, StreamExt};
@@ -278,7 +279,7 @@ async fn deliver(
     http: &reqwest::Client,
     url: &str,
     id: String,
-    event_id: &str,
+    event_id: &EventId,
     event_type: &str,
     headers: Vec<(String, String)>,
     body: String,

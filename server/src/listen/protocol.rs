@@ -4,6 +4,7 @@
 //! judged by the same rules as an HTTP delivery's.
 
 use app::core::classify::TransportError;
+use app::core::{EndpointId, EventId};
 
 use crate::dispatcher::sender::Answer;
 use serde::{Deserialize, Serialize};
@@ -21,12 +22,12 @@ pub const WINDOW: usize = 8;
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToCli {
     /// The session is attached; deliveries follow.
-    Ready { endpoint_id: i64 },
+    Ready { endpoint_id: EndpointId },
     /// One attempt: POST `body` with `headers` to the local URL.
     Delivery {
         /// The attempt's request id, echoed in the answer.
         id: String,
-        event_id: String,
+        event_id: EventId,
         event_type: String,
         attempt: i32,
         headers: Vec<(String, String)>,
@@ -170,7 +171,10 @@ mod tests {
         ));
         let bye: FromCli = serde_json::from_str(r#"{"type":"bye"}"#).unwrap();
         assert_eq!(bye, FromCli::Bye);
-        let ready = serde_json::to_string(&ToCli::Ready { endpoint_id: 7 }).unwrap();
+        let ready = serde_json::to_string(&ToCli::Ready {
+            endpoint_id: EndpointId::new(7),
+        })
+        .unwrap();
         assert_eq!(ready, r#"{"type":"ready","endpoint_id":7}"#);
     }
 

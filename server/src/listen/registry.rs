@@ -3,6 +3,7 @@
 //! opens, connects and deletes in a loop holds a bounded number of sockets and claim
 //! loops here. Both are given back on drop, however the connection's task ends.
 
+use app::core::{EndpointId, ProjectId};
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, MutexGuard, OnceLock},
@@ -18,8 +19,8 @@ pub const MAX_CONNECTIONS_PER_PROJECT: usize = 10;
 #[derive(Default)]
 struct Held {
     /// Each attached session: its connection's generation, and how to end it.
-    sessions: HashMap<i64, (u64, Arc<Notify>)>,
-    per_project: HashMap<i64, usize>,
+    sessions: HashMap<EndpointId, (u64, Arc<Notify>)>,
+    per_project: HashMap<ProjectId, usize>,
 }
 
 fn held() -> MutexGuard<'static, Held> {
@@ -31,12 +32,12 @@ fn held() -> MutexGuard<'static, Held> {
 
 /// One of a project's connection slots.
 pub struct Slot {
-    project_id: i64,
+    project_id: ProjectId,
 }
 
 impl Slot {
     /// A slot, unless the project holds all of its own on this server.
-    pub fn take(project_id: i64) -> Option<Slot> {
+    pub fn take(project_id: ProjectId) -> Option<Slot> {
         let mut held = held();
         let n = held.per_project.entry(project_id).or_default();
         if *n >= MAX_CONNECTIONS_PER_PROJECT {
@@ -61,7 +62,7 @@ impl Drop for Slot {
 
 /// A connection holding its session on this server.
 pub struct Attachment {
-    endpoint_id: i64,
+    endpoint_id: EndpointId,
     generation: u64,
     /// Notified when a newer connection takes the session over.
     pub ended: Arc<Notify>,
@@ -69,7 +70,7 @@ pub struct Attachment {
 
 impl Attachment {
     /// Takes the session over: the connection before it on this server is told to end.
-    pub fn attach(endpoint_id: i64) -> Attachment {
+    pub fn attach(endpoint_id: EndpointId) -> Attachment {
         let generation: u64 = rand::thread_rng().gen();
         let ended = Arc::new(Notify::new());
         let before = held()
@@ -115,18 +116,21 @@ mod tests {
     fn a_projects_slots_are_bounded_and_come_back_when_dropped() {
         let project = -7; // no real project's id
         let slots: Vec<Slot> = (0..MAX_CONNECTIONS_PER_PROJECT)
-            .map(|_| Slot::take(project).unwrap())
+            .map(|_| Slot::take(ProjectId::new(project)).unwrap())
             .collect();
-        assert!(Slot::take(project).is_none());
-        assert!(Slot::take(-8).is_some(), "another project keeps its own");
+        assert!(Slot::take(ProjectId::new(project)).is_none());
+        assert!(
+            Slot::take(ProjectId::new(-8)).is_some(),
+            "another project keeps its own"
+        );
         drop(slots);
-        assert!(Slot::take(project).is_some());
+        assert!(Slot::take(ProjectId::new(project)).is_some());
     }
 
     #[test]
     fn a_new_connection_ends_the_one_before_it() {
-        let first = Attachment::attach(-9);
-        let second = Attachment::attach(-9);
+        let first = Attachment::attach(EndpointId::new(-9));
+        let second = Attachment::attach(EndpointId::new(-9));
         assert!(!first.is_current() && second.is_current());
         // The first was told; its ending does not detach the second.
         drop(first);

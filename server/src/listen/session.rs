@@ -3,6 +3,7 @@
 //! endpoint's request, judge the CLI's answer by the HTTP rules, record the outcome.
 //! What is out when the CLI goes away goes back to the queue, parked, for its return.
 
+use app::core::{AttemptId, EndpointId, ProjectId};
 use std::{
     collections::HashMap,
     sync::{Arc, OnceLock},
@@ -58,8 +59,8 @@ fn sender(cfg: &Arc<Config>) -> Option<&'static Sender> {
 pub struct Session {
     pub pool: PgPool,
     pub cfg: Arc<Config>,
-    pub project_id: i64,
-    pub endpoint_id: i64,
+    pub project_id: ProjectId,
+    pub endpoint_id: EndpointId,
     /// The session ends with its CLI (no `--name`).
     pub unnamed: bool,
     /// The project's connection slot on this server, held while the connection lives.
@@ -78,7 +79,7 @@ impl Session {
         let bye = self
             .exchange(socket, sender, &worker, &mut out, &attachment.ended)
             .await;
-        let held: Vec<(i64, DateTime<Utc>)> =
+        let held: Vec<(AttemptId, DateTime<Utc>)> =
             out.values().map(|o| (o.row.id, o.row.created_at)).collect();
         if let Err(e) = queue::listen::hand_back(&self.pool, &worker, &held).await {
             // Their leases expire and the session's next claim takes them again.
@@ -152,7 +153,7 @@ impl Session {
                     if !listen::is_session(&self.pool, &access, self.endpoint_id).await.unwrap_or(true) {
                         return false;
                     }
-                    let ids: Vec<i64> = out.values().map(|o| o.row.id).collect();
+                    let ids: Vec<AttemptId> = out.values().map(|o| o.row.id).collect();
                     let _ = listen::seen(&self.pool, self.endpoint_id, true).await;
                     let _ = queue::renew_leases(&self.pool, worker, &ids, LEASE).await;
                 }
@@ -279,8 +280,8 @@ impl Session {
         };
         let msg = ToCli::Delivery {
             id: row.request_id.clone(),
-            event_id: row.event_id.clone(),
-            event_type: row.event_type.clone(),
+            event_id: row.of.event_id.clone(),
+            event_type: row.of.event_type.clone(),
             attempt: row.attempt,
             headers: prepared.headers,
             body: String::from_utf8_lossy(&prepared.body).into_owned(),

@@ -1,5 +1,6 @@
 //! A project's keys, usage and portal links, as the operator hands them out.
 
+use app::core::ProjectId;
 use app::{
     core::operator::check_text,
     db::{tenants, usage},
@@ -57,7 +58,7 @@ pub async fn create_key(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<CreateKey>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let project = tenants::get(&state.pool, parse_id(&id)?).await?;
+    let project = tenants::get(&state.pool, ProjectId::new(parse_id(&id)?)).await?;
     let name = check_text("name", &body.name, 100).map_err(ApiError::invalid)?;
     let (key, view) =
         use_cases::keys::create_with_view(&state.pool, &op.access(project.id), &name).await?;
@@ -81,7 +82,7 @@ pub async fn revoke_key(
     Extension(op): Extension<Operator>,
     Path((id, key_id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let project = tenants::get(&state.pool, parse_id(&id)?).await?;
+    let project = tenants::get(&state.pool, ProjectId::new(parse_id(&id)?)).await?;
     use_cases::keys::revoke(&state.pool, &op.access(project.id), parse_id(&key_id)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -115,7 +116,8 @@ pub struct UsageDay {
 
 #[derive(Serialize, ToSchema)]
 pub struct Usage {
-    pub project_id: i64,
+    #[schema(value_type = i64)]
+    pub project_id: ProjectId,
     #[schema(value_type = String, format = Date)]
     pub since: NaiveDate,
     #[schema(value_type = String, format = Date)]
@@ -145,7 +147,7 @@ pub async fn usage(
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<UsageQuery>,
 ) -> Result<Json<Usage>, ApiError> {
-    let project = tenants::get(&state.pool, parse_id(&id)?).await?;
+    let project = tenants::get(&state.pool, ProjectId::new(parse_id(&id)?)).await?;
     let until = match &q.until {
         Some(t) => parse_day("until", t)?,
         None => Utc::now().date_naive(),
@@ -245,7 +247,7 @@ pub async fn portal_link(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<CreatePortalLink>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let access = op.access(parse_id(&id)?);
+    let access = op.access(ProjectId::new(parse_id(&id)?));
     let input = use_cases::projects::PortalLinkInput {
         user_id: body.user.id,
         email: body.user.email,

@@ -8,6 +8,7 @@ pub mod limits;
 pub mod openapi;
 pub mod projects;
 
+use app::core::ProjectId;
 use std::net::SocketAddr;
 
 use app::{
@@ -63,7 +64,7 @@ impl Operator {
     }
 
     /// The operator speaks for the project, like its API key does.
-    pub fn access(&self, project_id: i64) -> app::auth::Access {
+    pub fn access(&self, project_id: ProjectId) -> app::auth::Access {
         app::auth::system_access(project_id, &self.actor())
     }
 }
@@ -126,13 +127,13 @@ async fn authenticate_and_audit(
     let path = req.uri().path().to_string();
     req.extensions_mut().insert(operator.clone());
     let response = next.run(req).await;
-    let detail = serde_json::json!({ "status": response.status().as_u16() });
-    if let Err(e) = app::db::audit::record_operator(
+    let status = response.status().as_u16();
+    if let Err(e) = app::use_cases::accounts::audit_operator_call(
         &state.pool,
         &operator.actor(),
-        &format!("operator.{}", method.to_ascii_lowercase()),
+        &method,
         &path,
-        detail,
+        status,
     )
     .await
     {

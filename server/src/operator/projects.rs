@@ -1,5 +1,6 @@
 //! `/projects`: the operator's customers, one project each.
 
+use app::core::ProjectId;
 use app::{
     core::{
         cursor::Cursor,
@@ -107,7 +108,8 @@ pub struct BrandOut {
 
 #[derive(Serialize, ToSchema)]
 pub struct Project {
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: ProjectId,
     /// The operator's own id for this customer.
     pub uid: Option<String>,
     pub name: String,
@@ -295,7 +297,7 @@ pub async fn list(
     };
     let (next, has_more) = cut_page(&mut rows, limit, after, |t| Cursor {
         created_at: t.created_at,
-        id: t.id,
+        id: t.id.get(),
     });
     Ok(Json(ProjectList {
         data: rows
@@ -312,7 +314,7 @@ pub async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Project>, ApiError> {
-    let t = tenants::get(&state.pool, parse_id(&id)?).await?;
+    let t = tenants::get(&state.pool, ProjectId::new(parse_id(&id)?)).await?;
     Ok(Json(Project::from_tenant(t, &state)))
 }
 
@@ -334,7 +336,7 @@ pub async fn update(
         body.brand,
         body.trace_propagation,
     );
-    let t = projects::update(&state.pool, id, f).await?;
+    let t = projects::update(&state.pool, ProjectId::new(id), f).await?;
     Ok(Json(Project::from_tenant(t, &state)))
 }
 
@@ -346,6 +348,6 @@ pub async fn delete(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    projects::delete(&state.pool, parse_id(&id)?).await?;
+    projects::delete(&state.pool, ProjectId::new(parse_id(&id)?)).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -2,6 +2,7 @@
 //! made through invitations.
 
 use crate::common;
+use app::core::{EndpointId, ProjectId, UserId};
 
 use std::time::Duration;
 
@@ -50,9 +51,13 @@ async fn a_revoked_key_is_refused_at_once_by_another_server_process() {
         .fetch_one(&a.pool)
         .await
         .unwrap();
-    app::db::api_keys::revoke(&a.pool, &app::auth::system_access(project, "test"), key_id)
-        .await
-        .unwrap();
+    app::db::api_keys::revoke(
+        &a.pool,
+        &app::auth::system_access(ProjectId::new(project), "test"),
+        key_id,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         get(b.base.clone()).await,
         401,
@@ -207,11 +212,11 @@ async fn an_endpoint_failing_for_the_whole_window_is_disabled_and_resumes_when_e
         app.attempts("evt_waiting000000000000000000").await[0].1,
         "pending"
     );
-    let access = app::auth::system_access(project, "test");
+    let access = app::auth::system_access(ProjectId::new(project), "test");
     app::db::endpoints::update(
         &app.pool,
         &access,
-        ep,
+        EndpointId::new(ep),
         app::db::endpoints::EndpointPatch {
             url: None,
             event_types: None,
@@ -238,14 +243,14 @@ async fn inviting_project(app: &TestApp) -> (i64, app::auth::Access) {
         .fetch_one(&app.pool)
         .await
         .unwrap();
-    let owner = app::db::users::get(&app.pool, owner)
+    let owner = app::db::users::get(&app.pool, UserId::new(owner))
         .await
         .unwrap()
         .unwrap();
     let access = app::auth::authorize(
         &app.pool,
         &owner,
-        project,
+        ProjectId::new(project),
         app::core::permissions::Action::ManageTeam,
     )
     .await

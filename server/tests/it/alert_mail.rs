@@ -4,6 +4,7 @@
 //! and nobody gets alerts before confirming the address through the link mailed to it.
 
 use crate::common;
+use app::core::{ProjectId, UserId};
 
 use std::time::{Duration, Instant};
 
@@ -64,11 +65,14 @@ async fn member(app: &TestApp, project: i64, email: &str) -> i64 {
 /// The member asked for alerts by e-mail and confirmed the address (the link itself is
 /// tested below).
 async fn opted_in(app: &TestApp, project: i64, user_id: i64) {
-    assert!(
-        app::db::notices::set_email_alerts(&app.pool, project, user_id, true)
-            .await
-            .unwrap()
-    );
+    assert!(app::db::notices::set_email_alerts(
+        &app.pool,
+        ProjectId::new(project),
+        UserId::new(user_id),
+        true
+    )
+    .await
+    .unwrap());
     sqlx::query(
         "INSERT INTO alert_recipients (project_id, user_id, email, confirmed_at)
          SELECT $1, id, email, now() FROM users WHERE id = $2",
@@ -82,14 +86,14 @@ async fn opted_in(app: &TestApp, project: i64, user_id: i64) {
 
 /// The member's access to the project, as the cabinet would make it.
 async fn access_of(app: &TestApp, project: i64, user_id: i64) -> app::auth::Access {
-    let user = app::db::users::get(&app.pool, user_id)
+    let user = app::db::users::get(&app.pool, UserId::new(user_id))
         .await
         .unwrap()
         .unwrap();
     app::auth::authorize(
         &app.pool,
         &user,
-        project,
+        ProjectId::new(project),
         app::core::permissions::Action::ReadEndpoints,
     )
     .await
@@ -100,9 +104,15 @@ async fn access_of(app: &TestApp, project: i64, user_id: i64) -> app::auth::Acce
 async fn notice(app: &TestApp, project: i64) {
     let mut tx = app.pool.begin().await.unwrap();
     let data = json!({ "endpoint_id": 0, "url": "https://api.example.com/hooks" });
-    app::db::notices::emit(&mut tx, project, 0, "endpoint.recovered", &data)
-        .await
-        .unwrap();
+    app::db::notices::emit(
+        &mut tx,
+        ProjectId::new(project),
+        0,
+        "endpoint.recovered",
+        &data,
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
 }
 

@@ -5,6 +5,8 @@
 //! one notice, not a flood; a client certificate about to expire is told once.
 
 use crate::common;
+use app::core::ProjectId;
+use app::core::{EndpointId, UserId};
 
 use std::time::{Duration, Instant};
 
@@ -63,11 +65,14 @@ async fn project_with_ops(app: &TestApp) -> (i64, String, String, Receiver, Stri
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    assert!(
-        app::db::notices::set_email_alerts(&app.pool, project, user_id, true)
-            .await
-            .unwrap()
-    );
+    assert!(app::db::notices::set_email_alerts(
+        &app.pool,
+        ProjectId::new(project),
+        UserId::new(user_id),
+        true
+    )
+    .await
+    .unwrap());
     // The address counts as confirmed (the link is tested in `alert_mail`).
     sqlx::query(
         "INSERT INTO alert_recipients (project_id, user_id, email, confirmed_at)
@@ -87,9 +92,13 @@ async fn project_with_ops(app: &TestApp) -> (i64, String, String, Receiver, Stri
         .execute(&app.pool)
         .await
         .unwrap();
-    app::db::projects::set_ops_endpoint(&app.pool, project, ops_id)
-        .await
-        .unwrap();
+    app::db::projects::set_ops_endpoint(
+        &app.pool,
+        ProjectId::new(project),
+        EndpointId::new(ops_id),
+    )
+    .await
+    .unwrap();
     (project, email, key, ops, ops_secret)
 }
 
@@ -99,7 +108,7 @@ async fn failing_recovered_and_dead_letters_are_told_once_each_and_mailed() {
     let smtp_url = smtp.url.clone();
     let app = TestApp::spawn_with(move |cfg| cfg.smtp_url = Some(smtp_url)).await;
     let (project, email, _, ops, ops_secret) = project_with_ops(&app).await;
-    app::db::notices::set_failing_after(&app.pool, project, 1)
+    app::db::notices::set_failing_after(&app.pool, ProjectId::new(project), 1)
         .await
         .unwrap();
     let bad = Receiver::start().await;
@@ -254,10 +263,14 @@ async fn notices_about_the_operations_endpoint_are_not_sent_to_it() {
     let ops = Receiver::start().await;
     ops.set_default(Answer::status(503));
     let (ops_id, _) = app.endpoint(project, &ops.url).await;
-    app::db::projects::set_ops_endpoint(&app.pool, project, ops_id)
-        .await
-        .unwrap();
-    app::db::notices::set_failing_after(&app.pool, project, 1)
+    app::db::projects::set_ops_endpoint(
+        &app.pool,
+        ProjectId::new(project),
+        EndpointId::new(ops_id),
+    )
+    .await
+    .unwrap();
+    app::db::notices::set_failing_after(&app.pool, ProjectId::new(project), 1)
         .await
         .unwrap();
     let event = app.ingest(project, "order.paid", json!({})).await;

@@ -1,6 +1,7 @@
 //! The public API over real HTTP: every route, bad input, isolation, cursors, audit.
 
 use crate::common;
+use app::core::ProjectId;
 
 use std::{collections::HashSet, time::Duration};
 
@@ -318,11 +319,11 @@ async fn polling_by_cursor_sees_every_event_exactly_once_while_they_arrive() {
                     expected.push(slow);
                 }
                 let t = app::core::event_type::EventType::parse("poll.test").unwrap();
-                let id = app::db::events::ingest(&pool, project, &t, "{}", None)
+                let id = app::db::events::ingest(&pool, ProjectId::new(project), &t, "{}", None)
                     .await
                     .unwrap()
                     .event_id;
-                expected.push(tokio::spawn(async move { id }));
+                expected.push(tokio::spawn(async move { id.to_string() }));
             }
             let mut ids = Vec::new();
             for e in expected {

@@ -1,6 +1,7 @@
 //! The dispatcher against real receivers on loopback: one test per outcome class.
 
 use crate::common;
+use app::core::{EndpointId, ProjectId};
 
 use std::time::{Duration, Instant};
 
@@ -364,7 +365,7 @@ async fn disabled_endpoints_hold_their_rows_and_deleted_ones_dead_letter_them() 
     let rx = Receiver::start().await;
     let (project, _) = app.project("trial").await;
     let (ep, _) = app.endpoint(project, &rx.url).await;
-    let access = app::auth::system_access(project, "test");
+    let access = app::auth::system_access(ProjectId::new(project), "test");
     let set_enabled = |enabled| app::db::endpoints::EndpointPatch {
         url: None,
         event_types: None,
@@ -387,7 +388,7 @@ async fn disabled_endpoints_hold_their_rows_and_deleted_ones_dead_letter_them() 
             .bind(project).bind(&event_id).bind(ep).bind(&url).bind(request_id).execute(&pool).await.unwrap();
         }
     };
-    app::db::endpoints::update(&app.pool, &access, ep, set_enabled(false))
+    app::db::endpoints::update(&app.pool, &access, EndpointId::new(ep), set_enabled(false))
         .await
         .unwrap();
     queue("evt_held000000000000000000001".into(), "req_held1").await;
@@ -398,14 +399,14 @@ async fn disabled_endpoints_hold_their_rows_and_deleted_ones_dead_letter_them() 
         "a disabled endpoint's row waits"
     );
     assert!(rx.seen().is_empty());
-    app::db::endpoints::update(&app.pool, &access, ep, set_enabled(true))
+    app::db::endpoints::update(&app.pool, &access, EndpointId::new(ep), set_enabled(true))
         .await
         .unwrap();
     let after = app.settled("evt_held000000000000000000001", SETTLE).await;
     assert_eq!(after[0].1, "succeeded", "re-enabling sends the held row");
 
     queue("evt_held000000000000000000002".into(), "req_held2").await;
-    app::use_cases::endpoints::delete(&app.pool, &access, ep)
+    app::use_cases::endpoints::delete(&app.pool, &access, EndpointId::new(ep))
         .await
         .unwrap();
     let rows = app.attempts("evt_held000000000000000000002").await;

@@ -4,6 +4,7 @@
 //! bin's copy, or a `SELECT` over every table; waiting attempts end `erased` unsent.
 
 use crate::common;
+use app::core::{AttemptId, ProjectId};
 
 use std::time::{Duration, Instant};
 
@@ -168,7 +169,7 @@ async fn erasing_a_subject_leaves_no_byte_of_its_data_anywhere_and_sends_nothing
     assert_eq!(ev["subjects"], json!(["team:1", "user:42"]), "{ev}");
 
     // A Redirect of one erased event's attempt to an inspector bin: its copy holds the payload.
-    let access = app::auth::system_access(project, "test");
+    let access = app::auth::system_access(ProjectId::new(project), "test");
     let mut cfg = test_config(&app.db_url);
     cfg.public_url = app.base.clone();
     let first: i64 = sqlx::query_scalar(
@@ -178,9 +179,10 @@ async fn erasing_a_subject_leaves_no_byte_of_its_data_anywhere_and_sends_nothing
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    let (_, bin) = app::use_cases::deliveries::redirect(&app.pool, &cfg, &access, first, None)
-        .await
-        .unwrap();
+    let (_, bin) =
+        app::use_cases::deliveries::redirect(&app.pool, &cfg, &access, AttemptId::new(first), None)
+            .await
+            .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while sqlx::query_scalar::<_, i64>(
         "SELECT count(*) FROM bin_requests WHERE bin_id = $1 AND request_id IS NOT NULL",
@@ -280,7 +282,7 @@ async fn erasing_a_subject_leaves_no_byte_of_its_data_anywhere_and_sends_nothing
     assert_eq!(ev["data"]["email"], theirs.as_str());
 
     // The dashboard's expanded attempt shows the marker and no payload.
-    let detail = app::use_cases::deliveries::detail(&app.pool, &access, first)
+    let detail = app::use_cases::deliveries::detail(&app.pool, &access, AttemptId::new(first))
         .await
         .unwrap();
     assert_eq!(detail.payload, "");
@@ -329,7 +331,8 @@ async fn erasing_a_subject_leaves_no_byte_of_its_data_anywhere_and_sends_nothing
         .await;
     assert_eq!(s, 409, "{r}");
     let redirected =
-        app::use_cases::deliveries::redirect(&app.pool, &cfg, &access, first, None).await;
+        app::use_cases::deliveries::redirect(&app.pool, &cfg, &access, AttemptId::new(first), None)
+            .await;
     assert!(matches!(redirected, Err(app::error::AppError::Conflict(_))));
     let since = (chrono::Utc::now() - chrono::Duration::minutes(5)).to_rfc3339();
     let (s, replay) = app

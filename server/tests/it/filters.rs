@@ -5,6 +5,7 @@
 //! filter as it is now.
 
 use crate::common;
+use app::core::{EndpointId, ProjectId};
 
 use std::time::Duration;
 
@@ -180,14 +181,14 @@ async fn filters_decide_which_endpoint_gets_an_event() {
     assert!(body.to_string().contains("filter"), "{body}");
 
     // Bulk replay of everything the filtered endpoint got: only what passes now.
-    let access = app::auth::system_access(project_id, "test");
+    let access = app::auth::system_access(ProjectId::new(project_id), "test");
     let cfg = common::test_config(&app.db_url);
     let replay = app::use_cases::replays::start(
         &app.pool,
         &cfg,
         &access,
         &app::server_fns::deliveries::DeliveryFilter {
-            endpoint: Some(filtered_id),
+            endpoint: Some(EndpointId::new(filtered_id)),
             ..Default::default()
         },
     )

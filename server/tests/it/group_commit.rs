@@ -2,6 +2,7 @@
 //! request still gets its own event, its own idempotency answer and its own error.
 
 use crate::common;
+use app::core::ProjectId;
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
@@ -108,7 +109,16 @@ fn submit(
             targets: None,
         };
         let t = EventType::parse("order.paid").unwrap();
-        events::ingest_handing(&pool, project, &t, "{}", client_id.as_deref(), None, via).await
+        events::ingest_handing(
+            &pool,
+            ProjectId::new(project),
+            &t,
+            "{}",
+            client_id.as_deref(),
+            None,
+            via,
+        )
+        .await
     })
 }
 

@@ -3,6 +3,7 @@
 //! analyzes cost the claim that finds another project's attempt nothing.
 
 use crate::common;
+use app::core::{EndpointId, ProjectId};
 
 /// These tests measure claim times; run side by side, each one's load (300,000-row
 /// inserts) would be the other's noise.
@@ -15,21 +16,21 @@ use common::*;
 /// Median milliseconds of a claim that finds another project's one due row, released
 /// after each, by a worker in which the `busy` endpoints are at their share, on a
 /// connection set up as the dispatcher's own.
-async fn claim_median_ms(pool: &sqlx::PgPool, busy: &[i64]) -> f64 {
+async fn claim_median_ms(pool: &sqlx::PgPool, busy: &[EndpointId]) -> f64 {
     let claims = app::db::queue::claim_pool(pool);
     claim_median_ms_on(&claims, busy, 1).await
 }
 
 /// Median milliseconds of a claim on `pool` that takes `expect` rows (released after
 /// each), by a worker in which the `busy` endpoints are at their share.
-async fn claim_median_ms_on(pool: &sqlx::PgPool, busy: &[i64], expect: usize) -> f64 {
+async fn claim_median_ms_on(pool: &sqlx::PgPool, busy: &[EndpointId], expect: usize) -> f64 {
     claim_median_ms_holding(pool, busy, 16, expect).await
 }
 
 /// [`claim_median_ms_on`], the `busy` endpoints holding `holding` rows each.
 async fn claim_median_ms_holding(
     pool: &sqlx::PgPool,
-    busy: &[i64],
+    busy: &[EndpointId],
     holding: i64,
     expect: usize,
 ) -> f64 {
@@ -79,7 +80,7 @@ async fn a_disabled_endpoints_backlog_costs_the_claim_nothing() {
     app.endpoint(other, "http://127.0.0.1:9/other").await;
     app.ingest(other, "order.paid", serde_json::json!({})).await;
     // The held endpoint's one row is due too: disable it before measuring.
-    let access = app::auth::system_access(held_project, "test");
+    let access = app::auth::system_access(ProjectId::new(held_project), "test");
     let disable = |enabled| app::db::endpoints::EndpointPatch {
         url: None,
         event_types: None,
@@ -87,15 +88,25 @@ async fn a_disabled_endpoints_backlog_costs_the_claim_nothing() {
         enabled: Some(enabled),
         rate_limit: None,
     };
-    app::db::endpoints::update(&app.pool, &access, held_endpoint, disable(false))
-        .await
-        .unwrap();
+    app::db::endpoints::update(
+        &app.pool,
+        &access,
+        EndpointId::new(held_endpoint),
+        disable(false),
+    )
+    .await
+    .unwrap();
     let without = claim_median_ms(&app.pool, &[]).await;
 
     // 300,000 attempts of the held endpoint, all due, then the endpoint disabled again.
-    app::db::endpoints::update(&app.pool, &access, held_endpoint, disable(true))
-        .await
-        .unwrap();
+    app::db::endpoints::update(
+        &app.pool,
+        &access,
+        EndpointId::new(held_endpoint),
+        disable(true),
+    )
+    .await
+    .unwrap();
     sqlx::query(
         "INSERT INTO delivery_queue (project_id, event_id, event_type, endpoint_id, target_url, attempt,
                                      trigger, status, scheduled_at, request_id)
@@ -110,9 +121,14 @@ async fn a_disabled_endpoints_backlog_costs_the_claim_nothing() {
     .await
     .unwrap();
     let started = Instant::now();
-    app::db::endpoints::update(&app.pool, &access, held_endpoint, disable(false))
-        .await
-        .unwrap();
+    app::db::endpoints::update(
+        &app.pool,
+        &access,
+        EndpointId::new(held_endpoint),
+        disable(false),
+    )
+    .await
+    .unwrap();
     let parking = started.elapsed();
     // Until vacuum removes them, the parked rows' old versions leave dead entries in the
     // due index that a claim steps over; autovacuum clears them within a minute of such
@@ -174,9 +190,14 @@ async fn a_disabled_endpoints_backlog_costs_the_claim_nothing() {
     );
 
     // Enabled again, the backlog is due again, nothing lost.
-    app::db::endpoints::update(&app.pool, &access, held_endpoint, disable(true))
-        .await
-        .unwrap();
+    app::db::endpoints::update(
+        &app.pool,
+        &access,
+        EndpointId::new(held_endpoint),
+        disable(true),
+    )
+    .await
+    .unwrap();
     let (parked, due): (i64, i64) = sqlx::query_as(
         "SELECT count(*) FILTER (WHERE parked), count(*) FILTER (WHERE NOT parked)
          FROM deliveries WHERE status = 'pending' AND endpoint_id = $1",
@@ -205,10 +226,10 @@ async fn a_deep_backlog_behind_a_busy_endpoint_costs_the_claim_nothing() {
     let (other, _) = app.project("business").await;
     app.endpoint(other, "http://127.0.0.1:9/other").await;
     app.ingest(other, "order.paid", serde_json::json!({})).await;
-    let without = claim_median_ms(&app.pool, &[busy]).await;
+    let without = claim_median_ms(&app.pool, &[EndpointId::new(busy)]).await;
     // The busy endpoint with room for 7 more, on the dispatcher's claim connection.
     let claims = app::db::queue::claim_pool(&app.pool);
-    let room_without = claim_median_ms_holding(&claims, &[busy], 9, 2).await;
+    let room_without = claim_median_ms_holding(&claims, &[EndpointId::new(busy)], 9, 2).await;
 
     sqlx::query(
         "INSERT INTO delivery_queue (project_id, event_id, event_type, endpoint_id, target_url, attempt,
@@ -227,8 +248,8 @@ async fn a_deep_backlog_behind_a_busy_endpoint_costs_the_claim_nothing() {
         .execute(&app.pool)
         .await
         .unwrap();
-    let with = claim_median_ms(&app.pool, &[busy]).await;
-    let room_with = claim_median_ms_holding(&claims, &[busy], 9, 8).await;
+    let with = claim_median_ms(&app.pool, &[EndpointId::new(busy)]).await;
+    let room_with = claim_median_ms_holding(&claims, &[EndpointId::new(busy)], 9, 8).await;
     println!(
         "claim median: {without:.2} ms without the backlog, {with:.2} ms beside 100,000 due attempts of a busy endpoint; \
          with room for 7 of them: {room_without:.2} ms and {room_with:.2} ms"

@@ -3,6 +3,7 @@
 //! bins) are limited per project, never by the address they come from.
 
 use crate::common;
+use app::core::{AttemptId, ProjectId};
 
 use std::{net::IpAddr, time::Duration};
 
@@ -69,10 +70,16 @@ async fn redirect(app: &TestApp, project: i64, event_id: &str) -> (String, Optio
     .unwrap();
     let mut cfg = common::test_config(&app.db_url);
     cfg.public_url = app.base.clone();
-    let access = app::auth::system_access(project, "support@example.com");
-    let (row, bin) = app::use_cases::deliveries::redirect(&app.pool, &cfg, &access, original, None)
-        .await
-        .unwrap();
+    let access = app::auth::system_access(ProjectId::new(project), "support@example.com");
+    let (row, bin) = app::use_cases::deliveries::redirect(
+        &app.pool,
+        &cfg,
+        &access,
+        AttemptId::new(original),
+        None,
+    )
+    .await
+    .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     loop {
         let (status, code): (String, Option<i16>) =

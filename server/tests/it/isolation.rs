@@ -3,6 +3,7 @@
 //! PostgreSQL) the way a hostile tenant would.
 
 use crate::common;
+use app::core::{EndpointId, ProjectId};
 
 use std::time::Duration;
 
@@ -29,8 +30,8 @@ async fn parked(app: &TestApp, id: i64) -> Option<bool> {
 async fn disable(app: &TestApp, project_id: i64, endpoint_id: i64) {
     use_cases::endpoints::change(
         &app.pool,
-        &system_access(project_id, "test"),
-        endpoint_id,
+        &system_access(ProjectId::new(project_id), "test"),
+        EndpointId::new(endpoint_id),
         use_cases::endpoints::EndpointChange {
             enabled: Some(false),
             ..Default::default()
@@ -93,9 +94,9 @@ async fn rows_for_a_disabled_endpoint_are_parked_whatever_makes_them() {
         .execute(&app.pool)
         .await
         .unwrap();
-    let access = system_access(project, "test");
+    let access = system_access(ProjectId::new(project), "test");
     let filter = DeliveryFilter {
-        endpoint: Some(endpoint),
+        endpoint: Some(EndpointId::new(endpoint)),
         ..Default::default()
     };
     let replay = use_cases::replays::start(&app.pool, &app_config(&app), &access, &filter)
@@ -132,7 +133,7 @@ async fn rows_for_a_disabled_endpoint_are_parked_whatever_makes_them() {
     use_cases::endpoints::change(
         &app.pool,
         &access,
-        endpoint,
+        EndpointId::new(endpoint),
         use_cases::endpoints::EndpointChange {
             enabled: Some(true),
             ..Default::default()
@@ -160,9 +161,13 @@ async fn the_follow_up_of_an_attempt_in_flight_when_its_endpoint_is_deleted_is_a
     let (endpoint, _) = app.endpoint(project, &rx.url).await;
     let event = app.ingest(project, "order.paid", json!({"n": 1})).await;
     assert_eq!(rx.wait_for(1, Duration::from_secs(5)).await.len(), 1);
-    use_cases::endpoints::delete(&app.pool, &system_access(project, "test"), endpoint)
-        .await
-        .unwrap();
+    use_cases::endpoints::delete(
+        &app.pool,
+        &system_access(ProjectId::new(project), "test"),
+        EndpointId::new(endpoint),
+    )
+    .await
+    .unwrap();
     let attempts = app.settled(&event, Duration::from_secs(10)).await;
     let last = attempts.last().unwrap();
     assert_eq!(
@@ -235,7 +240,7 @@ async fn every_limit_answers_limit_reached_and_frees_up_when_used_less() {
     let (s, _) = post(&app, &key, "/webhooks", hook(json!(["*"]))).await;
     assert_eq!(s, 201);
 
-    let access = system_access(project, "test");
+    let access = system_access(ProjectId::new(project), "test");
     // The harness made one key already.
     use_cases::keys::create(&app.pool, &access, "second")
         .await
@@ -286,7 +291,7 @@ async fn every_limit_answers_limit_reached_and_frees_up_when_used_less() {
 }
 
 async fn owner_access(app: &TestApp, project: i64) -> app::auth::Access {
-    let mut a = system_access(project, "owner");
+    let mut a = system_access(ProjectId::new(project), "owner");
     a.user_id = sqlx::query_scalar("SELECT user_id FROM memberships WHERE project_id = $1")
         .bind(project)
         .fetch_one(&app.pool)

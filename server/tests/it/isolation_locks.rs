@@ -3,6 +3,7 @@
 //! cannot take: none of them may fail, stop or slow another tenant.
 
 use crate::common;
+use app::core::ProjectId;
 
 use std::time::Duration;
 
@@ -32,7 +33,7 @@ async fn a_keyed_batch_over_the_most_endpoints_fails_no_one() {
     let (other, other_key) = app.project("business").await;
     // Receivers that answer at once; the batch's 50,000 attempts are not waited for.
     let rx = Receiver::start().await;
-    let access = app::auth::system_access(project, "test");
+    let access = app::auth::system_access(ProjectId::new(project), "test");
     for _ in 0..500 {
         app::db::endpoints::create(
             &mut app.pool.acquire().await.unwrap(),
@@ -123,9 +124,10 @@ async fn a_batch_held_open_by_one_tenant_does_not_stop_the_outcome_writer() {
     // A's batch takes lane "k" and then waits, in its transaction, for an idempotency key
     // another transaction is inserting: held open as long as that one lasts.
     // The key as stored (hashed).
-    let stored = app::db::idempotency::stored_keys(&app.pool, a, &[Some("blocker")])
-        .await
-        .unwrap();
+    let stored =
+        app::db::idempotency::stored_keys(&app.pool, ProjectId::new(a), &[Some("blocker")])
+            .await
+            .unwrap();
     let mut blocker = app.pool.begin().await.unwrap();
     sqlx::query(
         "INSERT INTO events (event_id, project_id, event_type, data, client_id, deliveries)

@@ -5,6 +5,7 @@
 //! is tested end to end in sdk/python/tests/test_listen.py.)
 
 use crate::common;
+use app::core::EndpointId;
 
 use std::time::Duration;
 
@@ -158,9 +159,10 @@ async fn attempts_out_when_a_session_ends_become_dead_letters_not_strays() {
     assert!(app.post_events(&key, 3, 3).await.iter().all(|s| *s == 202));
     // A session's server holds them when the session is deleted under it…
     let lease = Duration::from_secs(60);
-    let held = app::db::queue::listen::claim(&app.pool, session, "gone-server", 8, lease)
-        .await
-        .unwrap();
+    let held =
+        app::db::queue::listen::claim(&app.pool, EndpointId::new(session), "gone-server", 8, lease)
+            .await
+            .unwrap();
     assert_eq!(held.len(), 3);
     let (s, _) = app
         .api(

@@ -4,6 +4,7 @@
 //! batches naming keys in opposite orders never deadlock.
 
 use crate::common;
+use app::core::ProjectId;
 
 use std::time::{Duration, Instant};
 
@@ -211,7 +212,7 @@ async fn a_bulk_replay_joins_the_end_of_its_keys_queue() {
     app::use_cases::replays::start(
         &app.pool,
         &cfg,
-        &app::auth::system_access(project, "test"),
+        &app::auth::system_access(ProjectId::new(project), "test"),
         &filter,
     )
     .await

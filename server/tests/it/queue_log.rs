@@ -3,6 +3,7 @@
 //! the `deliveries` view land where their status says, never twice.
 
 use crate::common;
+use app::core::ProjectId;
 
 use std::time::Duration;
 
@@ -113,7 +114,7 @@ async fn claims_write_no_index_entries_and_outcomes_move_rows_to_the_log() {
         let outcomes: Vec<Outcome> = rows
             .iter()
             .map(|r| Outcome {
-                request_headers: vec![("webhook-id".into(), r.event_id.clone())],
+                request_headers: vec![("webhook-id".into(), r.of.event_id.to_string())],
                 ..succeeded(r, now)
             })
             .collect();
@@ -381,7 +382,7 @@ async fn a_claim_sized_to_one_projects_room_keeps_the_shares_and_takes_the_other
     // The busy project holds all but 5 of its 128 slots, and filled the last claim.
     let caps = queue::Caps {
         per_endpoint: 64,
-        projects: &[busy],
+        projects: &[ProjectId::new(busy)],
         project_held: &[123],
         sole_project_room: Some(5),
         pass_over: None,
@@ -390,7 +391,11 @@ async fn a_claim_sized_to_one_projects_room_keeps_the_shares_and_takes_the_other
     let rows = queue::claim_due(&claims, "probe", 200, Duration::from_secs(30), &caps)
         .await
         .unwrap();
-    let taken = |p: i64| rows.iter().filter(|r| r.project_id == p).count();
+    let taken = |p: i64| {
+        rows.iter()
+            .filter(|r| r.of.project_id == ProjectId::new(p))
+            .count()
+    };
     assert_eq!((taken(busy), taken(other)), (5, 1));
     app.stop().await;
 }
@@ -425,14 +430,18 @@ async fn a_claim_passing_a_busy_project_over_takes_the_others_rows() {
     let rows = queue::claim_due(&claims, "probe", 20, Duration::from_secs(30), &roomy)
         .await
         .unwrap();
-    let taken = |rows: &[queue::Claimed], p: i64| rows.iter().filter(|r| r.project_id == p).count();
+    let taken = |rows: &[queue::Claimed], p: i64| {
+        rows.iter()
+            .filter(|r| r.of.project_id == ProjectId::new(p))
+            .count()
+    };
     assert_eq!(
         (taken(&rows, busy), taken(&rows, other)),
         (20, 0),
         "oldest first: the burst only"
     );
     let passing = queue::Caps {
-        pass_over: Some(busy),
+        pass_over: Some(ProjectId::new(busy)),
         ..roomy
     };
     let rows = queue::claim_due(&claims, "probe", 20, Duration::from_secs(30), &passing)

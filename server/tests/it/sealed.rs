@@ -4,6 +4,7 @@
 //! `posthorn rotate-encryption-key` moves everything to a new key.
 
 use crate::common;
+use app::core::{EndpointId, ProjectId};
 
 use std::{
     process::{Child, Command, Stdio},
@@ -236,7 +237,7 @@ async fn project(pool: &sqlx::PgPool, name: &str) -> (i64, String) {
     let (key, _) = app::db::api_keys::create(pool, project.id, "t")
         .await
         .unwrap();
-    (project.id, key)
+    (project.id.get(), key)
 }
 
 /// An endpoint to `url` through the API, with the custom header `delivers` expects:
@@ -326,8 +327,12 @@ async fn a_sealed_value_moved_to_another_endpoint_or_project_does_not_open() {
     .await
     .unwrap();
     app::core::sealed::install(Some(app::core::sealed::Keyring::parse(KEY_A).unwrap()));
-    let revealed =
-        app::db::endpoints::secrets(&db.pool, &app::auth::system_access(other, "t"), theirs).await;
+    let revealed = app::db::endpoints::secrets(
+        &db.pool,
+        &app::auth::system_access(ProjectId::new(other), "t"),
+        EndpointId::new(theirs),
+    )
+    .await;
     assert!(
         revealed.is_err(),
         "the other project reads the victim's secret: {revealed:?}"

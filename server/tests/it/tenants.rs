@@ -3,6 +3,7 @@
 //! through the server functions as a browser calls them (form POSTs to `/api/<name>`).
 
 use crate::common;
+use app::core::ProjectId;
 
 use std::time::Duration;
 
@@ -69,7 +70,7 @@ async fn project_with_owner(app: &TestApp, name: &str) -> (i64, String) {
     let p = app::db::projects::create(&app.pool, name, "business", user.id)
         .await
         .unwrap();
-    (p.id, email)
+    (p.id.get(), email)
 }
 
 async fn invite(owner: &Browser, email: &str) -> String {
@@ -282,7 +283,7 @@ async fn support_and_other_projects_are_refused_by_every_server_function() {
         .fetch_one(&app.pool)
         .await
         .unwrap();
-    app::db::api_keys::create(&app.pool, project, "ci")
+    app::db::api_keys::create(&app.pool, ProjectId::new(project), "ci")
         .await
         .unwrap();
     let key_id: i64 = sqlx::query_scalar("SELECT id FROM api_keys WHERE project_id = $1")

@@ -3,6 +3,7 @@
 //! endpoints, and the limit is set through the API and the cabinet.
 
 use crate::common;
+use app::core::ProjectId;
 
 use std::{
     sync::{
@@ -30,7 +31,7 @@ async fn a_throttled_endpoint_does_not_hold_back_other_endpoints() {
     let app = TestApp::spawn().await;
     let (slow, fast) = (Receiver::start().await, Receiver::start().await);
     let (project, key) = app.project("business").await;
-    let access = app::auth::system_access(project, "test");
+    let access = app::auth::system_access(ProjectId::new(project), "test");
     let (status, _) = api(
         &app,
         &key,
@@ -146,7 +147,9 @@ async fn the_cabinet_edit_form_sets_and_clears_the_rate_limit() {
     let project = app::db::projects::create(&app.pool, "Shop", "business", user.id)
         .await
         .unwrap();
-    let (ep, _) = app.endpoint(project.id, "https://example.com/h").await;
+    let (ep, _) = app
+        .endpoint(project.id.get(), "https://example.com/h")
+        .await;
     let http = reqwest::Client::builder()
         .cookie_store(true)
         .build()
@@ -285,7 +288,7 @@ async fn an_attempt_that_misses_its_start_slot_goes_back_and_every_outcome_is_st
     let probe: server::dispatcher::Probe = {
         let stalled = stalled.clone();
         Arc::new(move |row| {
-            if row.target_url.ends_with("/stall") && !stalled.swap(true, Ordering::SeqCst) {
+            if row.of.target_url.ends_with("/stall") && !stalled.swap(true, Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(1500));
             }
         })

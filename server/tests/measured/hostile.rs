@@ -398,7 +398,7 @@ async fn a_panic_inside_an_attempt_leaks_no_slot_and_no_row() {
     cfg.concurrency = 2;
     let cfg = Arc::new(cfg);
     let probe: server::dispatcher::Probe = Arc::new(|row| {
-        if row.target_url.contains("/boom") {
+        if row.of.target_url.contains("/boom") {
             panic!("injected fault");
         }
     });

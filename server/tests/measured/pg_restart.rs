@@ -2,6 +2,7 @@
 //! cluster so no other test sees the outage.
 
 use crate::common;
+use app::core::ProjectId;
 
 use std::{
     collections::HashSet,
@@ -136,7 +137,7 @@ async fn a_postgres_restart_under_load_loses_no_delivery() {
                 loop {
                     match app::db::events::ingest(
                         &pool,
-                        project,
+                        ProjectId::new(project),
                         &t,
                         &format!("{{\"i\":{i}}}"),
                         Some(&format!("k{i}")),
@@ -144,7 +145,7 @@ async fn a_postgres_restart_under_load_loses_no_delivery() {
                     .await
                     {
                         Ok(e) => {
-                            accepted.lock().unwrap().push(e.event_id);
+                            accepted.lock().unwrap().push(String::from(e.event_id));
                             break;
                         }
                         Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,

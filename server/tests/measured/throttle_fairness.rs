@@ -2,6 +2,7 @@
 //! (see `main.rs`): it measures a rate, so no sibling test competes for the CPU meanwhile.
 
 use crate::common;
+use app::core::ProjectId;
 
 use std::time::{Duration, Instant};
 
@@ -51,7 +52,7 @@ async fn a_throttled_endpoint_keeps_its_rate_while_two_other_tenants_hang() {
     let (project, _) = app.project("business").await;
     app::db::endpoints::create(
         &mut app.pool.acquire().await.unwrap(),
-        &app::auth::system_access(project, "test"),
+        &app::auth::system_access(ProjectId::new(project), "test"),
         app::db::endpoints::NewEndpoint {
             url: &throttled.url,
             event_types: &["*".into()],

@@ -5,21 +5,20 @@
 //! claim) they are HOT updates and write no index entries.
 
 use crate::core::throttle::{BOOKING_HORIZON, SLOT_LEAD};
+use crate::core::{AttemptId, EndpointId, ProjectId};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
+use super::enqueue::AttemptOf;
 use super::outcomes::NextAttempt;
 
 /// An attempt leased to one dispatcher, with everything needed to send it.
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Claimed {
-    pub id: i64,
+    pub id: AttemptId,
     pub created_at: DateTime<Utc>,
-    pub project_id: i64,
-    pub event_id: String,
-    pub event_type: String,
-    pub endpoint_id: i64,
-    pub target_url: String,
+    #[sqlx(flatten)]
+    pub of: AttemptOf,
     pub attempt: i32,
     pub trigger: crate::core::status::Trigger,
     pub request_id: String,
@@ -54,11 +53,11 @@ impl Claimed {
     /// failure schedules.
     pub fn follow_up(&self, at: DateTime<Utc>, request_id: String) -> NextAttempt {
         NextAttempt {
-            project_id: self.project_id,
-            event_id: self.event_id.clone(),
-            event_type: self.event_type.clone(),
-            endpoint_id: self.endpoint_id,
-            target_url: self.endpoint_url.clone(),
+            // Sent where the endpoint is now, which may have moved since.
+            of: AttemptOf {
+                target_url: self.endpoint_url.clone(),
+                ..self.of.clone()
+            },
             attempt: self.attempt.saturating_add(1),
             scheduled_at: at,
             request_id,
@@ -72,9 +71,9 @@ impl Claimed {
 pub struct Caps<'a> {
     pub per_endpoint: i64,
     pub per_project: i64,
-    pub endpoints: &'a [i64],
+    pub endpoints: &'a [EndpointId],
     pub endpoint_held: &'a [i64],
-    pub projects: &'a [i64],
+    pub projects: &'a [ProjectId],
     pub project_held: &'a [i64],
     /// This worker holds rows of a throttled endpoint (its later rows wait for slots).
     pub throttled_held: bool,
@@ -86,7 +85,7 @@ pub struct Caps<'a> {
     /// A project this claim passes over whatever its share, so that the rows of everyone
     /// else are found even while that project's backlog fills the oldest due rows and
     /// its sends finish too fast for its share ever to be full at a claim.
-    pub pass_over: Option<i64>,
+    pub pass_over: Option<ProjectId>,
 }
 
 impl Caps<'_> {
@@ -116,7 +115,7 @@ impl Caps<'_> {
                 .any(|n| n * 2 >= self.per_endpoint)
     }
 
-    fn saturated(ids: &[i64], held: &[i64], cap: i64) -> Vec<i64> {
+    fn saturated<Id: Copy>(ids: &[Id], held: &[i64], cap: i64) -> Vec<Id> {
         ids.iter()
             .zip(held)
             .filter(|(_, n)| **n >= cap)
@@ -360,19 +359,19 @@ pub async fn claim_due<'c>(
 pub async fn release<'c>(
     conn: impl sqlx::PgExecutor<'c>,
     worker: &str,
-    rows: &[(i64, DateTime<Utc>)],
+    rows: &[(AttemptId, DateTime<Utc>)],
 ) -> Result<u64, sqlx::Error> {
-    let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
+    let ids: Vec<i64> = rows.iter().map(|r| r.0.get()).collect();
     let created: Vec<DateTime<Utc>> = rows.iter().map(|r| r.1).collect();
-    Ok(sqlx::query(
+    Ok(sqlx::query!(
         "UPDATE delivery_queue d SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL
            FROM unnest($2::bigint[], $3::timestamptz[]) AS r(id, created_at)
           WHERE d.id = r.id AND d.created_at = r.created_at
             AND d.status = 'in_flight' AND d.claimed_by = $1",
+        worker,
+        &ids,
+        &created as _,
     )
-    .bind(worker)
-    .bind(&ids)
-    .bind(&created)
     .execute(conn)
     .await?
     .rows_affected())
@@ -385,10 +384,10 @@ pub async fn release<'c>(
 pub async fn renew_leases(
     pool: &PgPool,
     worker: &str,
-    ids: &[i64],
+    ids: &[AttemptId],
     lease: std::time::Duration,
 ) -> Result<u64, sqlx::Error> {
-    Ok(sqlx::query(
+    Ok(sqlx::query!(
         "WITH mine AS (
             SELECT tableoid, ctid FROM delivery_queue
              WHERE id = ANY($2) AND status = 'in_flight' AND claimed_by = $1
@@ -396,10 +395,10 @@ pub async fn renew_leases(
          )
          UPDATE delivery_queue d SET lease_expires_at = now() + $3
            FROM mine WHERE d.tableoid = mine.tableoid AND d.ctid = mine.ctid",
+        worker,
+        ids as _,
+        chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60)) as _,
     )
-    .bind(worker)
-    .bind(ids)
-    .bind(chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60)))
     .execute(pool)
     .await?
     .rows_affected())
@@ -407,9 +406,9 @@ pub async fn renew_leases(
 
 /// Rows whose worker vanished go back to the queue with the same request id.
 pub async fn recover_expired(pool: &PgPool) -> Result<u64, sqlx::Error> {
-    Ok(sqlx::query(
-        // `NOT parked`: a row in flight never is (a constraint says so), and the unparked
-        // rows have an index, so a held backlog is not read.
+    // `NOT parked`: a row in flight never is (a constraint says so), and the unparked
+    // rows have an index, so a held backlog is not read.
+    Ok(sqlx::query!(
         "UPDATE delivery_queue SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL
          WHERE status = 'in_flight' AND lease_expires_at < now() AND NOT parked",
     )
@@ -420,11 +419,11 @@ pub async fn recover_expired(pool: &PgPool) -> Result<u64, sqlx::Error> {
 
 /// A stopping worker hands back what it holds but did not finish.
 pub async fn release_all(pool: &PgPool, worker: &str) -> Result<u64, sqlx::Error> {
-    Ok(sqlx::query(
+    Ok(sqlx::query!(
         "UPDATE delivery_queue SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL
          WHERE status = 'in_flight' AND claimed_by = $1",
+        worker,
     )
-    .bind(worker)
     .execute(pool)
     .await?
     .rows_affected())
@@ -432,12 +431,14 @@ pub async fn release_all(pool: &PgPool, worker: &str) -> Result<u64, sqlx::Error
 
 /// Queue depth and the age of the oldest due pending row, for /metrics.
 pub async fn queue_stats(pool: &PgPool) -> Result<(i64, f64), sqlx::Error> {
-    sqlx::query_as(
-        "SELECT count(*), coalesce(extract(epoch FROM now() - min(scheduled_at)), 0)::float8
-         FROM delivery_queue WHERE status = 'pending' AND NOT parked AND scheduled_at <= now()",
+    let stats = sqlx::query!(
+        r#"SELECT count(*) AS "depth!",
+                  coalesce(extract(epoch FROM now() - min(scheduled_at)), 0)::float8 AS "oldest!"
+         FROM delivery_queue WHERE status = 'pending' AND NOT parked AND scheduled_at <= now()"#,
     )
     .fetch_one(pool)
-    .await
+    .await?;
+    Ok((stats.depth, stats.oldest))
 }
 
 /// When the next scheduled row falls due (so the loop can sleep exactly that long). As
@@ -446,10 +447,10 @@ pub async fn queue_stats(pool: &PgPool) -> Result<(i64, f64), sqlx::Error> {
 pub async fn next_due<'c>(
     pool: impl sqlx::PgExecutor<'c>,
 ) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT scheduled_at FROM delivery_queue
+    sqlx::query_scalar!(
+        r#"SELECT scheduled_at AS "scheduled_at: DateTime<Utc>" FROM delivery_queue
           WHERE status = 'pending' AND NOT parked AND scheduled_at > now()
-          ORDER BY scheduled_at LIMIT 1",
+          ORDER BY scheduled_at LIMIT 1"#,
     )
     .fetch_optional(pool)
     .await

@@ -2,19 +2,27 @@
 //! follow-ups, Retry, Redirect, test sends and bulk replay all queue through [`insert`].
 //! A new column is one field of [`NewAttempt`], one array and one name below.
 
+use crate::core::{AttemptId, EndpointId, EventId, ProjectId};
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
 use crate::core::status::Trigger;
 
+/// Whose attempt it is and where it goes: what every shape of an attempt (queued,
+/// claimed, followed up) carries unchanged from the one before it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct AttemptOf {
+    pub project_id: ProjectId,
+    pub event_id: EventId,
+    pub event_type: String,
+    pub endpoint_id: EndpointId,
+    pub target_url: String,
+}
+
 /// A `pending` attempt to queue.
 #[derive(Clone, Debug)]
 pub struct NewAttempt {
-    pub project_id: i64,
-    pub event_id: String,
-    pub event_type: String,
-    pub endpoint_id: i64,
-    pub target_url: String,
+    pub of: AttemptOf,
     /// 1 for the first attempt of a chain; manual retries continue the count.
     pub attempt: i32,
     pub trigger: Trigger,
@@ -39,7 +47,7 @@ pub enum Lane {
     Off,
     /// A new chain joining the end of its lane, waiting for `waits_for` if that is set
     /// (by [`super::lanes::join`], under the lane's lock).
-    Join { waits_for: Option<String> },
+    Join { waits_for: Option<EventId> },
     /// A later attempt of the chain whose lane_seq this is.
     Continue(i64),
 }
@@ -60,7 +68,7 @@ impl Lane {
         }
     }
 
-    fn waits_for(&self) -> Option<String> {
+    fn waits_for(&self) -> Option<EventId> {
         match self {
             Lane::Join { waits_for } => waits_for.clone(),
             _ => None,
@@ -73,7 +81,7 @@ impl Lane {
 pub async fn insert(
     conn: &mut PgConnection,
     attempts: &[NewAttempt],
-) -> Result<Vec<(i64, String)>, sqlx::Error> {
+) -> Result<Vec<(AttemptId, String)>, sqlx::Error> {
     Ok(insert_leased(conn, attempts, None)
         .await?
         .into_iter()
@@ -92,7 +100,7 @@ pub struct LeaseTo<'a> {
 /// A row as inserted.
 #[derive(Debug, sqlx::FromRow)]
 pub struct Inserted {
-    pub id: i64,
+    pub id: AttemptId,
     pub request_id: String,
     pub created_at: DateTime<Utc>,
     /// Set for a row inserted already leased.
@@ -144,11 +152,11 @@ pub(crate) fn bind_attempts<'q, O>(
         .map(|i| lease_to.is_some_and(|l| l.taken.get(i).copied().unwrap_or(false)))
         .collect();
     query
-        .bind(column(attempts, |a| a.project_id))
-        .bind(column(attempts, |a| a.event_id.clone()))
-        .bind(column(attempts, |a| a.event_type.clone()))
-        .bind(column(attempts, |a| a.endpoint_id))
-        .bind(column(attempts, |a| a.target_url.clone()))
+        .bind(column(attempts, |a| a.of.project_id))
+        .bind(column(attempts, |a| a.of.event_id.clone()))
+        .bind(column(attempts, |a| a.of.event_type.clone()))
+        .bind(column(attempts, |a| a.of.endpoint_id))
+        .bind(column(attempts, |a| a.of.target_url.clone()))
         .bind(column(attempts, |a| a.attempt))
         .bind(column(attempts, |a| a.trigger.as_str()))
         .bind(column(attempts, |a| a.triggered_by.clone()))
@@ -182,7 +190,10 @@ pub async fn insert_leased(
 }
 
 /// Queues one attempt; returns its id.
-pub async fn insert_one(conn: &mut PgConnection, attempt: NewAttempt) -> Result<i64, sqlx::Error> {
+pub async fn insert_one(
+    conn: &mut PgConnection,
+    attempt: NewAttempt,
+) -> Result<AttemptId, sqlx::Error> {
     let made = insert(conn, std::slice::from_ref(&attempt)).await?;
     made.first()
         .map(|(id, _)| *id)

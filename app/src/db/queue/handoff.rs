@@ -6,6 +6,7 @@
 //! the send. Crash safety is the claim's: if the process dies after the commit, the lease
 //! runs out and any dispatcher's lease recovery queues the rows again.
 
+use crate::core::{EndpointId, ProjectId};
 use std::time::Duration;
 
 pub use super::claim::Claimed;
@@ -29,18 +30,22 @@ pub trait Handoff: Send + Sync {
     /// Which of these endpoints (of one project, none throttled) it has room for now;
     /// the room stays reserved until [`Handoff::deliver`] or [`Handoff::cancel`]. Busy
     /// (nothing reserved) when a claim running now may take room this would need.
-    fn reserve(&self, project_id: i64, endpoints: &[i64]) -> Result<Vec<i64>, Busy>;
+    fn reserve(
+        &self,
+        project_id: ProjectId,
+        endpoints: &[EndpointId],
+    ) -> Result<Vec<EndpointId>, Busy>;
     /// The committed rows of a reservation (the project and the endpoints reserved).
-    fn deliver(&self, rows: Vec<Claimed>, project_id: i64, reserved: &[i64]);
+    fn deliver(&self, rows: Vec<Claimed>, project_id: ProjectId, reserved: &[EndpointId]);
     /// A reservation that was not used (the transaction failed or was a repeat).
-    fn cancel(&self, project_id: i64, reserved: &[i64]);
+    fn cancel(&self, project_id: ProjectId, reserved: &[EndpointId]);
 }
 
 /// Gives a reservation back unless it was delivered, whatever way ingest ends.
 pub(crate) struct Reserved<'a> {
     pub handoff: &'a dyn Handoff,
-    pub project_id: i64,
-    pub endpoints: Vec<i64>,
+    pub project_id: ProjectId,
+    pub endpoints: Vec<EndpointId>,
 }
 
 impl Reserved<'_> {

@@ -9,20 +9,22 @@ use std::collections::HashMap;
 
 use sqlx::PgConnection;
 
+use crate::core::{EndpointId, EventId, ProjectId};
+
 use super::enqueue::{Lane, NewAttempt};
 
 /// A lane: (endpoint, ordering key).
-pub type LaneId = (i64, String);
+pub type LaneId = (EndpointId, String);
 
 /// What a lane lock is taken on: (project, ordering key). One key's lanes on every
 /// endpoint of the project share it, so a batch of 100 keyed events fanned out to 500
 /// endpoints holds 100 locks, not 50,000: that many overflowed PostgreSQL's shared lock
 /// table (`max_locks_per_transaction` × `max_connections`), after which every tenant's
 /// statements failed with "out of shared memory".
-pub type KeyLock = (i64, String);
+pub type KeyLock = (ProjectId, String);
 
 /// A lane that ended, with its project (whose key lock guards it).
-pub type EndedLane = (i64, LaneId);
+pub type EndedLane = (ProjectId, LaneId);
 
 /// The lock's number for each key, as one SQL expression over `l.project_id`, `l.key`.
 const LOCK_ID: &str = "hashtextextended(l.project_id::text || '/' || l.key, 16)";
@@ -34,7 +36,7 @@ const LOCK_ID: &str = "hashtextextended(l.project_id::text || '/' || l.key, 16)"
 /// call they cost ~2.5 ms of planning against ~0.1 ms of running, so the rest of the
 /// transaction keeps its generic plans (`plan_cache_mode`, local to the transaction).
 async fn lock(conn: &mut PgConnection, keys: &[KeyLock]) -> Result<(), sqlx::Error> {
-    let (projects, keys): (Vec<i64>, Vec<String>) = keys.iter().cloned().unzip();
+    let (projects, keys): (Vec<ProjectId>, Vec<String>) = keys.iter().cloned().unzip();
     sqlx::query(&format!(
         "SELECT count(pg_advisory_xact_lock(k)), set_config('plan_cache_mode', 'force_generic_plan', true) FROM (
             SELECT DISTINCT {LOCK_ID} AS k
@@ -50,7 +52,7 @@ async fn lock(conn: &mut PgConnection, keys: &[KeyLock]) -> Result<(), sqlx::Err
 /// Takes those of the keys' locks that are free, waiting for none; returns the keys
 /// whose lock is now held.
 async fn try_lock(conn: &mut PgConnection, keys: &[KeyLock]) -> Result<Vec<KeyLock>, sqlx::Error> {
-    let (projects, names): (Vec<i64>, Vec<String>) = keys.iter().cloned().unzip();
+    let (projects, names): (Vec<ProjectId>, Vec<String>) = keys.iter().cloned().unzip();
     sqlx::query_as(&format!(
         "SELECT l.project_id, l.key FROM unnest($1::bigint[], $2::text[]) AS l(project_id, key)
           WHERE pg_try_advisory_xact_lock({LOCK_ID})"
@@ -87,7 +89,7 @@ pub async fn join(conn: &mut PgConnection, attempts: &mut [NewAttempt]) -> Resul
         attempts
             .iter()
             .filter_map(|a| match (&a.lane, &a.ordering_key) {
-                (Lane::Join { .. }, Some(key)) => Some((a.endpoint_id, key.clone())),
+                (Lane::Join { .. }, Some(key)) => Some((a.of.endpoint_id, key.clone())),
                 _ => None,
             }),
     );
@@ -98,35 +100,36 @@ pub async fn join(conn: &mut PgConnection, attempts: &mut [NewAttempt]) -> Resul
         attempts
             .iter()
             .filter_map(|a| match (&a.lane, &a.ordering_key) {
-                (Lane::Join { .. }, Some(key)) => Some((a.project_id, key.clone())),
+                (Lane::Join { .. }, Some(key)) => Some((a.of.project_id, key.clone())),
                 _ => None,
             }),
     );
     lock(conn, &keys).await?;
-    let (endpoints, keys): (Vec<i64>, Vec<String>) = lanes.iter().cloned().unzip();
-    let tails: Vec<(i64, String, String)> = sqlx::query_as(
-        "SELECT l.endpoint_id, l.key, t.event_id
+    let (endpoints, keys): (Vec<EndpointId>, Vec<String>) = lanes.iter().cloned().unzip();
+    let tails = sqlx::query!(
+        r#"SELECT l.endpoint_id AS "endpoint_id!: EndpointId", l.key AS "key!",
+                t.event_id AS "event_id!: EventId"
          FROM unnest($1::bigint[], $2::text[]) AS l(endpoint_id, key)
          CROSS JOIN LATERAL (
             SELECT d.event_id FROM delivery_queue d
             WHERE d.endpoint_id = l.endpoint_id AND d.ordering_key = l.key
               AND d.lane_seq IS NOT NULL
-            ORDER BY d.lane_seq DESC LIMIT 1) t",
+            ORDER BY d.lane_seq DESC LIMIT 1) t"#,
+        &endpoints as _,
+        &keys,
     )
-    .bind(&endpoints)
-    .bind(&keys)
     .fetch_all(&mut *conn)
     .await?;
-    let mut tail: HashMap<LaneId, String> = tails
+    let mut tail: HashMap<LaneId, EventId> = tails
         .into_iter()
-        .map(|(endpoint, key, event)| ((endpoint, key), event))
+        .map(|t| ((t.endpoint_id, t.key), t.event_id))
         .collect();
     for a in attempts.iter_mut() {
         let (Lane::Join { waits_for }, Some(key)) = (&mut a.lane, &a.ordering_key) else {
             continue;
         };
-        let lane = (a.endpoint_id, key.clone());
-        *waits_for = tail.insert(lane, a.event_id.clone());
+        let lane = (a.of.endpoint_id, key.clone());
+        *waits_for = tail.insert(lane, a.of.event_id.clone());
     }
     Ok(())
 }
@@ -156,14 +159,12 @@ pub async fn advance(conn: &mut PgConnection, ended: &[EndedLane]) -> Result<u64
 
 /// Leaves the lanes for a later pass.
 async fn defer(conn: &mut PgConnection, lanes: &[EndedLane]) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO lane_releases (project_id, endpoint_id, ordering_key)
          SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[])",
-    )
-    .bind(lanes.iter().map(|l| l.0).collect::<Vec<i64>>())
-    .bind(lanes.iter().map(|l| l.1 .0).collect::<Vec<i64>>())
-    .bind(
-        lanes
+        &lanes.iter().map(|l| l.0.get()).collect::<Vec<i64>>(),
+        &lanes.iter().map(|l| l.1 .0.get()).collect::<Vec<i64>>(),
+        &lanes
             .iter()
             .map(|l| l.1 .1.clone())
             .collect::<Vec<String>>(),
@@ -179,10 +180,10 @@ async fn release(conn: &mut PgConnection, lanes: &[EndedLane]) -> Result<u64, sq
         return Ok(0);
     }
     let (endpoints, keys): (Vec<i64>, Vec<String>) =
-        lanes.iter().map(|(_, lane)| lane.clone()).unzip();
+        lanes.iter().map(|(_, (e, k))| (e.get(), k.clone())).unzip();
     // A head that is not waiting (a chain still running) is left alone: the lane is not
     // free yet, whatever ended.
-    Ok(sqlx::query(
+    Ok(sqlx::query!(
         "UPDATE delivery_queue d
             SET waits_for = NULL, parked = NOT (e.enabled AND e.deleted_at IS NULL AND e.destination = 'http'),
                 scheduled_at = greatest(d.scheduled_at, now())
@@ -195,9 +196,9 @@ async fn release(conn: &mut PgConnection, lanes: &[EndedLane]) -> Result<u64, sq
                       ORDER BY x.lane_seq LIMIT 1) h
                   WHERE h.waits_for IS NOT NULL) n, endpoints e
           WHERE d.id = n.id AND d.created_at = n.created_at AND e.id = d.endpoint_id",
+        &endpoints,
+        &keys,
     )
-    .bind(&endpoints)
-    .bind(&keys)
     .execute(conn)
     .await?
     .rows_affected())
@@ -207,12 +208,16 @@ async fn release(conn: &mut PgConnection, lanes: &[EndedLane]) -> Result<u64, sq
 /// members it released. Any process may run it; two at once take different rows.
 pub async fn release_deferred(pool: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
     let mut tx = pool.begin().await?;
-    let left: Vec<(i64, i64, i64, String)> = sqlx::query_as(
-        "SELECT id, project_id, endpoint_id, ordering_key FROM lane_releases
-          ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED",
+    let left: Vec<(i64, ProjectId, EndpointId, String)> = sqlx::query!(
+        r#"SELECT id, project_id AS "project_id: ProjectId", endpoint_id AS "endpoint_id: EndpointId",
+                  ordering_key FROM lane_releases
+          ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED"#,
     )
     .fetch_all(&mut *tx)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.id, r.project_id, r.endpoint_id, r.ordering_key))
+    .collect();
     if left.is_empty() {
         return Ok(0);
     }
@@ -224,8 +229,7 @@ pub async fn release_deferred(pool: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
         .map(|(id, p, e, k)| (id, (p, (e, k))))
         .unzip();
     let released = release(&mut tx, &distinct(free.into_iter())).await?;
-    sqlx::query("DELETE FROM lane_releases WHERE id = ANY($1)")
-        .bind(&done)
+    sqlx::query!("DELETE FROM lane_releases WHERE id = ANY($1)", &done)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;

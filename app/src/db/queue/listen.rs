@@ -4,6 +4,7 @@
 //! under the same lease as a dispatcher's claim; its outcomes are recorded by
 //! [`super::record`] like any other. What it did not finish goes back parked.
 
+use crate::core::{AttemptId, EndpointId};
 use chrono::{DateTime, Utc};
 
 use super::claim::{Claimed, CLAIMED};
@@ -16,7 +17,7 @@ use super::claim::{Claimed, CLAIMED};
 /// waits behind them or in other tenants' queues.
 pub async fn claim(
     db: impl sqlx::PgExecutor<'_>,
-    endpoint_id: i64,
+    endpoint_id: EndpointId,
     worker: &str,
     limit: i64,
     lease: std::time::Duration,
@@ -62,9 +63,10 @@ pub async fn claim(
 pub async fn hand_back(
     db: impl sqlx::PgExecutor<'_>,
     worker: &str,
-    rows: &[(i64, DateTime<Utc>)],
+    rows: &[(AttemptId, DateTime<Utc>)],
 ) -> Result<u64, sqlx::Error> {
-    let (ids, created): (Vec<i64>, Vec<DateTime<Utc>>) = rows.iter().copied().unzip();
+    let (ids, created): (Vec<i64>, Vec<DateTime<Utc>>) =
+        rows.iter().map(|(id, at)| (id.get(), *at)).unzip();
     Ok(sqlx::query!(
         "UPDATE delivery_queue d
             SET status = 'pending', parked = true, claimed_by = NULL, lease_expires_at = NULL

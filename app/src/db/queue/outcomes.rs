@@ -3,9 +3,10 @@
 //! the lanes their ends free, in one transaction.
 
 use super::{
-    enqueue::{self, Lane, NewAttempt},
+    enqueue::{self, AttemptOf, Lane, NewAttempt},
     lanes,
 };
+use crate::core::{AttemptId, EndpointId, EventId, ProjectId};
 use crate::{
     core::status::{DeliveryStatus, ErrorKind, Trigger},
     db::endpoint_health::Health,
@@ -16,7 +17,7 @@ use sqlx::PgConnection;
 /// The recorded outcome of one attempt, and the attempt it schedules, if any.
 #[derive(Clone, Debug)]
 pub struct Outcome {
-    pub id: i64,
+    pub id: AttemptId,
     pub created_at: DateTime<Utc>,
     pub status: DeliveryStatus,
     /// When the request went out (the log's `started_at`; the queue's is the claim).
@@ -35,11 +36,7 @@ pub struct Outcome {
 
 #[derive(Clone, Debug)]
 pub struct NextAttempt {
-    pub project_id: i64,
-    pub event_id: String,
-    pub event_type: String,
-    pub endpoint_id: i64,
-    pub target_url: String,
+    pub of: AttemptOf,
     pub attempt: i32,
     pub scheduled_at: DateTime<Utc>,
     pub request_id: String,
@@ -55,11 +52,7 @@ impl NextAttempt {
         lane: Lane,
     ) -> NewAttempt {
         NewAttempt {
-            project_id: self.project_id,
-            event_id: self.event_id.clone(),
-            event_type: self.event_type.clone(),
-            endpoint_id: self.endpoint_id,
-            target_url: self.target_url.clone(),
+            of: self.of.clone(),
             attempt: self.attempt,
             trigger: Trigger::Auto,
             triggered_by: None,
@@ -91,13 +84,16 @@ pub async fn record(
         .iter()
         .all(|o| o.status == DeliveryStatus::Succeeded && o.next.is_none())
     {
-        let moved: std::collections::HashSet<i64> =
-            bind_outcomes(sqlx::query_as::<_, (i64,)>(&MOVE_SUCCESSES), worker, batch)
-                .fetch_all(&mut *conn)
-                .await?
-                .into_iter()
-                .map(|(id,)| id)
-                .collect();
+        let moved: std::collections::HashSet<AttemptId> = bind_outcomes(
+            sqlx::query_as::<_, (AttemptId,)>(&MOVE_SUCCESSES),
+            worker,
+            batch,
+        )
+        .fetch_all(&mut *conn)
+        .await?
+        .into_iter()
+        .map(|(id,)| id)
+        .collect();
         if moved.len() == batch.len() {
             return Ok(moved.len() as u64);
         }
@@ -119,7 +115,7 @@ fn bind_outcomes<'q, O>(
 ) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
     query
         .bind(worker.to_string())
-        .bind(batch.iter().map(|o| o.id).collect::<Vec<i64>>())
+        .bind(batch.iter().map(|o| o.id).collect::<Vec<AttemptId>>())
         .bind(batch.iter().map(|o| o.created_at).collect::<Vec<_>>())
         .bind(batch.iter().map(|o| o.status).collect::<Vec<_>>())
         .bind(batch.iter().map(|o| o.finished_at).collect::<Vec<_>>())
@@ -233,14 +229,14 @@ async fn record_in_transaction(
     let updated: Vec<Recorded> = bind_outcomes(sqlx::query_as(&MOVE), worker, batch)
         .fetch_all(&mut *tx)
         .await?;
-    let recorded: std::collections::HashMap<i64, &Recorded> =
+    let recorded: std::collections::HashMap<AttemptId, &Recorded> =
         updated.iter().map(|r| (r.id, r)).collect();
     let written: Vec<(&Outcome, &Recorded)> = batch
         .iter()
         .filter_map(|o| Some((o, *recorded.get(&o.id)?)))
         .collect();
     crate::db::endpoint_health::note(&mut tx, &health_of(&written)).await?;
-    let dead: Vec<(i64, String)> = written
+    let dead: Vec<(EndpointId, EventId)> = written
         .iter()
         .filter(|(o, r)| {
             o.status == DeliveryStatus::DeadLetter && r.trigger == Trigger::Auto && !r.erased
@@ -281,10 +277,10 @@ async fn record_in_transaction(
 /// A row as [`record`] wrote its outcome.
 #[derive(sqlx::FromRow)]
 struct Recorded {
-    id: i64,
-    project_id: i64,
-    endpoint_id: i64,
-    event_id: String,
+    id: AttemptId,
+    project_id: ProjectId,
+    endpoint_id: EndpointId,
+    event_id: EventId,
     trigger: Trigger,
     ordering_key: Option<String>,
     lane_seq: Option<i64>,
@@ -295,7 +291,7 @@ struct Recorded {
 /// Each endpoint's latest outcome in the batch, from the attempts that speak for its
 /// health (automatic ones and manual retries; not redirects to bins or test sends).
 fn health_of(written: &[(&Outcome, &Recorded)]) -> Vec<Health> {
-    let mut by_endpoint: std::collections::BTreeMap<i64, Health> = Default::default();
+    let mut by_endpoint: std::collections::BTreeMap<EndpointId, Health> = Default::default();
     let mut sorted: Vec<&(&Outcome, &Recorded)> = written
         .iter()
         .filter(|(o, r)| {
@@ -307,11 +303,13 @@ fn health_of(written: &[(&Outcome, &Recorded)]) -> Vec<Health> {
     sorted.sort_by_key(|(o, _)| o.finished_at);
     for (o, r) in sorted {
         let ok = o.status == DeliveryStatus::Succeeded;
-        let h = by_endpoint.entry(r.endpoint_id).or_insert(Health {
-            endpoint_id: r.endpoint_id,
-            ok,
-            first_failure: o.finished_at,
-        });
+        let h = by_endpoint
+            .entry(EndpointId::new(r.endpoint_id.get()))
+            .or_insert(Health {
+                endpoint_id: r.endpoint_id,
+                ok,
+                first_failure: o.finished_at,
+            });
         if ok {
             h.ok = true;
         } else if h.ok {

@@ -1,6 +1,7 @@
 //! One endpoint's card on the webhooks page: its head, its last 24 hours, its
 //! certificate and filter (built on the server), its failures, the editor and the actions.
 
+use crate::core::EndpointId;
 use leptos::prelude::*;
 
 use crate::{
@@ -25,7 +26,7 @@ type Secret = Action<(), Result<String, ServerFnError>>;
 /// the same message.
 #[derive(Clone, Copy)]
 struct Card {
-    id: i64,
+    id: EndpointId,
     enabled: bool,
     message: RwSignal<Option<(bool, String)>>,
     secret: RwSignal<Option<String>>,
@@ -172,7 +173,8 @@ fn follow_test_send(test_row: RwSignal<Option<DeliveryRow>>) {
         }
         spawn_local(async move {
             if let Ok(mut fresh) =
-                crate::server_fns::deliveries::refresh_rows(row.project_id, vec![row.id]).await
+                crate::server_fns::deliveries::refresh_rows(row.project_id, vec![row.id.get()])
+                    .await
             {
                 if let Some(f) = fresh.pop() {
                     test_row.set(Some(f));
@@ -279,7 +281,7 @@ fn sparkline(hourly: &[Option<f64>]) -> impl IntoView {
 
 /// The last 24 hours' failures by code or error kind, each a link to those deliveries.
 #[component]
-fn Failures(id: i64, failures: Vec<(String, i64)>) -> impl IntoView {
+fn Failures(id: EndpointId, failures: Vec<(String, i64)>) -> impl IntoView {
     (!failures.is_empty()).then(|| view! {
         <div class="epfail" data-testid="endpoint-failures">
             "Failures, 24 h: "

@@ -1,6 +1,7 @@
 //! The dashboard on a large generated history: the list and search queries the page
 //! runs, their plans, and the page's time to first byte.
 
+use app::core::{EndpointId, ProjectId};
 use std::time::Instant;
 
 use app::{db, server_fns::deliveries::DeliveryFilter};
@@ -41,7 +42,7 @@ fn filters(event_id: &str, request_id: &str) -> Vec<(&'static str, DeliveryFilte
         (
             "endpoint",
             DeliveryFilter {
-                endpoint: Some(11),
+                endpoint: Some(EndpointId::new(11)),
                 ..f()
             },
         ),
@@ -92,7 +93,7 @@ fn filters(event_id: &str, request_id: &str) -> Vec<(&'static str, DeliveryFilte
 
 /// The first page of each view, 15 times: median and p90.
 async fn time_lists(pool: &sqlx::PgPool, cases: Vec<(&str, DeliveryFilter)>) {
-    let access = app::auth::system_access(1, "bench");
+    let access = app::auth::system_access(ProjectId::new(1), "bench");
     println!("| query (busiest project, 51 rows) | median ms | p90 ms | rows |");
     println!("|---|---|---|---|");
     for (name, filter) in cases {

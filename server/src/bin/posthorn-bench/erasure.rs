@@ -1,6 +1,7 @@
 //! Erasure of one data subject on a large generated history, through the public API:
 //! `POST /public/v1/erasures`, then `GET /public/v1/erasures/{id}` until it is done.
 
+use app::core::ProjectId;
 use std::time::{Duration, Instant};
 
 use app::db;
@@ -30,7 +31,9 @@ pub async fn erase(rows: i64, projects: i64, runs: usize, reuse: Option<String>)
     let addr = serve_app(&pool, &url).await;
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let runner = tokio::spawn(server::replayer::run(pool.clone(), stopped));
-    let (key, _) = db::api_keys::create(&pool, 1, "bench").await.unwrap();
+    let (key, _) = db::api_keys::create(&pool, ProjectId::new(1), "bench")
+        .await
+        .unwrap();
     let api = Api {
         http: reqwest::Client::new(),
         key,

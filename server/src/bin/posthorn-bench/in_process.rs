@@ -3,6 +3,7 @@
 //! outcomes recorded in PostgreSQL. `throughput` keeps the queue fed with a fan-out;
 //! `latency` ingests at a steady rate to one endpoint.
 
+use app::core::ProjectId;
 use std::{
     collections::HashMap,
     sync::{
@@ -137,7 +138,7 @@ async fn bench_project(pool: &sqlx::PgPool, target: &str, endpoints: usize) -> i
         .await
         .unwrap();
     }
-    project.id
+    project.id.get()
 }
 
 /// Keeps the queue fed with a fan-out for `seconds`, then waits until every delivery is
@@ -199,7 +200,7 @@ async fn ingest_eight(bench: &Bench) -> u64 {
             bench.project_id,
         );
         tasks.push(tokio::spawn(async move {
-            db::events::ingest(&pool, project_id, &t, DATA, None)
+            db::events::ingest(&pool, ProjectId::new(project_id), &t, DATA, None)
                 .await
                 .unwrap()
         }));
@@ -302,7 +303,7 @@ async fn ingest_at_rate(
         let tx = tx.clone();
         tokio::spawn(async move {
             let at = Instant::now();
-            let e = db::events::ingest(&pool, project_id, &t, DATA, None)
+            let e = db::events::ingest(&pool, ProjectId::new(project_id), &t, DATA, None)
                 .await
                 .unwrap();
             let _ = tx.send((e.event_id, at, Instant::now()));
@@ -311,7 +312,7 @@ async fn ingest_at_rate(
     drop(tx);
     let mut sent = HashMap::new();
     while let Some((id, at, committed)) = rx.recv().await {
-        sent.insert(id, (at, committed));
+        sent.insert(id.to_string(), (at, committed));
     }
     sent
 }

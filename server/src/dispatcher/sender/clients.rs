@@ -4,6 +4,7 @@
 //! connections), made when its first attempt goes out and kept while the certificate
 //! stays the same.
 
+use app::core::{EndpointId, ProjectId};
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, RwLock},
@@ -182,12 +183,12 @@ pub const MOST_KEPT_PER_PROJECT: usize = 128;
 /// The bookkeeping of kept values (clients), by endpoint: which project, made from which
 /// sealed key, when last used.
 struct Kept<V> {
-    by_endpoint: HashMap<i64, Entry<V>>,
+    by_endpoint: HashMap<EndpointId, Entry<V>>,
     clock: u64,
 }
 
 struct Entry<V> {
-    project: i64,
+    project: ProjectId,
     key: String,
     value: V,
     used: u64,
@@ -202,7 +203,7 @@ impl<V: Clone> Kept<V> {
     }
 
     /// The value for this endpoint and key, marked used.
-    fn get(&mut self, endpoint: i64, key: &str) -> Option<V> {
+    fn get(&mut self, endpoint: EndpointId, key: &str) -> Option<V> {
         self.clock += 1;
         let entry = self
             .by_endpoint
@@ -212,7 +213,7 @@ impl<V: Clone> Kept<V> {
         Some(entry.value.clone())
     }
 
-    fn put(&mut self, project: i64, endpoint: i64, key: &str, value: V) {
+    fn put(&mut self, project: ProjectId, endpoint: EndpointId, key: &str, value: V) {
         self.clock += 1;
         self.by_endpoint.remove(&endpoint);
         if self.count(project) >= MOST_KEPT_PER_PROJECT {
@@ -220,7 +221,7 @@ impl<V: Clone> Kept<V> {
         }
         if self.by_endpoint.len() >= MOST_KEPT {
             // Counting the one coming in: a project at the top gives way itself.
-            let mut per: HashMap<i64, usize> = HashMap::from([(project, 1)]);
+            let mut per: HashMap<ProjectId, usize> = HashMap::from([(project, 1)]);
             for e in self.by_endpoint.values() {
                 *per.entry(e.project).or_default() += 1;
             }
@@ -243,7 +244,7 @@ impl<V: Clone> Kept<V> {
         );
     }
 
-    fn count(&self, project: i64) -> usize {
+    fn count(&self, project: ProjectId) -> usize {
         self.by_endpoint
             .values()
             .filter(|e| e.project == project)
@@ -251,7 +252,7 @@ impl<V: Clone> Kept<V> {
     }
 
     /// Drops the project's least recently used value.
-    fn evict(&mut self, project: i64) {
+    fn evict(&mut self, project: ProjectId) {
         let oldest = self
             .by_endpoint
             .iter()
@@ -290,8 +291,8 @@ impl Identities {
     /// The client presenting `cert` with `sealed_key` for this endpoint of `project`.
     pub fn client(
         &self,
-        project: i64,
-        endpoint: i64,
+        project: ProjectId,
+        endpoint: EndpointId,
         cert: &str,
         sealed_key: &str,
     ) -> Result<Client, String> {
@@ -331,6 +332,8 @@ fn count_connection<R>(request: R) -> R {
 
 #[cfg(test)]
 mod tests {
+    use app::core::{EndpointId, ProjectId};
+
     #[test]
     fn connections_are_let_go_past_half_the_descriptor_limit() {
         assert!(!super::crowded(500, 1024));
@@ -343,27 +346,34 @@ mod tests {
     #[test]
     fn one_tenant_cycling_many_certificates_keeps_no_other_tenant_out() {
         let mut kept = super::Kept::new();
-        kept.put(2, 9_000, "k", 0u32);
+        kept.put(ProjectId::new(2), EndpointId::new(9_000), "k", 0u32);
         // Tenant 1 goes round 300 endpoints with certificates, twice; tenant 2's one
         // endpoint sends between its attempts and stays kept throughout.
         for round in 0..2 {
             for endpoint in 0..300 {
-                if kept.get(endpoint, "k").is_none() {
-                    kept.put(1, endpoint, "k", round);
+                if kept.get(EndpointId::new(endpoint), "k").is_none() {
+                    kept.put(ProjectId::new(1), EndpointId::new(endpoint), "k", round);
                 }
-                assert_eq!(kept.get(9_000, "k"), Some(0), "evicted at {endpoint}");
+                assert_eq!(
+                    kept.get(EndpointId::new(9_000), "k"),
+                    Some(0),
+                    "evicted at {endpoint}"
+                );
             }
         }
-        assert_eq!(kept.count(1), super::MOST_KEPT_PER_PROJECT);
+        assert_eq!(kept.count(ProjectId::new(1)), super::MOST_KEPT_PER_PROJECT);
         // A changed key is a miss; the least recently used of a project goes first.
-        assert_eq!(kept.get(9_000, "other"), None);
+        assert_eq!(kept.get(EndpointId::new(9_000), "other"), None);
         let mut kept = super::Kept::new();
         for endpoint in 0..super::MOST_KEPT_PER_PROJECT as i64 {
-            kept.put(1, endpoint, "k", ());
+            kept.put(ProjectId::new(1), EndpointId::new(endpoint), "k", ());
         }
-        kept.get(0, "k");
-        kept.put(1, 999, "k", ());
-        assert!(kept.get(0, "k").is_some() && kept.get(1, "k").is_none());
+        kept.get(EndpointId::new(0), "k");
+        kept.put(ProjectId::new(1), EndpointId::new(999), "k", ());
+        assert!(
+            kept.get(EndpointId::new(0), "k").is_some()
+                && kept.get(EndpointId::new(1), "k").is_none()
+        );
     }
 
     #[test]
@@ -372,14 +382,18 @@ mod tests {
         let mut endpoint = 0;
         for project in 0..super::MOST_KEPT as i64 / 16 {
             for _ in 0..16 {
-                kept.put(project, endpoint, "k", ());
+                kept.put(ProjectId::new(project), EndpointId::new(endpoint), "k", ());
                 endpoint += 1;
             }
         }
-        kept.put(0, endpoint, "k", ());
-        kept.put(0, endpoint + 1, "k", ());
+        kept.put(ProjectId::new(0), EndpointId::new(endpoint), "k", ());
+        kept.put(ProjectId::new(0), EndpointId::new(endpoint + 1), "k", ());
         assert_eq!(kept.by_endpoint.len(), super::MOST_KEPT);
-        assert_eq!(kept.count(0), 16, "project 0 gave way, being the largest");
-        assert!((1..16).all(|p| kept.count(p) == 16));
+        assert_eq!(
+            kept.count(ProjectId::new(0)),
+            16,
+            "project 0 gave way, being the largest"
+        );
+        assert!((1..16).all(|p| kept.count(ProjectId::new(p)) == 16));
     }
 }

@@ -8,6 +8,7 @@ pub mod ordering;
 pub mod process;
 pub mod smtp;
 
+use app::core::ProjectId;
 use std::{
     collections::VecDeque,
     net::SocketAddr,
@@ -191,7 +192,7 @@ impl TestApp {
         let (key, _) = db::api_keys::create(&self.pool, p.id, "test")
             .await
             .unwrap();
-        (p.id, key)
+        (p.id.get(), key)
     }
 
     /// A public API call with `key`: its status and JSON body (null when none).
@@ -214,7 +215,7 @@ impl TestApp {
     }
 
     pub async fn endpoint(&self, project_id: i64, url: &str) -> (i64, String) {
-        let access = app::auth::system_access(project_id, "test");
+        let access = app::auth::system_access(ProjectId::new(project_id), "test");
         let (ep, secret) = db::endpoints::create(
             &mut self.pool.acquire().await.unwrap(),
             &access,
@@ -227,7 +228,7 @@ impl TestApp {
         )
         .await
         .unwrap();
-        (ep.id, secret)
+        (ep.id.get(), secret)
     }
 
     /// Sends `n` `order.paid` events through the public API, `at_once` at a time;
@@ -254,16 +255,18 @@ impl TestApp {
         event_type: &str,
         data: serde_json::Value,
     ) -> String {
-        db::events::ingest(
-            &self.pool,
-            project_id,
-            &EventType::parse(event_type).unwrap(),
-            &data.to_string(),
-            None,
+        String::from(
+            db::events::ingest(
+                &self.pool,
+                ProjectId::new(project_id),
+                &EventType::parse(event_type).unwrap(),
+                &data.to_string(),
+                None,
+            )
+            .await
+            .unwrap()
+            .event_id,
         )
-        .await
-        .unwrap()
-        .event_id
     }
 
     /// Attempts of one event, oldest first: (attempt, status, response_status, error_kind, request_id).

@@ -4,6 +4,7 @@
 //! the inspector's bins at once.
 
 use super::*;
+use app::core::{AttemptId, ProjectId};
 
 #[tokio::test]
 async fn erasure_clears_ordering_keys_and_idempotency_keys_are_kept_hashed() {
@@ -189,12 +190,18 @@ async fn deleting_a_project_takes_its_redirect_copies_out_of_the_bins() {
         .fetch_one(&app.pool)
         .await
         .unwrap();
-    let access = app::auth::system_access(project, "test");
+    let access = app::auth::system_access(ProjectId::new(project), "test");
     let mut cfg = test_config(&app.db_url);
     cfg.public_url = app.base.clone();
-    let (_, bin) = app::use_cases::deliveries::redirect(&app.pool, &cfg, &access, attempt, None)
-        .await
-        .unwrap();
+    let (_, bin) = app::use_cases::deliveries::redirect(
+        &app.pool,
+        &cfg,
+        &access,
+        AttemptId::new(attempt),
+        None,
+    )
+    .await
+    .unwrap();
     // Someone else's capture in the same bin stays.
     let r = reqwest::Client::new()
         .post(cfg.bin_url(&bin))

@@ -125,7 +125,7 @@ pub(super) async fn owner(app: &TestApp) -> (i64, String) {
     let p = app::db::projects::create(&app.pool, "Mine", "business", user.id)
         .await
         .unwrap();
-    (p.id, email)
+    (p.id.get(), email)
 }
 
 pub(super) async fn signed_in_owner(app: &TestApp) -> (i64, Jar) {
