@@ -60,15 +60,24 @@ pub enum Trigger {
     ManualRetry,
     Redirect,
     Test,
+    /// A notice to the project's operations endpoint: retried on the schedule, never
+    /// filtered.
+    Notice,
 }
 
 impl Trigger {
-    pub const ALL: [Trigger; 4] = [
+    pub const ALL: [Trigger; 5] = [
         Trigger::Auto,
         Trigger::ManualRetry,
         Trigger::Redirect,
         Trigger::Test,
+        Trigger::Notice,
     ];
+
+    /// Whether a retryable failure is followed by the next attempt of the schedule.
+    pub fn chains(self) -> bool {
+        matches!(self, Trigger::Auto | Trigger::Notice)
+    }
 
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|v| v.as_str() == s)
@@ -81,6 +90,7 @@ impl Trigger {
             Trigger::ManualRetry => "manual retry",
             Trigger::Redirect => "redirect",
             Trigger::Test => "test",
+            Trigger::Notice => "notice",
         }
     }
 
@@ -90,6 +100,7 @@ impl Trigger {
             Trigger::ManualRetry => "manual_retry",
             Trigger::Redirect => "redirect",
             Trigger::Test => "test",
+            Trigger::Notice => "notice",
         }
     }
 }

@@ -374,16 +374,16 @@ pub async fn page(
 }
 
 /// An event of Posthorn's own (test ping, endpoint alert) to exactly one endpoint: stored
-/// as an event (so its payload can be shown and rebuilt) with a single attempt, trigger
-/// `test`, that is never retried and goes out even to a disabled endpoint. Pass a
-/// transaction: the event and its attempt are written together.
+/// as an event (so its payload can be shown and rebuilt) with one attempt: a `test`,
+/// never retried and sent even to a disabled endpoint, or a `notice`, retried on the
+/// schedule. Neither is filtered. Pass a transaction: the event and its attempt are
+/// written together.
 pub async fn send_single(
     conn: &mut PgConnection,
     project_id: ProjectId,
     (endpoint_id, url): (i64, &str),
-    event_type: &str,
-    data_json: &str,
-    by: &str,
+    (event_type, data_json): (&str, &str),
+    (trigger, by): (Trigger, &str),
 ) -> AppResult<i64> {
     let event_id = crate::core::ids::new_event_id();
     sqlx::query!(
@@ -406,7 +406,7 @@ pub async fn send_single(
                 target_url: url.to_string(),
             },
             attempt: 1,
-            trigger: Trigger::Test,
+            trigger,
             triggered_by: Some(by.to_string()),
             scheduled_at: None,
             chain_started_at: None,

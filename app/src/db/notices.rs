@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use sqlx::{PgConnection, PgPool};
 
-use crate::error::AppResult;
+use crate::{core::status::Trigger, error::AppResult};
 
 /// Dead letters named in one `delivery.dead_lettered` notice at most (the count is exact).
 pub const FIRST_IDS: usize = 5;
@@ -42,9 +42,8 @@ pub async fn emit(
             conn,
             project_id,
             (ops_id, &ops_url),
-            kind,
-            &data.to_string(),
-            "posthorn",
+            (kind, &data.to_string()),
+            (Trigger::Notice, "posthorn"),
         )
         .await?;
     }

@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use crate::{
     auth::Access,
     cfg::Config,
-    core::{payload::build_body, permissions::Action},
+    core::{payload::build_body, permissions::Action, status::Trigger},
     db::{audit, bins, deliveries, endpoints, erasures},
     error::{AppError, AppResult},
     model::DeliveryRow,
@@ -113,6 +113,10 @@ pub async fn redirect(
 /// Retry sends to the endpoint as it is now: an event its filter now keeps out is not
 /// sent again (Redirect, to an inspector bin, still is).
 async fn refuse_filtered(tx: &mut sqlx::PgConnection, row: &DeliveryRow) -> AppResult<()> {
+    // A notice is Posthorn's own word to the operations endpoint: never filtered.
+    if row.trigger == Trigger::Notice {
+        return Ok(());
+    }
     let found = endpoints::filter_now(tx, row.project_id, row.endpoint_id, &row.event_id).await?;
     let Some(now) = found else {
         return Ok(());
@@ -167,9 +171,8 @@ pub async fn test_send(
         &mut tx,
         access.project_id,
         (ep.id.get(), &ep.url),
-        "test.ping",
-        TEST_DATA,
-        &access.email,
+        ("test.ping", TEST_DATA),
+        (Trigger::Test, &access.email),
     )
     .await?;
     audit::record(

@@ -85,7 +85,7 @@ export interface FilteredOut {
 }
 
 export type DeliveryStatus = "pending" | "in_flight" | "succeeded" | "failed" | "dead_letter";
-export type DeliveryTrigger = "auto" | "manual_retry" | "redirect" | "test";
+export type DeliveryTrigger = "auto" | "manual_retry" | "redirect" | "test" | "notice";
 
 /** One delivery attempt. */
 export interface Delivery {

@@ -334,7 +334,7 @@ impl Sender {
         let chain_start = row
             .chain_started_at
             .unwrap_or(row.created_at.min(finished_at));
-        let chains = row.trigger == Trigger::Auto;
+        let chains = row.trigger.chains();
         let next = self.cfg.retry.next_attempt(
             exchange.verdict,
             row.attempt.max(0) as u32,

@@ -5,8 +5,7 @@
 //! one notice, not a flood; a client certificate about to expire is told once.
 
 use crate::common;
-use app::core::ProjectId;
-use app::core::{EndpointId, UserId};
+use app::core::{AttemptId, EndpointId, ProjectId, UserId};
 
 use std::time::{Duration, Instant};
 
@@ -291,7 +290,7 @@ async fn notices_about_the_operations_endpoint_are_not_sent_to_it() {
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let sent_to_it: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM deliveries WHERE endpoint_id = $1 AND trigger = 'test'",
+        "SELECT count(*) FROM deliveries WHERE endpoint_id = $1 AND trigger = 'notice'",
     )
     .bind(ops_id)
     .fetch_one(&app.pool)
@@ -352,5 +351,73 @@ async fn a_client_certificate_expiring_within_14_days_is_told_once() {
         (9..=10).contains(&data["days_left"].as_i64().unwrap()),
         "{data}"
     );
+    app.stop().await;
+}
+
+/// A notice goes out with its own trigger, `notice`: a failure is retried on the
+/// schedule, the operations endpoint's filter does not keep it out, and a Retry of it is
+/// not refused for the filter either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_operations_notice_is_retried_on_the_schedule_and_never_filtered() {
+    let app = TestApp::spawn().await;
+    let (project, _, _, ops, ops_secret) = project_with_ops(&app).await;
+    let ops_id: i64 = sqlx::query_scalar("SELECT ops_endpoint_id FROM projects WHERE id = $1")
+        .bind(project)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    // A filter no notice passes (a notice's data has no amount).
+    sqlx::query("UPDATE endpoints SET filter = 'data.amount > 1000' WHERE id = $1")
+        .bind(ops_id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    ops.script([Answer::status(500)]);
+    let other = Receiver::start().await;
+    let (other_id, _) = app.endpoint(project, &other.url).await;
+    let mut tx = app.pool.begin().await.unwrap();
+    app::db::notices::emit(
+        &mut tx,
+        ProjectId::new(project),
+        other_id,
+        "endpoint.disabled",
+        &json!({ "endpoint_id": other_id, "reason": "test" }),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
+    let seen = ops.wait_for(2, Duration::from_secs(20)).await;
+    let told = notices(&seen, &ops_secret);
+    assert_eq!(count(&told, "endpoint.disabled"), 2, "{told:?}");
+    let attempts: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT trigger, status, triggered_by FROM deliveries WHERE endpoint_id = $1 ORDER BY attempt",
+    )
+    .bind(ops_id)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let (triggers, statuses): (Vec<&str>, Vec<&str>) = attempts
+        .iter()
+        .map(|(t, s, _)| (t.as_str(), s.as_str()))
+        .unzip();
+    assert_eq!(triggers, ["notice", "notice"]);
+    assert_eq!(statuses, ["failed", "succeeded"]);
+    assert_eq!(attempts[0].2.as_deref(), Some("posthorn"));
+
+    // Retried by hand, past the filter that would keep an event out.
+    let last: i64 = sqlx::query_scalar(
+        "SELECT id FROM deliveries WHERE endpoint_id = $1 ORDER BY attempt DESC LIMIT 1",
+    )
+    .bind(ops_id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let access = app::auth::system_access(ProjectId::new(project), "test");
+    let retried = app::use_cases::deliveries::retry(&app.pool, &access, AttemptId::new(last))
+        .await
+        .expect("a notice's Retry is not filtered");
+    assert_eq!(retried.trigger.as_str(), "manual_retry");
+    ops.wait_for(3, Duration::from_secs(20)).await;
     app.stop().await;
 }

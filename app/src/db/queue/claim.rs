@@ -58,6 +58,7 @@ impl Claimed {
                 target_url: self.endpoint_url.clone(),
                 ..self.of.clone()
             },
+            trigger: self.trigger,
             attempt: self.attempt.saturating_add(1),
             scheduled_at: at,
             request_id,

@@ -37,13 +37,15 @@ pub struct Outcome {
 #[derive(Clone, Debug)]
 pub struct NextAttempt {
     pub of: AttemptOf,
+    /// The chain's trigger: `auto`, or `notice` for the operations endpoint's notices.
+    pub trigger: Trigger,
     pub attempt: i32,
     pub scheduled_at: DateTime<Utc>,
     pub request_id: String,
 }
 
 impl NextAttempt {
-    /// The follow-up as it is queued: automatic, continuing the chain that began at
+    /// The follow-up as it is queued: in its chain, continuing the chain that began at
     /// `chain_started_at`, in its key's lane if the attempt before it was.
     pub fn queued(
         &self,
@@ -54,7 +56,7 @@ impl NextAttempt {
         NewAttempt {
             of: self.of.clone(),
             attempt: self.attempt,
-            trigger: Trigger::Auto,
+            trigger: self.trigger,
             triggered_by: None,
             scheduled_at: Some(self.scheduled_at),
             chain_started_at: Some(chain_started_at),

@@ -14,7 +14,7 @@ class Delivery extends Model
     public int $endpoint_id;
     public string $target_url;
     public int $attempt;
-    /** auto, manual_retry, redirect or test */
+    /** auto, manual_retry, redirect, test or notice */
     public string $trigger;
     public ?string $triggered_by;
     /** pending, in_flight, succeeded, failed or dead_letter */

@@ -77,7 +77,7 @@ export interface FilteredOut {
     reason: string;
 }
 export type DeliveryStatus = "pending" | "in_flight" | "succeeded" | "failed" | "dead_letter";
-export type DeliveryTrigger = "auto" | "manual_retry" | "redirect" | "test";
+export type DeliveryTrigger = "auto" | "manual_retry" | "redirect" | "test" | "notice";
 /** One delivery attempt. */
 export interface Delivery {
     id: number;
