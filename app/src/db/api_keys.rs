@@ -82,8 +82,6 @@ impl KeyOwner {
     }
 }
 
-type Limits = sqlx::types::Json<serde_json::Value>;
-
 /// Looks a presented key up (revoked keys are unknown) and, for a known key, counts one
 /// hit on its rate counter (the bucket [`key_bucket`] names) for the window starting at
 /// `window_start`, in one statement, so the count costs the request no round trip of
@@ -94,8 +92,8 @@ pub async fn authenticate_counting<'c>(
     key: &str,
     window_start: i64,
 ) -> AppResult<Option<(KeyOwner, u32)>> {
-    let row = sqlx::query_as::<_, (i64, i64, String, i64, i32, Limits, i32, bool)>(
-        "WITH k AS (
+    let row = sqlx::query!(
+        r#"WITH k AS (
             SELECT k.id, k.project_id, p.plan, p.endpoints_version, p.limits, k.last_used_at,
                    p.event_schemas, p.trace_propagation FROM api_keys k
             JOIN projects p ON p.id = k.project_id AND p.deleted_at IS NULL
@@ -109,21 +107,21 @@ pub async fn authenticate_counting<'c>(
             ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_counters.count + 1
             RETURNING count
          )
-         SELECT k.id, k.project_id, k.plan, k.endpoints_version, counted.count, k.limits,
-                k.event_schemas, k.trace_propagation FROM k, counted",
+         SELECT k.id AS "key_id!", k.project_id AS "project_id!: ProjectId", k.plan AS "plan!",
+                k.endpoints_version AS "endpoints_version!", counted.count AS "count!",
+                k.limits AS "limits!", k.event_schemas AS "event_schemas!",
+                k.trace_propagation AS "trace_propagation!" FROM k, counted"#,
+        hash_key(key),
+        window_start,
+        KEY_BUCKET,
     )
-    .bind(hash_key(key))
-    .bind(window_start)
-    .bind(KEY_BUCKET)
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(
-        |(key_id, project_id, plan, endpoints_version, count, limits, schemas, propagate)| {
-            let versions = (endpoints_version, schemas, propagate);
-            let owner = KeyOwner::new(key_id, ProjectId::new(project_id), &plan, versions, &limits);
-            (owner, count.max(0) as u32)
-        },
-    ))
+    Ok(row.map(|r| {
+        let versions = (r.endpoints_version, r.event_schemas, r.trace_propagation);
+        let owner = KeyOwner::new(r.key_id, r.project_id, &r.plan, versions, &r.limits);
+        (owner, r.count.max(0) as u32)
+    }))
 }
 
 /// [`authenticate_counting`] for several requests in one statement (the same key may be
@@ -154,8 +152,8 @@ pub async fn authenticate_counting_all<'c>(
             }
         })
         .collect();
-    let rows = sqlx::query_as::<_, (Vec<u8>, i64, i64, i64, String, i64, i32, Limits, i32, bool)>(
-        "WITH asked AS (
+    let rows = sqlx::query!(
+        r#"WITH asked AS (
             SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::int[]) AS a(key_hash, window_start, n)
          ), k AS (
             SELECT k.id, k.project_id, p.plan, p.endpoints_version, p.limits, k.last_used_at, a.key_hash,
@@ -173,36 +171,30 @@ pub async fn authenticate_counting_all<'c>(
             ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_counters.count + EXCLUDED.count
             RETURNING bucket, window_start, count
          )
-         SELECT k.key_hash, k.window_start, k.id, k.project_id, k.plan, k.endpoints_version, c.count,
-                k.limits, k.event_schemas, k.trace_propagation
-         FROM k JOIN counted c ON c.bucket = $4 || k.id AND c.window_start = k.window_start",
+         SELECT k.key_hash AS "key_hash!", k.window_start AS "window_start!", k.id AS "key_id!",
+                k.project_id AS "project_id!: ProjectId", k.plan AS "plan!",
+                k.endpoints_version AS "endpoints_version!", c.count AS "count!",
+                k.limits AS "limits!", k.event_schemas AS "event_schemas!",
+                k.trace_propagation AS "trace_propagation!"
+         FROM k JOIN counted c ON c.bucket = $4 || k.id AND c.window_start = k.window_start"#,
+        &distinct.iter().map(|d| d.0.clone()).collect::<Vec<Vec<u8>>>(),
+        &distinct.iter().map(|d| d.1).collect::<Vec<i64>>(),
+        &distinct.iter().map(|d| d.2).collect::<Vec<i32>>(),
+        KEY_BUCKET,
     )
-    .bind(distinct.iter().map(|d| d.0.clone()).collect::<Vec<Vec<u8>>>())
-    .bind(distinct.iter().map(|d| d.1).collect::<Vec<i64>>())
-    .bind(distinct.iter().map(|d| d.2).collect::<Vec<i32>>())
-    .bind(KEY_BUCKET)
     .fetch_all(pool)
     .await?;
     Ok(place
         .iter()
         .map(|(i, nth)| {
             let (hash, window, n) = &distinct[*i];
-            let (
-                _,
-                _,
-                key_id,
-                project_id,
-                plan,
-                endpoints_version,
-                count,
-                limits,
-                schemas,
-                propagate,
-            ) = rows.iter().find(|r| r.0 == *hash && r.1 == *window)?;
-            let versions = (*endpoints_version, *schemas, *propagate);
-            let owner = KeyOwner::new(*key_id, ProjectId::new(*project_id), plan, versions, limits);
+            let r = rows
+                .iter()
+                .find(|r| r.key_hash == *hash && r.window_start == *window)?;
+            let versions = (r.endpoints_version, r.event_schemas, r.trace_propagation);
+            let owner = KeyOwner::new(r.key_id, r.project_id, &r.plan, versions, &r.limits);
             // The count after all of them, less the ones presented after this one.
-            Some((owner, (count - n + 1 + nth).max(0) as u32))
+            Some((owner, (r.count - *n + 1 + *nth).max(0) as u32))
         })
         .collect())
 }
