@@ -335,10 +335,14 @@ pub async fn get_viewer() -> Result<Option<Viewer>, ServerFnError> {
         return Ok(None);
     };
     let projects = projects::visible_to(&ctx.pool, user.id, user.is_support()).await?;
-    let current = match current_access(crate::core::permissions::Action::ReadDeliveries).await {
-        Ok(access) => projects.iter().find(|p| p.id == access.project_id).cloned(),
-        Err(_) => None,
-    };
+    let (current, member) =
+        match current_access(crate::core::permissions::Action::ReadDeliveries).await {
+            Ok(access) => (
+                projects.iter().find(|p| p.id == access.project_id).cloned(),
+                access.role == crate::core::permissions::Role::Member,
+            ),
+            Err(_) => (None, false),
+        };
     let is_support = user.is_support();
     let disabled_endpoints: Vec<(i64, String, String)> = match &current {
         Some(p) => crate::db::endpoint_activity::auto_disabled(&ctx.pool, p.id).await?,
@@ -348,6 +352,7 @@ pub async fn get_viewer() -> Result<Option<Viewer>, ServerFnError> {
         user_id: user.id,
         email: user.email,
         is_support,
+        member,
         projects,
         current,
         disabled_endpoints,
@@ -377,6 +382,7 @@ async fn portal_viewer(
         user_id: crate::core::UserId::new(0),
         email: portal.user.email.clone().unwrap_or_default(),
         is_support: false,
+        member: false,
         projects: vec![project.clone()],
         current: Some(project),
         disabled_endpoints,

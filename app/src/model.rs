@@ -20,6 +20,9 @@ pub struct Viewer {
     pub user_id: UserId,
     pub email: String,
     pub is_support: bool,
+    /// A member of the current project by invitation, not one of its owners.
+    #[serde(default)]
+    pub member: bool,
     pub projects: Vec<ProjectRef>,
     pub current: Option<ProjectRef>,
     /// Endpoints of the current project that Posthorn disabled: (id, url, reason).
@@ -43,6 +46,7 @@ impl Viewer {
             Some(p) if p.role == "viewer" => Role::Viewer,
             Some(_) => Role::Portal,
             None if self.is_support => Role::Support,
+            None if self.member => Role::Member,
             None => Role::Owner,
         };
         allows(role, action)

@@ -7,6 +7,9 @@ test("support staff are offered only what they may do, and see whose each delive
   // another test's, with none).
   await page.getByTestId("project-switcher").selectOption({ label: "Demo" });
   await expect(page.getByTestId("project-name")).toHaveText("Demo");
+  // Shown as support, with no link to the keys support may not read.
+  await expect(page.getByTestId("user-role")).toHaveText("support");
+  await expect(page.locator("header nav").getByRole("link", { name: "API keys" })).toHaveCount(0);
   await page.goto("/developers/webhooks");
   await hydrated(page);
   await expect(page.getByTestId("endpoint-row").first()).toBeVisible();

@@ -44,6 +44,14 @@ test("an owner invites a member with a one-time link; the last owner cannot be r
   await hydrated(guest);
   await expect(guest.getByTestId("project-name")).toHaveText("Invites");
   await expect(guest.getByTestId("user-email")).toHaveText(newcomer);
+  // A member is shown as one, and offered nothing on the team but their own password.
+  await expect(guest.getByTestId("user-role")).toHaveText("member");
+  await guest.goto("/developers/team");
+  await hydrated(guest);
+  await expect(guest.getByTestId("member-row")).toHaveCount(2);
+  for (const id of ["invite-button", "remove-member-button"]) {
+    await expect(guest.getByTestId(id), id).toHaveCount(0);
+  }
   // The link works once.
   const again = await ctx.newPage();
   await again.goto(path);

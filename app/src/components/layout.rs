@@ -152,16 +152,19 @@ fn CabinetHeader(viewer: Viewer) -> impl IntoView {
         .unwrap_or_else(|| "No project".into());
     let role = if viewer.is_support {
         "support"
+    } else if viewer.member {
+        "member"
     } else {
         "owner"
     };
+    let keys = viewer.may(crate::core::permissions::Action::ReadKeys);
     view! {
         <header class="topbar">
             <a class="brand" href="/developers">"Posthorn"</a>
             <nav>
                 <A href="/developers/deliveries">"Deliveries"</A>
                 <A href="/developers/webhooks">"Webhooks"</A>
-                <A href="/developers/keys">"API keys"</A>
+                {keys.then(|| view! { <A href="/developers/keys">"API keys"</A> })}
                 <A href="/developers/events">"Events"</A>
                 <A href="/developers/team">"Team"</A>
                 <A href="/developers/audit">"Audit"</A>
@@ -183,7 +186,7 @@ fn CabinetHeader(viewer: Viewer) -> impl IntoView {
                 </label>
                 <span class="project-name" data-testid="project-name">{current_name}</span>
                 <span class="user" data-testid="user-email">{viewer.email.clone()}</span>
-                <span class=format!("role role-{role}")>{role}</span>
+                <span class=format!("role role-{role}") data-testid="user-role">{role}</span>
                 <form class="inline" method="post" action=Logout::url()
                     on:submit=move |ev| { ev.prevent_default(); logout.dispatch(Logout {}); }>
                     <button type="submit" class="link">"Sign out"</button>

@@ -86,3 +86,21 @@ pub async fn remove(
     .await?;
     Ok(())
 }
+
+/// Sets a member's role (`owner` or `member`, checked by the caller).
+pub async fn set_role(
+    conn: &mut PgConnection,
+    project_id: ProjectId,
+    user_id: UserId,
+    role: &str,
+) -> AppResult<()> {
+    sqlx::query!(
+        "UPDATE memberships SET role = $3 WHERE project_id = $1 AND user_id = $2",
+        project_id.get(),
+        user_id.get(),
+        role,
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}

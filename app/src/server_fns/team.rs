@@ -56,6 +56,15 @@ pub async fn remove_member(email: String) -> Result<(), ServerFnError> {
     Ok(use_cases::team::remove_member(&ctx.pool, &access, &email).await?)
 }
 
+/// Makes a member an owner or an owner a member; the last owner stays one. Owners only.
+#[server(endpoint = "set_member_role")]
+pub async fn set_member_role(email: String, role: String) -> Result<(), ServerFnError> {
+    use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx, use_cases};
+    let ctx = server_ctx()?;
+    let access = current_access(Action::ManageTeam).await?;
+    Ok(use_cases::team::set_role(&ctx.pool, &access, &email, &role).await?)
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InvitationView {
     pub project: String,

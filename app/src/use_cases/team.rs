@@ -69,6 +69,41 @@ pub async fn remove_member(pool: &PgPool, access: &Access, email: &str) -> AppRe
     Ok(())
 }
 
+/// Makes a member an owner or an owner a member. The last owner stays one: a project
+/// always has someone who can manage its team.
+pub async fn set_role(pool: &PgPool, access: &Access, email: &str, role: &str) -> AppResult<()> {
+    access.require(Action::ManageTeam)?;
+    if !matches!(role, "owner" | "member") {
+        return Err(AppError::Invalid("A role is owner or member.".into()));
+    }
+    let mut tx = pool.begin().await?;
+    let members = memberships::lock_all(&mut tx, access.project_id).await?;
+    let email = email.trim().to_lowercase();
+    let target = members
+        .iter()
+        .find(|m| m.email == email)
+        .ok_or(AppError::NotFound)?;
+    if target.role == role {
+        return Ok(());
+    }
+    if target.role == "owner" && members.iter().filter(|m| m.role == "owner").count() == 1 {
+        return Err(AppError::Conflict(
+            "The last owner of a project stays an owner: make someone else an owner first.".into(),
+        ));
+    }
+    memberships::set_role(&mut tx, access.project_id, target.user_id, role).await?;
+    audit::record(
+        &mut *tx,
+        access,
+        "member.role",
+        &email,
+        serde_json::json!({ "from": target.role, "to": role }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 fn unknown_invitation() -> AppError {
     AppError::Invalid("This invitation is unknown, used or expired.".into())
 }

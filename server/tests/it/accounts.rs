@@ -332,3 +332,75 @@ async fn two_people_accepting_invitations_to_one_address_at_once_make_one_accoun
     }
     app.stop().await;
 }
+
+/// Roles change from the team page's server function: a member becomes an owner and the
+/// first owner a member; the last owner stays one, a member changes no role, a role is
+/// owner or member, and every change is audited.
+#[tokio::test]
+async fn roles_change_and_the_last_owner_stays_one() {
+    let app = TestApp::spawn_with(|_| {}).await;
+    let (project, owner) = inviting_project(&app).await;
+    let email = format!("member-{}@example.com", ulid::Ulid::new()).to_lowercase();
+    let token = app::use_cases::team::invite(&app.pool, &owner, &email)
+        .await
+        .unwrap();
+    let member = Browser::new(&app);
+    let form = [("token", token.as_str()), ("password", "member-password")];
+    let (status, body) = member.call("accept_invitation", &form).await;
+    assert!(status < 400, "{status} {body}");
+    let role_of = |who: String| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, String>(
+                "SELECT m.role FROM memberships m JOIN users u ON u.id = m.user_id
+                  WHERE m.project_id = $1 AND lower(u.email) = $2",
+            )
+            .bind(project)
+            .bind(who)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let me = owner.email.to_lowercase();
+
+    let last = app::use_cases::team::set_role(&app.pool, &owner, &me, "member").await;
+    assert!(
+        last.as_ref()
+            .unwrap_err()
+            .to_string()
+            .contains("last owner"),
+        "{last:?}"
+    );
+    let (status, _) = member
+        .call(
+            "set_member_role",
+            &[("email", email.as_str()), ("role", "owner")],
+        )
+        .await;
+    assert_eq!(status, 403, "a member changes no role, their own included");
+    assert_eq!(role_of(email.clone()).await, "member");
+    let odd = app::use_cases::team::set_role(&app.pool, &owner, &email, "admin").await;
+    assert!(
+        matches!(odd, Err(app::error::AppError::Invalid(_))),
+        "{odd:?}"
+    );
+
+    app::use_cases::team::set_role(&app.pool, &owner, &email, "owner")
+        .await
+        .unwrap();
+    app::use_cases::team::set_role(&app.pool, &owner, &me, "member")
+        .await
+        .unwrap();
+    assert_eq!(role_of(email.clone()).await, "owner");
+    assert_eq!(role_of(me.clone()).await, "member");
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE project_id = $1 AND action = 'member.role'",
+    )
+    .bind(project)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(audited, 2);
+    app.stop().await;
+}

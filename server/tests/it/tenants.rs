@@ -360,6 +360,11 @@ async fn support_and_other_projects_are_refused_by_every_server_function() {
         ("revoke_key", vec![("id", &k)], 403),
         ("invite_member", vec![("email", "friend@example.com")], 403),
         ("remove_member", vec![("email", &owner_email)], 403),
+        (
+            "set_member_role",
+            vec![("email", &owner_email), ("role", "member")],
+            403,
+        ),
         ("list_audit", vec![], 200),
         ("event_catalogue", vec![], 200),
         ("list_members", vec![], 200),
