@@ -243,12 +243,10 @@ impl SchemaCache {
         if kept.len() >= PROJECTS_KEPT && !kept.contains_key(&project_id) {
             kept.clear();
         }
-        let p = kept
-            .entry(ProjectId::new(project_id.get()))
-            .or_insert_with(|| ProjectSchemas {
-                version,
-                by_type: HashMap::new(),
-            });
+        let p = kept.entry(project_id).or_insert_with(|| ProjectSchemas {
+            version,
+            by_type: HashMap::new(),
+        });
         if p.version != version {
             p.version = version;
             p.by_type.clear();

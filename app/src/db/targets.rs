@@ -259,7 +259,7 @@ impl TargetCache {
         }
         let p = lists
             .projects
-            .entry(ProjectId::new(project_id.get()))
+            .entry(project_id)
             .or_insert_with(|| ProjectLists {
                 version,
                 by_type: HashMap::new(),

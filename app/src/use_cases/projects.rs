@@ -2,7 +2,7 @@
 //! same rules for anything else that writes them). Every field given is checked here
 //! ([`crate::core::operator`]) before [`crate::db::tenants`] stores it.
 
-use crate::core::{ProjectId, UserId};
+use crate::core::ProjectId;
 use sqlx::PgPool;
 
 use chrono::{DateTime, Utc};
@@ -73,7 +73,7 @@ pub async fn create_with_owner(
     owner_password: &str,
 ) -> AppResult<(i64, String)> {
     let owner = users::upsert(pool, owner_email, owner_password, "user").await?;
-    let project = projects::create(pool, name, plan, UserId::new(owner.id.get())).await?;
+    let project = projects::create(pool, name, plan, owner.id).await?;
     let (key, _) = api_keys::create(pool, project.id, "created by create-project").await?;
     Ok((project.id.get(), key))
 }

@@ -44,7 +44,7 @@ pub async fn run<T: Send + 'static>(
         .turns
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .entry(ProjectId::new(project.get()))
+        .entry(project)
         .or_default()
         .clone();
     let waited = async {

@@ -183,7 +183,7 @@ impl ClaimLoop {
         let shares = Shares::of(h.values(), promised);
         let sole_project_room = self.pacing.sole_project.map(|p| {
             let held = (shares.projects.iter())
-                .position(|q| *q == ProjectId::new(p.get()))
+                .position(|q| *q == p)
                 .map_or(0, |i| shares.project_held[i]);
             self.cfg.project_concurrency.max(1) as i64 - held
         });

@@ -305,13 +305,11 @@ fn health_of(written: &[(&Outcome, &Recorded)]) -> Vec<Health> {
     sorted.sort_by_key(|(o, _)| o.finished_at);
     for (o, r) in sorted {
         let ok = o.status == DeliveryStatus::Succeeded;
-        let h = by_endpoint
-            .entry(EndpointId::new(r.endpoint_id.get()))
-            .or_insert(Health {
-                endpoint_id: r.endpoint_id,
-                ok,
-                first_failure: o.finished_at,
-            });
+        let h = by_endpoint.entry(r.endpoint_id).or_insert(Health {
+            endpoint_id: r.endpoint_id,
+            ok,
+            first_failure: o.finished_at,
+        });
         if ok {
             h.ok = true;
         } else if h.ok {
