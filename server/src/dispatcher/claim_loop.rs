@@ -245,11 +245,11 @@ impl ClaimLoop {
     fn hold(&self, claimed: &[Claimed]) {
         let mut h = self.held.lock().unwrap_or_else(|e| e.into_inner());
         for row in claimed {
-            let held = HeldRow {
-                endpoint_id: row.of.endpoint_id,
-                project_id: row.of.project_id,
-                throttled: row.start_at.is_some(),
-            };
+            let held = HeldRow::new(
+                row.of.endpoint_id,
+                row.of.project_id,
+                row.start_at.is_some(),
+            );
             h.insert(row.id, held);
         }
         if let Some(handoff) = &self.handoff {
@@ -338,7 +338,7 @@ impl Shares {
     ) -> Shares {
         let (mut per_endpoint, mut per_project) = promised;
         let mut throttled_held = false;
-        for r in rows {
+        for r in rows.filter(|r| r.in_flight()) {
             throttled_held |= r.throttled;
             *per_endpoint.entry(r.endpoint_id).or_default() += 1;
             *per_project.entry(r.project_id).or_default() += 1;

@@ -137,7 +137,7 @@ impl LocalHandoff {
         let free = self
             .max_held
             .saturating_sub(held.len() + reserved + claim_total);
-        for row in held.values() {
+        for row in held.values().filter(|r| r.in_flight()) {
             if row.project_id == project_id {
                 project_held += 1;
                 if let Some(i) = endpoints.iter().position(|e| *e == row.endpoint_id) {
@@ -270,11 +270,7 @@ impl Handoff for LocalHandoff {
             for row in &rows {
                 held.insert(
                     row.id,
-                    HeldRow {
-                        endpoint_id: row.of.endpoint_id,
-                        project_id: row.of.project_id,
-                        throttled: false,
-                    },
+                    HeldRow::new(row.of.endpoint_id, row.of.project_id, false),
                 );
             }
             self.release(project_id, reserved);
@@ -312,11 +308,7 @@ mod tests {
         {
             let mut h = held.lock().unwrap();
             for id in 0..project_rows as i64 {
-                let row = HeldRow {
-                    endpoint_id: EndpointId::new(100 + id % 3),
-                    project_id: ProjectId::new(1),
-                    throttled: false,
-                };
+                let row = HeldRow::new(EndpointId::new(100 + id % 3), ProjectId::new(1), false);
                 h.insert(AttemptId::new(id), row);
             }
         }
@@ -378,5 +370,35 @@ mod tests {
                 .unwrap(),
             e(&[103, 104, 105])
         );
+    }
+
+    #[test]
+    fn a_finished_request_frees_its_endpoints_share_but_not_the_process_room() {
+        // Endpoint 100 holds 4 rows: its share of 4 is full.
+        let held = Held::default();
+        for id in 0..4 {
+            let row = HeldRow::new(EndpointId::new(100), ProjectId::new(1), false);
+            held.lock().unwrap().insert(AttemptId::new(id), row);
+        }
+        let (handoff, _rx) = LocalHandoff::new("w".into(), Duration::from_secs(5), held, 64, 4, 8);
+        handoff.open.store(true, Ordering::Release);
+        assert_eq!(
+            handoff.reserve(ProjectId::new(1), &e(&[100])).unwrap(),
+            e(&[])
+        );
+        // One of its requests ends; its outcome waits for the writer.
+        (handoff
+            .held
+            .lock()
+            .unwrap()
+            .get_mut(&AttemptId::new(3))
+            .unwrap())
+        .finished = true;
+        assert_eq!(
+            handoff.reserve(ProjectId::new(1), &e(&[100])).unwrap(),
+            e(&[100])
+        );
+        // It still takes room in the process (4 held and 1 promised of 64) until written.
+        assert_eq!(handoff.held.lock().unwrap().len() + handoff.reserved(), 5);
     }
 }

@@ -33,6 +33,8 @@ pub(super) struct Launch {
     pub shutdown: watch::Receiver<bool>,
     pub probe: Option<Probe>,
     pub reports: mpsc::UnboundedSender<Report>,
+    /// The rows held, so a task can mark its row's request ended.
+    pub held: super::Held,
     pub tasks: JoinSet<()>,
 }
 
@@ -56,7 +58,12 @@ impl Launch {
         let metrics = self.metrics.clone();
         let mut stopping = self.shutdown.clone();
         let probe = self.probe.clone();
-        let hand_back = HandBackOnDrop::new(row.id, row.created_at, self.reports.clone());
+        let hand_back = HandBackOnDrop::new(
+            row.id,
+            row.created_at,
+            self.held.clone(),
+            self.reports.clone(),
+        );
         let span = crate::telemetry::attempt_span(&row);
         let task_span = span.clone();
         self.tasks.spawn(

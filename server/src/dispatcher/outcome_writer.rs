@@ -23,6 +23,7 @@ pub(super) enum Report {
 /// that ends any other way (early return, abort, panic) never leaves its row held.
 pub(super) struct HandBackOnDrop {
     id: AttemptId,
+    held: Held,
     created_at: chrono::DateTime<chrono::Utc>,
     reports: mpsc::UnboundedSender<Report>,
     done: bool,
@@ -32,17 +33,23 @@ impl HandBackOnDrop {
     pub(super) fn new(
         id: AttemptId,
         created_at: chrono::DateTime<chrono::Utc>,
+        held: Held,
         reports: mpsc::UnboundedSender<Report>,
     ) -> HandBackOnDrop {
         HandBackOnDrop {
             id,
+            held,
             created_at,
             reports,
             done: false,
         }
     }
 
+    /// Reports the outcome; the row's request has ended, so its endpoint's share is free.
     pub(super) fn report(mut self, outcome: Outcome) {
+        if let Some(row) = (self.held.lock().unwrap_or_else(|e| e.into_inner())).get_mut(&self.id) {
+            row.finished = true;
+        }
         self.done = self
             .reports
             .send(Report::Outcome(Box::new(outcome)))
