@@ -338,7 +338,7 @@ impl Shares {
     ) -> Shares {
         let (mut per_endpoint, mut per_project) = promised;
         let mut throttled_held = false;
-        for r in rows.filter(|r| r.in_flight()) {
+        for r in rows {
             throttled_held |= r.throttled;
             *per_endpoint.entry(r.endpoint_id).or_default() += 1;
             *per_project.entry(r.project_id).or_default() += 1;

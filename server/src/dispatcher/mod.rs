@@ -40,10 +40,11 @@ struct HeldRow {
     project_id: ProjectId,
     /// Waiting for or holding a throttled endpoint's start slot.
     throttled: bool,
-    /// Its request has ended and its outcome waits to be written. It no longer counts
-    /// against its endpoint's and project's shares (they bound requests in flight: an
-    /// endpoint's share held through the outcome's write capped one endpoint at
-    /// ~2,000 deliveries/s under load), only against the process's.
+    /// Its request has ended and its outcome waits for the writer. The hand-off no longer
+    /// counts it against its endpoint's and project's shares (16 slots held through the
+    /// write capped one endpoint at ~2,000 deliveries/s under load); the claim, which
+    /// bounds what a backlog takes, still does, as the queue shows it `in_flight`. The
+    /// process's room counts it either way.
     finished: bool,
 }
 
@@ -57,7 +58,7 @@ impl HeldRow {
         }
     }
 
-    /// Counts against its endpoint's and project's shares.
+    /// Its request is in flight (the hand-off's count of the shares).
     fn in_flight(&self) -> bool {
         !self.finished
     }
