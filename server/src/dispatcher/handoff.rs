@@ -380,16 +380,23 @@ mod tests {
         );
     }
 
-    #[test]
-    fn promised_room_takes_an_endpoint_to_twice_its_share_only_while_it_holds_less() {
-        // Endpoint 100 holds 3 rows of its share of 4; the project's share is 16.
+    /// A hand-off whose endpoint 100 holds `rows` rows of project 1: shares of 4 per
+    /// endpoint and `per_project` per project.
+    fn endpoint_holding(rows: i64, per_project: usize) -> Arc<LocalHandoff> {
         let held = Held::default();
-        for id in 0..3 {
+        for id in 0..rows {
             let row = HeldRow::new(EndpointId::new(100), ProjectId::new(1), false);
             held.lock().unwrap().insert(AttemptId::new(id), row);
         }
-        let (handoff, _rx) = LocalHandoff::new("w".into(), Duration::from_secs(5), held, 64, 4, 16);
+        let (handoff, _rx) =
+            LocalHandoff::new("w".into(), Duration::from_secs(5), held, 64, 4, per_project);
         handoff.open.store(true, Ordering::Release);
+        handoff
+    }
+
+    #[test]
+    fn promised_room_takes_an_endpoint_to_twice_its_share_only_while_it_holds_less() {
+        let handoff = endpoint_holding(3, 16);
         // Concurrent requests each get room until held and promised reach 8 (2 × 4)...
         let granted = (0..6)
             .filter(|_| {
@@ -406,16 +413,33 @@ mod tests {
             e(&[101])
         );
         // An endpoint that holds its whole share gets nothing, promised or not.
-        let held = Held::default();
-        for id in 0..4 {
-            let row = HeldRow::new(EndpointId::new(100), ProjectId::new(1), false);
-            held.lock().unwrap().insert(AttemptId::new(id), row);
-        }
-        let (handoff, _rx) = LocalHandoff::new("w".into(), Duration::from_secs(5), held, 64, 4, 8);
-        handoff.open.store(true, Ordering::Release);
+        let handoff = endpoint_holding(4, 16);
         assert!(handoff
             .reserve(ProjectId::new(1), &e(&[100]))
             .unwrap()
             .is_empty());
+    }
+
+    #[test]
+    fn a_finished_request_frees_its_endpoints_share_for_the_hand_off() {
+        let handoff = endpoint_holding(4, 16);
+        assert!(handoff
+            .reserve(ProjectId::new(1), &e(&[100]))
+            .unwrap()
+            .is_empty());
+        // One of its requests ends; its outcome waits for the writer.
+        (handoff
+            .held
+            .lock()
+            .unwrap()
+            .get_mut(&AttemptId::new(3))
+            .unwrap())
+        .finished = true;
+        assert_eq!(
+            handoff.reserve(ProjectId::new(1), &e(&[100])).unwrap(),
+            e(&[100])
+        );
+        // It still takes room in the process (4 held and 1 promised of 64) until written.
+        assert_eq!(handoff.held.lock().unwrap().len() + handoff.reserved(), 5);
     }
 }
