@@ -151,49 +151,66 @@ build() {
   fi
   log "building the server ($PROFILE)"
   cargo build -p server "${cargo_profile[@]}"
-  log "building the WASM bundle ($WASM_PROFILE)"
+  local out="$CARGO_TARGET_DIR/bundle"
+  rm -rf "$out" && mkdir -p "$out" && rm -rf "$SITE/pkg" && mkdir -p "$SITE/pkg"
+  # Two bundles: the deliveries page's own (the page support lives on, first in the
+  # budget), and the one every other page loads.
+  wasm_bundle posthorn --features deliveries
+  wasm_bundle posthorn-full
+  esbuild style/main.css --minify --log-level=warning --outfile="$out/main.min.css"
+  publish posthorn css "$out/main.min.css"
+  write_hashes posthorn "$SITE/hash.txt" js wasm css
+  write_hashes posthorn-full "$SITE/hash-full.txt" js wasm
+  log "bundle: $(cd "$SITE/pkg" && for f in *; do printf '%s %s  ' "$f" "$(stat -c %s "$f")"; done)"
+  export POSTHORN_BIN="$bin_dir/posthorn"
+  export LEPTOS_SITE_ROOT="$SITE"
+}
+
+# One bundle, built, optimised and published as $SITE/pkg/<name>.<hash>.js|wasm.
+wasm_bundle() {
+  local name="$1"; shift
+  log "building the WASM bundle $name ($WASM_PROFILE${*:+, $*})"
   # Panic locations name source files: shortened to the crate's own path, they take
   # fewer bytes in the bundle (the flags repeat .cargo/config.toml's, which these replace).
   CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="--cfg erase_components --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}/registry/src/= --remap-path-prefix=$PWD/=" \
-    cargo build -p frontend --lib --target wasm32-unknown-unknown --profile "$WASM_PROFILE"
+    cargo build -p frontend --lib --target wasm32-unknown-unknown --profile "$WASM_PROFILE" "$@"
   local out="$CARGO_TARGET_DIR/bundle"
-  rm -rf "$out" && mkdir -p "$out"
-  wasm-bindgen --target web --no-typescript --out-dir "$out" --out-name posthorn \
+  wasm-bindgen --target web --no-typescript --out-dir "$out" --out-name "$name" \
     "$CARGO_TARGET_DIR/wasm32-unknown-unknown/$WASM_PROFILE/frontend.wasm"
   if [ "$WASM_PROFILE" = wasm-release ]; then
     # --converge repeats -Oz until the file stops shrinking (~20 s, ~2.6 KB brotli); the
     # memory flags say what holds for a Rust bundle (nothing at low addresses, fresh memory
     # is zero), which lets it drop stores and checks (~2.8 KB brotli).
-    log "wasm-opt -Oz --converge"
+    log "wasm-opt -Oz --converge ($name)"
     wasm-opt -Oz --converge --low-memory-unused --zero-filled-memory --strip-producers --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
       --enable-reference-types --enable-mutable-globals --enable-multivalue \
-      "$out/posthorn_bg.wasm" -o "$out/posthorn_bg.wasm"
+      "$out/${name}_bg.wasm" -o "$out/${name}_bg.wasm"
   fi
-  # The script glue and the stylesheet minified (~1.8 KB and ~0.4 KB brotli of the first load).
-  esbuild "$out/posthorn.js" --minify --format=esm --log-level=warning --outfile="$out/posthorn.min.js"
-  esbuild style/main.css --minify --log-level=warning --outfile="$out/main.min.css"
-  publish_site "$out/posthorn.min.js" "$out/posthorn_bg.wasm" "$out/main.min.css"
-  export POSTHORN_BIN="$bin_dir/posthorn"
-  export LEPTOS_SITE_ROOT="$SITE"
+  # The script glue minified (~1.8 KB brotli of the first load).
+  esbuild "$out/$name.js" --minify --format=esm --log-level=warning --outfile="$out/$name.min.js"
+  publish "$name" js "$out/$name.min.js"
+  publish "$name" wasm "$out/${name}_bg.wasm"
 }
 
-# Puts the bundle in $SITE/pkg under content-hashed names (posthorn.<hash>.js|wasm|css),
-# each beside its .br and .gz, and writes $SITE/hash.txt, from which the server takes the
-# names the pages link to. Old names go: a page only ever links to the current ones.
-publish_site() {
-  local js="$1" wasm="$2" css="$3" manifest=""
-  rm -rf "$SITE/pkg" && mkdir -p "$SITE/pkg"
-  local kind src hash
-  for kind in js wasm css; do
-    case "$kind" in js) src="$js" ;; wasm) src="$wasm" ;; css) src="$css" ;; esac
-    hash="$(sha256sum "$src" | cut -c1-20)"
-    cp "$src" "$SITE/pkg/posthorn.$hash.$kind"
-    gzip -9 -n -k -f "$SITE/pkg/posthorn.$hash.$kind"
-    brotli -q 11 -k -f "$SITE/pkg/posthorn.$hash.$kind"
-    manifest+="$kind: $hash"$'\n'
-  done
-  printf '%s' "$manifest" >"$SITE/hash.txt"
-  log "bundle: $(cd "$SITE/pkg" && for f in *; do printf '%s %s  ' "$f" "$(stat -c %s "$f")"; done)"
+# Puts one file in $SITE/pkg under a content-hashed name (<name>.<hash>.<kind>), beside
+# its .br and .gz, and remembers the hash for write_hashes. A page only ever links to the
+# current names: the build starts from an empty pkg/.
+declare -A HASHES=()
+publish() {
+  local name="$1" kind="$2" src="$3" hash
+  hash="$(sha256sum "$src" | cut -c1-20)"
+  cp "$src" "$SITE/pkg/$name.$hash.$kind"
+  gzip -9 -n -k -f "$SITE/pkg/$name.$hash.$kind"
+  brotli -q 11 -k -f "$SITE/pkg/$name.$hash.$kind"
+  HASHES["$name.$kind"]="$hash"
+}
+
+# The hashes of one bundle (`js: …`, `wasm: …`, `css: …`), from which the server takes the
+# names a page links to: hash.txt for the deliveries page, hash-full.txt for the others.
+write_hashes() {
+  local name="$1" file="$2" kind manifest=""; shift 2
+  for kind in "$@"; do manifest+="$kind: ${HASHES[$name.$kind]}"$'\n'; done
+  printf '%s' "$manifest" >"$file"
 }
 
 run() {
@@ -226,7 +243,7 @@ ensure_test_tools() {
   fi
   "$ROOT/.venv/bin/python" -c "import standardwebhooks, requests, schemathesis, aiosmtpd, cryptography" 2>/dev/null \
     || "$ROOT/.venv/bin/pip" install -q -r end2end/requirements.txt
-  if [ ! -d end2end/node_modules/@playwright/test ]; then
+  if [ ! -d end2end/node_modules/@playwright/test ] || [ ! -d end2end/node_modules/@axe-core/playwright ]; then
     log "installing Playwright (npm ci)"
     (cd end2end && npm ci --no-audit --no-fund)
   fi

@@ -4,6 +4,7 @@
 #![recursion_limit = "512"]
 
 pub mod auth;
+pub mod bundle;
 pub mod components;
 pub mod core;
 pub mod csp;
@@ -40,13 +41,46 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <link rel="icon" href="data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Ccircle cx='8' cy='8' r='7' fill='%232457d6'/%3E%3C/svg%3E"/>
                 <HashedStylesheet options=options.clone() id="leptos"/>
-                <HydrationScripts options/>
+                <HydrationScripts options=bundle::options_for_this_page(&options)/>
                 <MetaTags/>
             </head>
             <body>
                 <App/>
             </body>
         </html>
+    }
+}
+
+/// The router of the deliveries page's own bundle (`frontend`'s `deliveries` feature): that
+/// page alone, so the page support lives on loads none of the other pages' code. A link to
+/// any other page loads it from the server, which sends the bundle of every page.
+#[component]
+pub fn DeliveriesApp() -> impl IntoView {
+    provide_meta_context();
+    components::hydration::provide_hydration_mark();
+    view! {
+        <Title text="Posthorn"/>
+        <Router>
+            <Routes fallback=LoadFromServer>
+                <Route path=path!("/developers/deliveries") view=pages::deliveries::DeliveriesPage ssr=SsrMode::Async/>
+            </Routes>
+        </Router>
+    }
+}
+
+/// A page this bundle does not hold: the browser loads it whole (a new history entry, as a
+/// link's would be).
+#[component]
+fn LoadFromServer() -> impl IntoView {
+    let location = leptos_router::hooks::use_location();
+    let mut href = location.pathname.get_untracked();
+    let search = location.search.get_untracked();
+    if !search.is_empty() {
+        href = format!("{href}?{search}");
+    }
+    href.push_str(&location.hash.get_untracked());
+    if let Err(e) = window().location().assign(&href) {
+        leptos::logging::error!("could not open {href}: {e:?}");
     }
 }
 

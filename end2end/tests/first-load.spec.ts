@@ -11,9 +11,10 @@ const SLOW_4G = {
   connectionType: "cellular4g" as const,
 };
 const PAGE = "/developers/deliveries";
-/** Everything but the page's HTML, compressed, on a cold cache (401.3 KB on 2026-12-06:
- * the pages' views as 25 named components cost 2.9 KB of WASM; see BENCHMARKS.md). */
-const BUDGET_BYTES = 402 * 1000;
+/** Everything but the page's HTML, compressed, on a cold cache: 300.3 KB on 2026-12-07,
+ * since the page has a bundle of its own that holds no other page (401.6 KB before; see
+ * BENCHMARKS.md). The budget is the product's 400 KB. */
+const BUDGET_BYTES = 400 * 1000;
 const RUNS = Number(process.env.POSTHORN_FIRST_LOAD_RUNS || 1);
 
 type Fetched = { url: string; type: string; bytes: number; encoding: string; cached: boolean };
