@@ -37,6 +37,7 @@ pub mod retry;
 pub mod schema;
 #[cfg(feature = "ssr")]
 pub mod schema_cost;
+pub mod schema_draft;
 #[cfg(feature = "ssr")]
 pub mod sealed;
 pub mod signing;

@@ -13,5 +13,6 @@ pub mod inspector;
 pub mod keys;
 pub mod login;
 pub mod not_found;
+pub mod schema_editor;
 pub mod team;
 pub mod webhooks;

@@ -9,4 +9,5 @@ pub mod endpoints;
 pub mod filters;
 pub mod inspector;
 pub mod keys;
+pub mod schemas;
 pub mod team;

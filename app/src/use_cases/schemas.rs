@@ -53,6 +53,30 @@ pub async fn set(
     Ok((stored, created))
 }
 
+/// Tries a schema before it is set, as the dashboard's editor does while the owner types:
+/// refused (422) if it does not compile, as [`set`] would; else what it says of `example`
+/// (the type's latest event, as the catalogue shows it): `None` when it passes. Compiled
+/// and checked under the project's schema gate, within the same budget as ingest.
+pub async fn try_out(
+    access: &Access,
+    text: &str,
+    example: Option<&str>,
+) -> AppResult<Option<String>> {
+    access.require(Action::EditEndpoint)?;
+    let (text, example) = (text.to_string(), example.map(str::to_string));
+    gate::run(access.project_id, move || {
+        let compiled = schema::compile(&text)?;
+        let Some(example) = example else {
+            return Ok(None);
+        };
+        let data: serde_json::Value =
+            serde_json::from_str(&example).map_err(|e| format!("the example is not JSON ({e})"))?;
+        Ok(compiled.check(&data))
+    })
+    .await?
+    .map_err(AppError::Invalid)
+}
+
 /// Removes the type's schema: its events are no longer checked. Not found: 404.
 pub async fn remove(pool: &PgPool, access: &Access, event_type: &EventType) -> AppResult<()> {
     access.require(Action::EditEndpoint)?;
