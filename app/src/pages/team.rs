@@ -6,11 +6,14 @@ use crate::{
     components::{
         confirm::ConfirmButton,
         hydration::gate,
-        layout::{Cabinet, CanAct},
+        layout::{may, Cabinet, CanAct},
         widgets::{error_text, input_value, CopyButton, Time},
     },
     core::permissions::Action as Perm,
-    server_fns::team::{invite_member, list_members, remove_member, ChangePassword},
+    model::{Member, Viewer},
+    server_fns::team::{
+        invite_member, list_members, remove_member, set_member_role, ChangePassword,
+    },
 };
 
 #[component]
@@ -26,8 +29,21 @@ pub fn TeamPage() -> impl IntoView {
     let invite_email = RwSignal::new(String::new());
     let invite = Action::new(move |_: &()| invite_member(invite_email.get_untracked()));
     let remove = Action::new(move |email: &String| remove_member(email.clone()));
+    // Owners who make themselves members lose the team's controls: the page is drawn again
+    // for the role they now have.
+    let set_role = Action::new(move |(email, role, mine): &(String, String, bool)| {
+        let (email, role, mine) = (email.clone(), role.clone(), *mine);
+        async move {
+            let done = set_member_role(email, role).await;
+            if done.is_ok() && mine {
+                let _ = window().location().reload();
+            }
+            done
+        }
+    });
+    // After a change, refused or not, the list shows every role as the server has it.
     Effect::new(move |_| {
-        if let Some(Ok(())) = remove.value().get() {
+        if matches!(remove.value().get(), Some(Ok(()))) || set_role.value().get().is_some() {
             version.update(|v| *v += 1);
         }
     });
@@ -40,17 +56,10 @@ pub fn TeamPage() -> impl IntoView {
                             <table class="grid">
                                 <thead><tr><th>"Member"</th><th>"Role"</th><th>"Since"</th><th></th></tr></thead>
                                 <tbody>
-                                    {list.into_iter().map(|m| {
-                                        let email = m.email.clone();
-                                        let what = format!("{email} loses access to this project at once; an invitation can bring them back.");
-                                        view! {
-                                            <tr data-testid="member-row"><td>{m.email}</td><td data-label="Role">{m.role}</td><td data-label="Since"><Time at=m.since/></td>
-                                                <td><CanAct action=Perm::ManageTeam><ConfirmButton label="Remove" class="link danger" testid="remove-member-button" confirm="Remove"
-                                                    title="Remove this member?" what=what
-                                                    pending=Signal::derive(move || remove.pending().get())
-                                                    on_confirm=move || { remove.dispatch(email.clone()); }/></CanAct></td></tr>
-                                        }
-                                    }).collect_view()}
+                                    {
+                                        let owners = list.iter().filter(|m| m.role == "owner").count();
+                                        list.into_iter().map(move |m| member_row(m, owners == 1, set_role, remove)).collect_view()
+                                    }
                                 </tbody>
                             </table>
                         }.into_any(),
@@ -60,6 +69,7 @@ pub fn TeamPage() -> impl IntoView {
                 })}
             </Suspense>
             {move || remove.value().get().and_then(|r| r.err()).map(|e| view! { <p class="error" role="alert" data-testid="member-error">{error_text(&e)}</p> })}
+            {move || set_role.value().get().and_then(|r| r.err()).map(|e| view! { <p class="error" role="alert" data-testid="member-error">{error_text(&e)}</p> })}
             <CanAct action=Perm::ManageTeam><h2>"Invite a member"</h2>
             <form class="filters" on:submit=move |ev| { ev.prevent_default(); invite.dispatch(()); }>
                 <input type="email" placeholder="colleague@example.com" aria-label="Email to invite" data-testid="invite-email"
@@ -68,7 +78,7 @@ pub fn TeamPage() -> impl IntoView {
             </form></CanAct>
             {move || match invite.value().get() {
                 Some(Ok(link)) => view! {
-                    <p class="newkey" role="status">"Send this one-time link (valid 7 days): "<code data-testid="invite-link">{link.clone()}</code>" "<CopyButton text=link.clone()/></p>
+                    <p class="newkey" role="status">"Send this one-time link (valid 7 days): "<code data-testid="invite-link">{link.clone()}</code>" "<CopyButton text=link.clone() what="invitation link"/></p>
                 }.into_any(),
                 Some(Err(e)) => view! { <p class="error" role="alert">{error_text(&e)}</p> }.into_any(),
                 None => ().into_any(),
@@ -89,6 +99,52 @@ pub fn TeamPage() -> impl IntoView {
                 }}
             </form>
         </Cabinet>
+    }
+}
+
+type RoleChange = Action<(String, String, bool), Result<(), ServerFnError>>;
+
+/// One member: an owner sees the role as a control and a Remove, except on the only owner,
+/// whom neither may leave the role (the server refuses it too: someone must manage the team).
+fn member_row(
+    m: Member,
+    only_owner: bool,
+    set_role: RoleChange,
+    remove: Action<String, Result<(), ServerFnError>>,
+) -> impl IntoView {
+    let email = m.email.clone();
+    let last = only_owner && m.role == "owner";
+    let what =
+        format!("{email} loses access to this project at once; an invitation can bring them back.");
+    let role = m.role.clone();
+    let role_email = email.clone();
+    let mine = use_context::<Viewer>().is_some_and(|v| v.email == m.email);
+    view! {
+        <tr data-testid="member-row"><td>{m.email.clone()}</td>
+            <td data-label="Role">
+                {if may(Perm::ManageTeam) {
+                    view! {
+                        <select data-testid="role-select" aria-label=format!("Role of {role_email}") disabled=last
+                            title=last.then_some("The only owner: make someone else an owner first.")
+                            on:change={
+                                let email = role_email.clone();
+                                move |ev| { set_role.dispatch((email.clone(), event_target_value(&ev), mine)); }
+                            }>
+                            <option value="owner" selected=role == "owner">"owner"</option>
+                            <option value="member" selected=role == "member">"member"</option>
+                        </select>
+                    }.into_any()
+                } else {
+                    role.into_any()
+                }}
+            </td>
+            <td data-label="Since"><Time at=m.since/></td>
+            <td>{(!last).then(|| view! {
+                <CanAct action=Perm::ManageTeam><ConfirmButton label="Remove" class="link danger" testid="remove-member-button" confirm="Remove"
+                    title="Remove this member?" what=what
+                    pending=Signal::derive(move || remove.pending().get())
+                    on_confirm=move || { remove.dispatch(email.clone()); }/></CanAct>
+            })}</td></tr>
     }
 }
 
