@@ -22,10 +22,24 @@ test("deleting an endpoint asks first: cancelled, nothing changes; confirmed, it
   await expect(card).toHaveCount(1);
   expect((await (await api(request, project.apiKey, "GET", "/webhooks")).json()).data).toHaveLength(1);
 
-  // Escape closes it too.
+  // Escape closes it too, and the focus goes back to the button that opened it.
   await card.getByTestId("delete-endpoint-button").click();
   await page.keyboard.press("Escape");
   await expect(card.getByRole("dialog")).toHaveCount(0);
+  await expect(card.getByTestId("delete-endpoint-button")).toBeFocused();
+
+  // Tab and Shift+Tab stay within the dialog (here the Rotate one).
+  await card.getByTestId("rotate-secret-button").click();
+  const rotate = card.getByRole("dialog");
+  await expect(rotate.getByTestId("cancel-action")).toBeFocused();
+  await page.keyboard.press("Tab");
+  await expect(rotate.getByTestId("confirm-action")).toBeFocused();
+  await page.keyboard.press("Tab");
+  await expect(rotate.getByTestId("cancel-action")).toBeFocused();
+  await page.keyboard.press("Shift+Tab");
+  await expect(rotate.getByTestId("confirm-action")).toBeFocused();
+  await page.keyboard.press("Escape");
+  await expect(card.getByTestId("rotate-secret-button")).toBeFocused();
 
   // Disabling asks as well, and says what happens to the events.
   await card.getByTestId("toggle-endpoint-button").click();

@@ -7,6 +7,18 @@ import { e2eDatabaseUrl, BASE_URL } from "./env";
 export const OWNER = { email: "owner@example.com", password: "demo-password" };
 export const SUPPORT = { email: "support@example.com", password: "demo-password" };
 
+/** Every signed-in page without a parameter. */
+export const PAGES = [
+  "/developers",
+  "/developers/deliveries",
+  "/developers/webhooks",
+  "/developers/keys",
+  "/developers/events",
+  "/developers/team",
+  "/developers/audit",
+  "/inspector",
+];
+
 export async function hydrated(page: Page) {
   await expect(page.locator("body")).toHaveAttribute("data-hydrated", "true");
 }

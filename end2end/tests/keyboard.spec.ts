@@ -49,10 +49,24 @@ test("keyboard only: from a shared link through sign-in to an expanded row and a
   await expect(page.getByTestId("delivery-detail")).toBeVisible();
   await expect.poll(() => receiver.received.length, { timeout: 15_000 }).toBe(2);
 
+  // The focus stays in the detail after the Retry: the keyboard goes on from there.
+  const focusedInDetail = () => page.evaluate(() => !!document.activeElement?.closest("[data-testid=delivery-detail]"));
+  await expect.poll(focusedInDetail).toBe(true);
+
   // Space on a focused row closes it.
   await row.focus();
   await page.keyboard.press(" ");
   await expect(row).toHaveAttribute("aria-expanded", "false");
   await expect(page.getByTestId("delivery-detail")).toHaveCount(0);
+
+  // Escape, from a button inside the open detail, closes the row and focuses it.
+  await page.keyboard.press("Enter");
+  await expect(page.getByTestId("delivery-detail")).toBeVisible();
+  await page.keyboard.press("Tab");
+  await expect(page.getByTestId("retry-button")).toBeFocused();
+  await page.keyboard.press("Escape");
+  await expect(page.getByTestId("delivery-detail")).toHaveCount(0);
+  await expect(row).toBeFocused();
+  await expect(row).toHaveAttribute("aria-expanded", "false");
   receiver.close();
 });

@@ -95,11 +95,16 @@ pub fn CanAct(
     #[prop(optional)] action: Option<crate::core::permissions::Action>,
     children: Children,
 ) -> impl IntoView {
-    let may = use_context::<Viewer>().is_none_or(|v| match action {
-        Some(a) => v.may(a),
-        None => !v.read_only(),
-    });
+    let may = match action {
+        Some(a) => may(a),
+        None => use_context::<Viewer>().is_none_or(|v| !v.read_only()),
+    };
     may.then(children)
+}
+
+/// Whether the signed-in person may take `action` here (the server decides again).
+pub fn may(action: crate::core::permissions::Action) -> bool {
+    use_context::<Viewer>().is_none_or(|v| v.may(action))
 }
 
 /// Renders its children outside the portal only (operations settings, alerts).
@@ -158,10 +163,15 @@ fn CabinetHeader(viewer: Viewer) -> impl IntoView {
         "owner"
     };
     let keys = viewer.may(crate::core::permissions::Action::ReadKeys);
+    // On a phone the navigation and the account fold behind "Menu" (CSS shows the button
+    // below 800 px only), so the page's content starts near the top of the screen.
+    let menu = RwSignal::new(false);
     view! {
-        <header class="topbar">
+        <header class="topbar" class:open=move || menu.get()>
             <a class="brand" href="/developers">"Posthorn"</a>
-            <nav>
+            <button type="button" class="menu-toggle" data-testid="menu-toggle" aria-controls="cabinet-menu"
+                aria-expanded=move || menu.get().to_string() on:click=move |_| menu.update(|m| *m = !*m)>"Menu"</button>
+            <nav id="cabinet-menu" aria-label="Pages">
                 <A href="/developers/deliveries">"Deliveries"</A>
                 <A href="/developers/webhooks">"Webhooks"</A>
                 {keys.then(|| view! { <A href="/developers/keys">"API keys"</A> })}

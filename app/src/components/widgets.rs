@@ -31,7 +31,7 @@ pub fn Time(at: DateTime<Utc>) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| shown.set(short_time(at, Some(local_parts(at)))));
     view! {
-        <time datetime=iso title=absolute(at)>{relative(at, Utc::now())}
+        <time datetime=iso title=absolute(at)>{relative(at, Utc::now())}" "
             <span class="abs">{move || shown.get()}</span>
         </time>
     }
@@ -93,15 +93,23 @@ pub fn copy_to_clipboard(text: &str) {
     let _ = text;
 }
 
+/// Copies `text`; `what` names it for screen readers ("Copy request id"), since the
+/// visible "Copy" says nothing on its own.
 #[component]
 pub fn CopyButton(
     #[prop(into)] text: String,
+    #[prop(into)] what: String,
     #[prop(optional, into)] label: Option<String>,
 ) -> impl IntoView {
     let copied = RwSignal::new(false);
+    // The accessible name starts with the visible words, as speech input expects.
+    let name = match &label {
+        Some(l) => format!("{l}: {what}"),
+        None => format!("Copy {what}"),
+    };
     let label = label.unwrap_or_else(|| "Copy".into());
     view! {
-        <button type="button" class="copy" title="Copy to clipboard"
+        <button type="button" class="copy" title=format!("Copy {what} to the clipboard") aria-label=name
             on:click=move |ev| {
                 ev.stop_propagation();
                 copy_to_clipboard(&text);
@@ -110,6 +118,15 @@ pub fn CopyButton(
             {move || if copied.get() { "Copied".to_string() } else { label.clone() }}
         </button>
     }
+}
+
+/// An event type that may wrap after its dots only ("payment." / "succeeded"), never
+/// inside a word, on a narrow screen.
+pub fn dotted(event_type: &str) -> impl IntoView {
+    event_type
+        .split_inclusive('.')
+        .map(|part| view! { {part.to_string()}<wbr/> })
+        .collect_view()
 }
 
 /// Pretty JSON when the text is JSON, the text itself otherwise. Always text, never HTML.

@@ -148,7 +148,8 @@ fn DeliveryTable(
     }
     view! {
         <NewRowsBar newer page/>
-        <div class="deliveries" role="table" aria-label="Delivery attempts">
+        // A treegrid: each row opens into its detail (aria-expanded), which is a row too.
+        <div class="deliveries" role="treegrid" aria-label="Delivery attempts">
             <div class="drow dhead" role="row">
                 <span role="columnheader">"Status"</span>
                 <span role="columnheader">"Event"</span>
@@ -160,7 +161,7 @@ fn DeliveryTable(
                 <span role="columnheader" class="num">"When"</span>
             </div>
             {move || rows.with(|v| v.is_empty()).then(|| view! {
-                <p class="empty">"No deliveries match this view. " <a href="/developers/deliveries">"Clear the filters"</a></p>
+                <div role="row"><p role="gridcell" class="empty">"No deliveries match this view. " <a href="/developers/deliveries">"Clear the filters"</a></p></div>
             })}
             // Keyed by id and state: a row whose status changes is redrawn, the others
             // (and an open detail with its messages) stay as they are.
@@ -322,11 +323,20 @@ fn Row(
     };
     let r = row.clone();
     view! {
-        <div class="dgroup" data-testid="delivery-row" data-status=row.status.as_str()
+        <div class="dgroup" role="none" data-testid="delivery-row" data-status=row.status.as_str()
             data-request-id=row.request_id.clone() data-event-id=row.event_id.to_string() data-id=id.to_string()
             data-code=row.response_status.map(|c| c.to_string()).unwrap_or_default()
             data-error-kind=row.error_kind.map_or("", ErrorKind::as_str) data-project=row.project_id.to_string()
-            class:open=is_open class:selected=is_selected>
+            class:open=is_open class:selected=is_selected
+            // Escape, anywhere in an open row (its detail's buttons too), closes it and
+            // puts the focus back on the row.
+            on:keydown=move |ev| {
+                if ev.key() == "Escape" && is_open() {
+                    expanded.set(None);
+                    #[cfg(feature = "hydrate")]
+                    focus_row(id.get());
+                }
+            }>
             <div class="drow" role="row" tabindex="0" aria-expanded=move || is_open().to_string()
                 on:click=move |_| toggle()
                 on:focus=move |_| selected.set(Some(id.get()))
@@ -338,7 +348,9 @@ fn Row(
                 }>
                 <RowCells row=row.clone()/>
             </div>
-            {move || is_open().then(|| view! { <Detail row=r.clone() rows tick/> })}
+            {move || is_open().then(|| view! {
+                <div role="row" class="detail-row"><div role="gridcell"><Detail row=r.clone() rows tick/></div></div>
+            })}
         </div>
     }
 }
@@ -359,27 +371,27 @@ fn RowCells(row: DeliveryRow) -> impl IntoView {
         .flatten();
     let error_line = row.explained.clone().or_else(|| row.error.clone());
     view! {
-        <span>{match bin.is_some() {
+        <span role="gridcell">{match bin.is_some() {
             true => view! { <span class="badge badge-redirect" data-testid="redirect-badge" title=row.status.label()>"Redirected"</span> }.into_any(),
             false => view! { <StatusBadge status=row.status/> }.into_any(),
         }}</span>
-        <span class="etype">{row.event_type.clone()}{trigger.map(|t| view! { <em class="trigger">{t}</em> })}
+        <span role="gridcell" class="etype">{crate::components::widgets::dotted(&row.event_type)}{trigger.map(|t| view! { <em class="trigger">{t}</em> })}
             {project.map(|p| view! { <small class="ellipsis" data-testid="row-project">{p}</small> })}
         </span>
-        <span class="mono ellipsis" title=row.event_id.to_string()>{row.event_id.to_string()}
+        <span role="gridcell" class="mono ellipsis" title=row.event_id.to_string()>{row.event_id.to_string()}
             {row.ordering_key.clone().map(|k| view! { <small class="ellipsis"><OrderingKey key=k/></small> })}
         </span>
-        <span class="ellipsis" title=row.target_url.clone()>{match bin.clone() {
+        <span role="gridcell" class="ellipsis" title=row.target_url.clone()>{match bin.clone() {
             Some(b) => view! { <a href=format!("/inspector/{b}") data-testid="row-bin-link" on:click=|ev| ev.stop_propagation()>{format!("inspector bin {b}")}</a> }.into_any(),
             None => view! { {row.endpoint_url.clone()} }.into_any(),
         }}
             {error_line.map(|e| view! { <small class="err ellipsis" data-testid="row-error" title=row.error.clone()>{e}</small> })}
             {row.waits_for.clone().map(|e| view! { <small class="ellipsis"><WaitingBehind event_id=e/></small> })}
         </span>
-        <span class="num">{row.attempt}</span>
-        <span class=format!("num {code_class}")>{code}</span>
-        <span class="num">{duration}</span>
-        <span class="num"><Time at=row.created_at/></span>
+        <span role="gridcell" class="num">{row.attempt}</span>
+        <span role="gridcell" class=format!("num {code_class}")>{code}</span>
+        <span role="gridcell" class="num">{duration}</span>
+        <span role="gridcell" class="num"><Time at=row.created_at/></span>
     }
 }
 

@@ -29,8 +29,17 @@ pub fn FilterBar(
     let f = filter.get_untracked();
     let custom = RwSignal::new(range_preset(f.since, f.until) == "custom");
     let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+    let more = RwSignal::new(
+        f.ordering_key.is_some()
+            || f.event_type.is_some()
+            || f.endpoint.is_some()
+            || f.code.is_some()
+            || f.error_kind.is_some()
+            || f.since.is_some()
+            || f.until.is_some(),
+    );
     view! {
-        <form class="filters" on:submit=move |ev| {
+        <form class="filters" class:more=move || more.get() on:submit=move |ev| {
             ev.prevent_default();
             let mut f = filter.get_untracked();
             f.cursor = None;
@@ -41,17 +50,25 @@ pub fn FilterBar(
             <ProjectSelect current=f.project.map(ProjectId::get) go/>
             <input type="search" name="q" placeholder="Search event id or request id  ( / )"
                 data-testid="search-input" node_ref=search_ref value=opt(&f.q) aria-label="Search by event id or request id"/>
-            <input type="search" name="ordering_key" data-testid="ordering-key-filter" placeholder="Ordering key" node_ref=key_ref
-                value=opt(&f.ordering_key) aria-label="Ordering key" maxlength="255"/>
             <StatusSelect filter go/>
-            <EventTypeSelect filter types=opts.event_types go/>
-            <EndpointSelect filter endpoints=opts.endpoints go/>
-            <CodeSelect filter go/>
-            <ErrorKindSelect filter go/>
-            <RangeSelect filter days=opts.retention_days custom go/>
-            <CustomRange filter custom go/>
+            // On a phone the other filters fold behind one button (open when one is set),
+            // so the first rows fit the first screen; wider, they are all in the bar.
+            <button type="button" class="more-toggle" data-testid="more-filters" aria-controls="more-filters"
+                aria-expanded=move || more.get().to_string() on:click=move |_| more.update(|m| *m = !*m)>
+                {move || if more.get() { "Fewer filters" } else { "More filters" }}
+            </button>
+            <div class="more-filters" id="more-filters">
+                <input type="search" name="ordering_key" data-testid="ordering-key-filter" placeholder="Ordering key" node_ref=key_ref
+                    value=opt(&f.ordering_key) aria-label="Ordering key" maxlength="255"/>
+                <EventTypeSelect filter types=opts.event_types go/>
+                <EndpointSelect filter endpoints=opts.endpoints go/>
+                <CodeSelect filter go/>
+                <ErrorKindSelect filter go/>
+                <RangeSelect filter days=opts.retention_days custom go/>
+                <CustomRange filter custom go/>
+                <a class="button link" href="/developers/deliveries">"Clear"</a>
+            </div>
             <button type="submit">"Search"</button>
-            <a class="button link" href="/developers/deliveries">"Clear"</a>
         </form>
     }
 }

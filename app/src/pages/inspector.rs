@@ -74,7 +74,7 @@ fn BinView(
     view! {
         <h1>"Bin " <span class="mono">{bin.id.clone()}</span></h1>
         <p class="binurl">
-            <code data-testid="bin-url">{bin.url.clone()}</code>" "<CopyButton text=bin.url.clone()/>
+            <code data-testid="bin-url">{bin.url.clone()}</code>" "<CopyButton text=bin.url.clone() what="bin URL"/>
             " · expires "<Time at=bin.expires_at/>
             " · JSON: "<a href=format!("/inspector/bins/{}/requests", bin.id)>"requests"</a>
         </p>
@@ -116,7 +116,10 @@ fn RequestList(bin_id: String, list: Vec<BinRequest>, secret: RwSignal<String>) 
     follow_bin(bin_id.clone(), items);
     let detail_bin = bin_id.clone();
     view! {
-        <p class="muted" data-testid="request-count">{move || format!("{} requests (newest first, live)", items.with(|v| v.len()))}</p>
+        <p class="muted" data-testid="request-count">{move || {
+            let n = items.with(|v| v.len());
+            format!("{n} request{} (newest first, live)", if n == 1 { "" } else { "s" })
+        }}</p>
         <div class="requests">
             {move || items.get().into_iter().map(|r| view! { <RequestItem r bin_id=detail_bin.clone() open secret/> }).collect_view()}
         </div>
@@ -241,7 +244,7 @@ fn FullRequest(r: BinRequest, secret: RwSignal<String>) -> impl IntoView {
     let signed = signature.botix.is_some() || signature.standard.is_some();
     view! {
         <div class="reqdetail" data-testid="bin-request-detail">
-            <p><CopyButton text=curl.clone() label="Copy as curl"/></p>
+            <p><CopyButton text=curl.clone() what="the request" label="Copy as curl"/></p>
             {signed.then(|| view! { <SignatureCheck signature secret/> })}
             <h3>"Headers"</h3>
             <HeaderTable headers=r.headers.clone()/>
