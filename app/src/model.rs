@@ -125,6 +125,24 @@ impl DeliveryRow {
         );
         self
     }
+
+    /// [`Self::explain`], told the other attempts of its event to its endpoint: a failed
+    /// attempt that a later one followed says how that one went, not that one will come.
+    pub fn explain_among(self, attempts: &[DeliveryRow]) -> Self {
+        use crate::core::explain::{what_followed, RETRIES_ON_SCHEDULE};
+        let mut row = self.explain();
+        let next = attempts
+            .iter()
+            .filter(|a| a.attempt > row.attempt)
+            .min_by_key(|a| a.attempt);
+        if let (DeliveryStatus::Failed, Some(next)) = (row.status, next) {
+            let followed = what_followed(next.attempt, next.status);
+            row.explained = row
+                .explained
+                .map(|e| e.replace(RETRIES_ON_SCHEDULE, &followed));
+        }
+        row
+    }
 }
 
 /// An expanded row: everything about one attempt.
@@ -277,4 +295,64 @@ pub struct ReplayProgress {
     pub finished: i32,
     pub status: String,
     pub per_second: i32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::status::{DeliveryStatus as S, ErrorKind};
+
+    fn attempt(n: i32, status: S) -> DeliveryRow {
+        let at = chrono::Utc::now();
+        DeliveryRow {
+            id: AttemptId::new(n.into()),
+            created_at: at,
+            project_id: ProjectId::new(1),
+            request_id: format!("req_{n}"),
+            event_id: EventId::from("evt_1"),
+            event_type: "order.paid".into(),
+            endpoint_id: EndpointId::new(1),
+            endpoint_url: "https://example.com".into(),
+            target_url: "https://example.com".into(),
+            attempt: n,
+            trigger: Trigger::Auto,
+            triggered_by: None,
+            status,
+            scheduled_at: at,
+            started_at: Some(at),
+            finished_at: Some(at),
+            duration_ms: Some(5),
+            response_status: (status == S::Failed).then_some(503),
+            error_kind: (status == S::Failed).then_some(ErrorKind::HttpStatus),
+            error: (status == S::Failed).then(|| "endpoint answered 503".into()),
+            ordering_key: None,
+            waits_for: None,
+            explained: None,
+        }
+    }
+
+    #[test]
+    fn a_failed_attempt_says_what_followed_it() {
+        let failed = attempt(1, S::Failed);
+        let alone = failed.clone().explain_among(std::slice::from_ref(&failed));
+        assert!(alone
+            .explained
+            .unwrap()
+            .ends_with("Posthorn retries it on its schedule."));
+        for (next, says) in [
+            (S::Succeeded, "Attempt 2 succeeded."),
+            (S::Pending, "Attempt 2 is scheduled."),
+            (
+                S::DeadLetter,
+                "Attempt 2 failed too, with no more automatic tries.",
+            ),
+        ] {
+            let chain = [failed.clone(), attempt(2, next), attempt(3, S::Succeeded)];
+            let e = failed.clone().explain_among(&chain).explained.unwrap();
+            assert_eq!(
+                e,
+                format!("The endpoint answered 503 Service Unavailable. {says}")
+            );
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import { test, expect } from "@playwright/test";
+import { execSync } from "node:child_process";
 import { createProject, hydrated, login, api, webhooksPageOfNewProject } from "./helpers";
 
 test("API keys: created and shown once, listed by prefix, revoked at once", async ({ page, request }) => {
@@ -13,6 +14,12 @@ test("API keys: created and shown once, listed by prefix, revoked at once", asyn
   expect(key).toMatch(/^phk_/);
   await expect(page.getByTestId("key-row")).toHaveCount(2);
   expect((await api(request, key, "GET", "/webhooks")).status()).toBe(200);
+  // First use: the curl shown, with the key and this server filled in, sends an event.
+  const curl = (await page.getByTestId("first-use-curl").textContent())!;
+  expect(curl).toContain(key);
+  const answer = execSync(curl.replace(/^curl /, "curl -s -w '\\n%{http_code}' "), { encoding: "utf8", shell: "/bin/bash" });
+  expect(answer.trim().split("\n").pop()).toBe("202");
+  expect(JSON.parse(answer.trim().split("\n")[0]).id).toMatch(/^evt_/);
   await page.reload();
   await hydrated(page);
   await expect(page.getByTestId("new-key-value")).toHaveCount(0);

@@ -95,10 +95,23 @@ test("an owner chooses where alerts go, after how long, and e-mail for themself;
   await panel.getByTestId("failing-after-input").fill("0");
   await expect(panel.locator("[data-testid=failing-after-input]:invalid")).toHaveCount(1);
   await panel.getByTestId("failing-after-input").fill("30");
-  await panel.getByTestId("email-alerts-toggle").check();
+  // E-mail is off on this server: the box cannot be ticked and the panel says why, in
+  // words; nothing waits for a confirmation that could never be mailed.
+  await expect(panel.getByTestId("email-alerts-toggle")).toBeDisabled();
+  await expect(panel.getByTestId("mail-off")).toContainText("E-mail is off on this server");
   await panel.getByTestId("save-alerts-button").click();
   await expect(page.getByTestId("alerts-message")).toHaveText("Alert settings saved.");
-  await expect(panel).toContainText("e-mail is off on this server");
+  await expect(panel.getByTestId("alert-address-state")).toHaveCount(0);
+  const refused = await page.evaluate(async () => {
+    const r = await fetch("/api/save_alert_settings", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ minutes: "30", email: "true" }).toString(),
+    });
+    return { status: r.status, text: await r.text() };
+  });
+  expect(refused.status).toBe(409);
+  expect(refused.text).toContain("E-mail is off on this server");
 
   const gone = http.createServer((_, res) => { res.writeHead(404); res.end(); });
   await new Promise<void>((r) => gone.listen(0, "127.0.0.1", r));
@@ -116,7 +129,7 @@ test("an owner chooses where alerts go, after how long, and e-mail for themself;
   await page.reload();
   await hydrated(page);
   await expect(panel.getByTestId("failing-after-input")).toHaveValue("30");
-  await expect(panel.getByTestId("email-alerts-toggle")).toBeChecked();
+  await expect(panel.getByTestId("email-alerts-toggle")).not.toBeChecked();
   const row = panel.getByTestId("notice-row").first();
   await expect(row).toHaveAttribute("data-kind", "delivery.dead_lettered");
   await expect(row).toContainText(new RegExp(`\\d+ deliver(y|ies) to ${goneUrl} dead-lettered`));

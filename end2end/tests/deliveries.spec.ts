@@ -117,11 +117,26 @@ test.describe("Webhook Delivery on the demo project", () => {
     expect(dialogs).toBe(0);
   });
 
-  test("Retry is refused while an attempt of the same event is pending", async ({ page }) => {
+  test("Retry is off while an attempt of the same event is pending, says why, and the server refuses it too", async ({ page }) => {
     await openDeliveries(page, "?status=pending");
-    await page.getByTestId("delivery-row").first().click();
-    await page.getByTestId("retry-button").click();
-    await expect(page.getByTestId("action-message")).toContainText("already pending or in flight");
+    const row = page.getByTestId("delivery-row").first();
+    await row.locator(".drow").click();
+    const retry = page.getByTestId("retry-button");
+    await expect(retry).toBeDisabled();
+    await expect(retry).toHaveAttribute("title", /already pending or in flight/);
+    // Redirect, to a bin, still goes.
+    await expect(page.getByTestId("redirect-button")).toBeEnabled();
+    const [projectId, id] = [await row.getAttribute("data-project"), await row.getAttribute("data-id")];
+    const status = await page.evaluate(async ([project_id, id]) => {
+      const r = await fetch("/api/retry_delivery", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ project_id: project_id!, id: id! }).toString(),
+      });
+      return { status: r.status, text: await r.text() };
+    }, [projectId, id] as const);
+    expect(status.status).toBe(409);
+    expect(status.text).toContain("already pending or in flight");
   });
 
   test("pagination walks three pages with no row twice and none missing", async ({ page }) => {

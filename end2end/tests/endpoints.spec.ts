@@ -184,3 +184,28 @@ test("a posthorn listen session shows on its card, takes a test send through the
   await hydrated(page);
   await expect(page.getByTestId("listen-badge")).toHaveText("Listen session · laptop · waiting");
 });
+
+test("a failed test send says what went wrong in words, the client's error under Details; the form starts over", async ({ page }) => {
+  const { receiver } = await webhooksPageOfNewProject(page, "Refused test");
+  receiver.close();
+  await page.getByTestId("endpoint-url-input").fill(receiver.url);
+  await page.getByTestId("endpoint-types-input").fill("order.paid");
+  await page.getByTestId("create-endpoint-button").click();
+  const card = page.getByTestId("endpoint-row");
+  await expect(card).toHaveCount(1);
+  // Added: the form is empty again for the next endpoint.
+  await expect(page.getByTestId("endpoint-url-input")).toHaveValue("");
+  await expect(page.getByTestId("endpoint-types-input")).toHaveValue("*");
+  await card.getByTestId("test-send-button").click();
+  const result = card.getByTestId("test-send-result");
+  await expect(result).not.toHaveAttribute("data-status", /pending|in_flight/, { timeout: 15_000 });
+  await expect(result.getByTestId("test-send-explained")).toContainText("Could not connect to the endpoint's server");
+  await expect(result.getByTestId("test-send-explained")).not.toContainText("os error");
+  await result.getByText("Details").click();
+  await expect(result.locator("details code")).toContainText(/connect/i);
+  // The signature headers are explained on the page.
+  const help = page.getByTestId("signature-help");
+  await help.locator("summary").click();
+  await expect(help).toContainText("X-Botix-Signature: sha256=");
+  await expect(help).toContainText("{X-Botix-Timestamp}.{raw body}");
+});

@@ -24,6 +24,15 @@ test("an endpoint's filter is tried on recent events, refused with its position,
   await card.getByTestId("save-filter-button").click();
   await expect(card.getByTestId("filter-error")).toContainText("at 1:14");
   await expect(card.getByTestId("filter-input")).toHaveValue("data.amount >");
+  // In words; the parser's own message only under "Details".
+  await expect(card.getByTestId("filter-error").locator("p")).toContainText("the filter stops before it is complete");
+  await expect(card.getByTestId("filter-error").locator("p")).not.toContainText("mismatched input");
+  await card.getByTestId("filter-error").getByText("Details").click();
+  await expect(card.getByTestId("filter-error").locator("details code")).toContainText("mismatched input '<EOF>'");
+  // A field of `event` (a string) fails on every event: refused when saved, with what to write.
+  await card.getByTestId("filter-input").fill("event.type == 'payment.succeeded'");
+  await card.getByTestId("save-filter-button").click();
+  await expect(card.getByTestId("filter-error")).toContainText('write `event == "payment.succeeded"`');
 
   // Tried on the recent events: what it would send and keep out, nothing saved.
   await card.getByTestId("filter-input").fill("data.amount > 1000");

@@ -62,10 +62,7 @@ pub fn html(card: &FilterCard<'_>, now: DateTime<Utc>) -> String {
         ));
     }
     if let Some(error) = card.error {
-        html.push_str(&format!(
-            "<p class=\"error\" role=\"alert\" data-testid=\"filter-error\">{}</p>",
-            escape_html(error)
-        ));
+        html.push_str(&refusal(error, " data-testid=\"filter-error\""));
     }
     if !card.editable {
         return html;
@@ -105,15 +102,28 @@ pub fn html(card: &FilterCard<'_>, now: DateTime<Utc>) -> String {
     html
 }
 
+/// Why a filter was refused, in words; the parser's own message, when there is one,
+/// folded under "Details".
+fn refusal(error: &str, attrs: &str) -> String {
+    let (words, raw) = crate::core::filter::words_and_detail(error);
+    let details = raw.map_or(String::new(), |raw| {
+        format!(
+            " <details class=\"raw\"><summary>Details</summary><code>{}</code></details>",
+            escape_html(raw)
+        )
+    });
+    format!(
+        "<div class=\"error\" role=\"alert\"{attrs}><p>{}</p>{details}</div>",
+        escape_html(words)
+    )
+}
+
 /// What a filter tried in the form would do to the recent events, or why it does not
 /// compile.
 fn tried(t: &Tried, now: DateTime<Utc>) -> String {
     let mut html = String::from("<div class=\"epfilter-try\" data-testid=\"filter-try-result\">");
     match &t.outcome {
-        Err(e) => html.push_str(&format!(
-            "<p class=\"error\" role=\"alert\">{}</p>",
-            escape_html(e)
-        )),
+        Err(e) => html.push_str(&refusal(e, "")),
         Ok(events) if events.is_empty() => html.push_str(
             "<p class=\"muted\">No recent events of this endpoint's types to try it on.</p>",
         ),

@@ -61,7 +61,13 @@ pub fn summary(kind: &str, data: &Value) -> String {
         ),
         "endpoint.failing" => format!(
             "{url} has failed every attempt since {}",
-            data["failing_since"].as_str().unwrap_or("a while")
+            data["failing_since"]
+                .as_str()
+                .and_then(|t| t.parse::<chrono::DateTime<chrono::Utc>>().ok())
+                .map_or_else(
+                    || "a while".to_string(),
+                    |t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+                )
         ),
         "endpoint.recovered" => format!("{url} is delivering again"),
         "endpoint.certificate_expiring" => format!(

@@ -35,7 +35,7 @@ pub fn explain(
     };
     let next = match status {
         // The row is this attempt; the next one is its own row, in the attempts list.
-        DeliveryStatus::Failed => "Posthorn retries it on its schedule.".to_string(),
+        DeliveryStatus::Failed => RETRIES_ON_SCHEDULE.to_string(),
         DeliveryStatus::DeadLetter if kind == ErrorKind::Erased => {
             "Nothing more will be sent.".to_string()
         }
@@ -49,6 +49,23 @@ pub fn explain(
     } else {
         format!("{what} {next}")
     })
+}
+
+/// What a failed attempt says comes next, until a later attempt says what did.
+pub const RETRIES_ON_SCHEDULE: &str = "Posthorn retries it on its schedule.";
+
+/// What became of a failed attempt, told by the attempt that followed it (its number and
+/// status): replaces [`RETRIES_ON_SCHEDULE`] once there is one.
+pub fn what_followed(next_attempt: i32, next: DeliveryStatus) -> String {
+    match next {
+        DeliveryStatus::Succeeded => format!("Attempt {next_attempt} succeeded."),
+        DeliveryStatus::Pending => format!("Attempt {next_attempt} is scheduled."),
+        DeliveryStatus::InFlight => format!("Attempt {next_attempt} is being sent."),
+        DeliveryStatus::Failed => format!("Attempt {next_attempt} failed too."),
+        DeliveryStatus::DeadLetter => {
+            format!("Attempt {next_attempt} failed too, with no more automatic tries.")
+        }
+    }
 }
 
 /// The certificate problem named in a TLS client's error chain.

@@ -114,7 +114,13 @@ fn compile_here(source: &str) -> Result<Filter, String> {
         ));
     }
     let program = cel::Program::compile(source).map_err(|errors| match errors.errors.first() {
-        Some(e) => format!("filter: {} at {}:{}", e.msg, e.pos.0, e.pos.1),
+        Some(e) => format!(
+            "filter: {} at {}:{}{DETAIL}{}",
+            parse_error_in_words(&e.msg),
+            e.pos.0,
+            e.pos.1,
+            e.msg
+        ),
         None => "filter: does not parse".to_string(),
     })?;
     let patterns = super::filter_check::check(program.expression()).map_err(|(id, why)| {
@@ -131,6 +137,38 @@ fn compile_here(source: &str) -> Result<Filter, String> {
         program,
         patterns: Arc::new(patterns),
     })
+}
+
+/// Between a refusal in words and the parser's own message, for those who want it (the
+/// dashboard folds it under "Details").
+pub const DETAIL: &str = " — parser: ";
+
+/// A refusal's words and, if it has one, the parser's raw message.
+pub fn words_and_detail(error: &str) -> (&str, Option<&str>) {
+    match error.split_once(DETAIL) {
+        Some((words, raw)) => (words, Some(raw)),
+        None => (error, None),
+    }
+}
+
+/// The parser's message ("mismatched input '<EOF>' expecting {'[', …}") as a person
+/// would say it.
+fn parse_error_in_words(msg: &str) -> String {
+    let msg = msg.strip_prefix("Syntax error: ").unwrap_or(msg);
+    let quoted = msg.split('\'').nth(1).unwrap_or("").to_string();
+    if msg.contains("'<EOF>'") {
+        "the filter stops before it is complete (a value, a closing bracket or a closing \
+         quote is missing at the end)"
+            .into()
+    } else if msg.starts_with("mismatched input") || msg.starts_with("extraneous input") {
+        format!("`{quoted}` is not expected here")
+    } else if msg.starts_with("token recognition error") {
+        format!("`{quoted}` is not part of a filter (text goes in quotes: 'eu')")
+    } else if msg.starts_with("no viable alternative") {
+        format!("`{quoted}` cannot be read as an expression")
+    } else {
+        msg.to_string()
+    }
 }
 
 /// The line and column (from 1, in characters) of a byte offset.

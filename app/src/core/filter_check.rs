@@ -118,7 +118,26 @@ impl Check {
         match &e.expr {
             Expr::Ident(name) => self.ident(e.id, name),
             Expr::Literal(_) => Ok(()),
-            Expr::Select(s) => self.walk(&s.operand, d),
+            Expr::Select(s) => {
+                // `event` is the type as a string and `subjects` a list: a field of either
+                // fails on every event at run time, so it is refused when saved.
+                if let Expr::Ident(name) = &s.operand.expr {
+                    if !self.scope.contains(name) {
+                        match name.as_str() {
+                            "event" => return Err((e.id, format!(
+                                "`event` is the event type itself, a string: write `event == \"payment.succeeded\"`, not `event.{}`",
+                                s.field
+                            ))),
+                            "subjects" => return Err((e.id, format!(
+                                "`subjects` is a list of strings: write `\"user_1\" in subjects`, not `subjects.{}`",
+                                s.field
+                            ))),
+                            _ => {}
+                        }
+                    }
+                }
+                self.walk(&s.operand, d)
+            }
             Expr::List(l) => {
                 self.no_literal_in_body(e.id)?;
                 l.elements.iter().try_for_each(|x| self.walk(x, d))

@@ -74,13 +74,37 @@ fn a_missing_key_or_a_non_bool_fails_and_says_why() {
 #[test]
 fn parse_errors_name_the_position() {
     let e = compile("data.amount >").unwrap_err();
-    assert!(e.starts_with("filter: "), "{e}");
-    assert!(e.ends_with("at 1:14"), "{e}");
+    let (words, raw) = words_and_detail(&e);
+    assert_eq!(
+        words,
+        "filter: the filter stops before it is complete (a value, a closing bracket or a \
+         closing quote is missing at the end) at 1:14"
+    );
+    assert!(raw.unwrap().contains("mismatched input '<EOF>'"), "{e}");
+    let e = compile("data.region == eu#").unwrap_err();
+    let (words, _) = words_and_detail(&e);
+    assert!(words.contains("`#` is not part of a filter"), "{words}");
+    let e = compile("data.a > 1 ) && true").unwrap_err();
+    let (words, raw) = words_and_detail(&e);
+    assert!(words.contains("`)` is not expected here"), "{words}");
+    assert!(raw.is_some());
     let e = compile("data.amount > 1 &&\n  dat.region == 'eu'").unwrap_err();
     assert_eq!(
         e,
         "filter: undeclared reference to 'dat' (a filter reads event, data and subjects) at 2:3"
     );
+}
+
+#[test]
+fn a_field_of_event_or_subjects_is_refused_with_what_to_write() {
+    let e = compile("event.type == 'payment.succeeded'").unwrap_err();
+    assert!(e.contains("`event` is the event type itself"), "{e}");
+    assert!(e.contains("event == \"payment.succeeded\""), "{e}");
+    let e = compile("subjects.size() > 0 && subjects.first == 'a'").unwrap_err();
+    assert!(e.contains("`subjects` is a list of strings"), "{e}");
+    // A loop's own variable of that name is the element, not the event.
+    assert!(compile("data.items.exists(event, event.sku == 'a')").is_ok());
+    assert!(compile("event.startsWith('payment.') && size(subjects) > 0").is_ok());
 }
 
 #[test]

@@ -68,7 +68,7 @@ pub async fn tell_failing(pool: &PgPool) -> AppResult<usize> {
         let (id, project_id, url, since, after) =
             (&f.id, &f.project_id, &f.url, &f.failing_since, &f.after);
         let data = json!({
-            "endpoint_id": id, "url": url, "failing_since": since,
+            "endpoint_id": id, "url": url, "failing_since": seconds(since),
             "after_seconds": *after as i64,
         });
         emit(
@@ -133,7 +133,7 @@ pub async fn tell_certificates_expiring(
             (&e.id, &e.project_id, &e.url, &e.subject, &e.not_after);
         let days_left = (*not_after - Utc::now()).num_days().max(0);
         let data = json!({
-            "endpoint_id": id, "url": url, "subject": subject, "not_after": not_after,
+            "endpoint_id": id, "url": url, "subject": subject, "not_after": seconds(not_after),
             "days_left": days_left,
         });
         emit(
@@ -182,7 +182,7 @@ pub async fn tell_dead_letters(pool: &PgPool, every: std::time::Duration) -> App
     .await?;
     for t in &told {
         let data = json!({
-            "endpoint_id": t.id, "url": t.url, "count": t.count, "since": t.since,
+            "endpoint_id": t.id, "url": t.url, "count": t.count, "since": seconds(&t.since),
             "first_event_ids": t.first_ids,
         });
         emit(
@@ -275,4 +275,10 @@ pub async fn recent(
     .into_iter()
     .map(|r| (r.kind, r.data, r.created_at))
     .collect())
+}
+
+/// A notice's times to the second, as the documented examples show them
+/// (`2026-11-30T09:12:04Z`), not to the microsecond.
+fn seconds(at: &DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }

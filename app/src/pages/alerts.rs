@@ -8,7 +8,9 @@ use leptos::{html, prelude::*};
 
 use crate::{
     components::{hydration::gate, widgets::error_text},
-    server_fns::alerts::{alert_settings, resend_alert_confirmation, save_alert_settings},
+    server_fns::alerts::{
+        alert_settings, resend_alert_confirmation, save_alert_settings, MAIL_OFF,
+    },
 };
 
 /// The panel's data, read by the page before its frame: a resource made inside the
@@ -33,10 +35,12 @@ pub fn AlertsPanel(
             .get_untracked()
             .map(|i| i.value())
             .unwrap_or_default();
+        // Support staff have no e-mail choice (no box): false changes nothing for them.
         let on = email.get_untracked().is_some_and(|i| i.checked());
         save_alert_settings(m.trim().parse().unwrap_or(0), on)
     });
     let resend = Action::new(|_: &()| resend_alert_confirmation());
+    let support = use_context::<crate::model::Viewer>().is_some_and(|v| v.is_support);
     view! {
         <section class="alerts" data-testid="alerts-panel" aria-labelledby="alerts-title">
             <h2 id="alerts-title">"Alerts"</h2>
@@ -53,14 +57,19 @@ pub fn AlertsPanel(
                                     <input type="number" min="1" max="10080" class="narrow" data-testid="failing-after-input" node_ref=minutes
                                         aria-label="Minutes of failures before endpoint.failing" value=s.failing_after_minutes.to_string()/>
                                     " minutes of failed attempts"</label>
-                                <label class="check">
-                                    <input type="checkbox" data-testid="email-alerts-toggle" node_ref=email checked=s.email_alerts/>
-                                    " E-mail me these alerts"
-                                    {(!s.mail_configured).then(|| view! { <small class="note">" (e-mail is off on this server: POSTHORN_SMTP_URL)"</small> })}
-                                </label>
+                                {(!support).then(|| view! {
+                                    <label class="check">
+                                        // Where no mail can be sent the box cannot be ticked (only untick
+                                        // a choice made before e-mail was turned off).
+                                        <input type="checkbox" data-testid="email-alerts-toggle" node_ref=email checked=s.email_alerts
+                                            disabled=!s.mail_configured && !s.email_alerts aria-describedby="mail-off"/>
+                                        " E-mail me these alerts"
+                                    </label>
+                                })}
+                                {(!s.mail_configured).then(|| view! { <small class="note" id="mail-off" data-testid="mail-off">{MAIL_OFF}</small> })}
                                 <button type="submit" data-testid="save-alerts-button">"Save"</button>
                             </form>
-                            {s.address.map(|(address, confirmed)| if confirmed {
+                            {s.address.filter(|_| s.mail_configured).map(|(address, confirmed)| if confirmed {
                                 view! { <p data-testid="alert-address-state" data-state="confirmed">"Alerts are mailed to "<code>{address}</code>"."</p> }.into_any()
                             } else {
                                 view! {

@@ -79,6 +79,21 @@ fn Actions(
             .is_some_and(|d| d.erased.is_some())
     };
     let why = move || erased().then_some("This event's data was erased: nothing is left to send.");
+    // One attempt of the event to the endpoint waits or runs already: a Retry would be
+    // refused, so it is off and says why (Redirect, to a bin, still goes).
+    let live = move || {
+        detail
+            .get()
+            .and_then(Result::ok)
+            .is_some_and(|d| d.attempts.iter().any(|a| a.status.is_live()))
+    };
+    let retry_why = move || {
+        why().or_else(|| {
+            live().then_some(
+                "An attempt of this event to this endpoint is already pending or in flight: it goes out on its own.",
+            )
+        })
+    };
     let message = RwSignal::new(None::<(bool, String)>);
     // A Redirect's own bin, also after a reload.
     let bin_link = RwSignal::new(
@@ -117,9 +132,15 @@ fn Actions(
     });
     view! {
         <div class="actions">
+            // Off by aria-disabled, not disabled: the button keeps the keyboard's focus
+            // while its request runs and once the new attempt is pending.
             <button type="button" data-testid="retry-button" class="primary"
-                disabled=move || retry.pending().get() || erased() title=why
-                on:click=move |_| { retry.dispatch(()); }>"Retry"</button>
+                aria-disabled=move || (retry.pending().get() || erased() || live()).to_string() title=retry_why
+                on:click=move |_| {
+                    if !(retry.pending().get_untracked() || erased() || live()) {
+                        retry.dispatch(());
+                    }
+                }>"Retry"</button>
             <button type="button" data-testid="redirect-button"
                 disabled=move || redirect.pending().get() || erased() title=why
                 on:click=move |_| {
@@ -143,8 +164,8 @@ fn Actions(
 fn Facts(r: DeliveryRow) -> impl IntoView {
     view! {
         <dl class="facts">
-            <dt>"Request id"</dt><dd class="mono" data-testid="detail-request-id">{r.request_id.clone()}" "<CopyButton text=r.request_id.clone()/></dd>
-            <dt>"Event id"</dt><dd class="mono">{r.event_id.to_string()}" "<CopyButton text=r.event_id.to_string()/></dd>
+            <dt>"Request id"</dt><dd class="mono" data-testid="detail-request-id">{r.request_id.clone()}" "<CopyButton text=r.request_id.clone() what="request id"/></dd>
+            <dt>"Event id"</dt><dd class="mono">{r.event_id.to_string()}" "<CopyButton text=r.event_id.to_string() what="event id"/></dd>
             {r.ordering_key.clone().map(|k| view! { <dt>"Ordering key"</dt><dd><OrderingKey key=k/>" "{r.waits_for.clone().map(|e| view! { <WaitingBehind event_id=e/> })}</dd> })}
             <dt>"Target URL"</dt><dd class="mono break">{r.target_url.clone()}</dd>
             <dt>"Attempt"</dt><dd>{r.attempt}" · "{r.trigger.label()}{r.triggered_by.clone().map(|b| format!(" by {b}"))}</dd>
@@ -207,7 +228,7 @@ fn Panes(d: DeliveryDetail, response_status: Option<i16>) -> impl IntoView {
                         </p>
                     }.into_any(),
                     None => view! {
-                        <h3>"Payload " <CopyButton text=d.payload.clone()/> " " <CopyButton text=d.curl.clone() label="Copy as curl"/></h3>
+                        <h3>"Payload " <CopyButton text=d.payload.clone() what="payload"/> " " <CopyButton text=d.curl.clone() what="the request" label="Copy as curl"/></h3>
                         <pre class="code" data-testid="detail-payload">{d.payload.clone()}</pre>
                     }.into_any(),
                 }}

@@ -34,7 +34,7 @@ pub fn KeysPage() -> impl IntoView {
                         Ok(k) => view! {
                             <p class="muted">"Plan "<strong>{k.plan.clone()}</strong>": "{k.per_minute}" requests per minute per key. Keys are stored hashed: a key is shown once, when it is created."</p>
                             <CanAct action=Perm::ManageKeys><form class="filters" on:submit=move |ev| { ev.prevent_default(); create.dispatch(name.get_untracked()); }>
-                                <input type="text" placeholder="Key name (e.g. production)" aria-label="Key name" data-testid="key-name-input"
+                                <input type="text" placeholder="Name, e.g. production" aria-label="Key name" data-testid="key-name-input"
                                     prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
                                 <button type="submit" class="primary" data-testid="create-key-button">"Create key"</button>
                             </form></CanAct>
@@ -42,7 +42,8 @@ pub fn KeysPage() -> impl IntoView {
                                 Some(Ok(key)) => view! {
                                     <div class="newkey" role="status">
                                         <p><strong>"Copy this key now: it will not be shown again."</strong></p>
-                                        <code data-testid="new-key-value">{key.clone()}</code>" "<CopyButton text=key.clone()/>
+                                        <code data-testid="new-key-value">{key.clone()}</code>" "<CopyButton text=key.clone() what="API key"/>
+                                        <FirstUse key=key.clone()/>
                                     </div>
                                 }.into_any(),
                                 Some(Err(e)) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
@@ -52,6 +53,9 @@ pub fn KeysPage() -> impl IntoView {
                             <table class="grid">
                                 <thead><tr><th>"Name"</th><th>"Key"</th><th>"Created"</th><th>"Last used"</th><th>"State"</th><th></th></tr></thead>
                                 <tbody>
+                                    {k.keys.is_empty().then(|| view! {
+                                        <tr><td colspan="6" class="muted" data-testid="no-keys">"No keys yet. Your platform sends events with a key: create one above, and the page shows how to send the first event with it."</td></tr>
+                                    })}
                                     {k.keys.into_iter().map(|key| {
                                         let id = key.id;
                                         let revoked = key.revoked_at.is_some();
@@ -81,5 +85,33 @@ pub fn KeysPage() -> impl IntoView {
                 })}
             </Transition>
         </Cabinet>
+    }
+}
+
+/// The first event sent with a new key: curl, Python and TypeScript, each with the key
+/// and this server's address filled in, ready to copy.
+#[component]
+fn FirstUse(key: String) -> impl IntoView {
+    let base = window().location().origin().unwrap_or_default();
+    let curl = format!(
+        "curl {base}/public/v1/events \\\n  -H \"Authorization: Bearer {key}\" \\\n  -H \"Content-Type: application/json\" \\\n  -d '{{\"event\":\"order.paid\",\"data\":{{\"amount\":1200}}}}'"
+    );
+    let python = format!(
+        "from posthorn import Client\n\nclient = Client(\"{key}\", base_url=\"{base}\")\nclient.events.send(\"order.paid\", {{\"amount\": 1200}})"
+    );
+    let typescript = format!(
+        "import {{ Client }} from \"@posthorn/sdk\";\n\nconst client = new Client(\"{key}\", {{ baseUrl: \"{base}\" }});\nawait client.events.send(\"order.paid\", {{ amount: 1200 }});"
+    );
+    view! {
+        <div class="first-use" data-testid="key-first-use">
+            <p>"Send a first event with it. Every endpoint subscribed to "<code>"order.paid"</code>" gets it, signed; "
+                <a href="/developers/deliveries">"Deliveries"</a>" shows each attempt. The answer is "<code>"202"</code>" with the event's id."</p>
+            {[("curl", curl), ("Python", python), ("TypeScript", typescript)].into_iter().map(|(lang, code)| view! {
+                <details open=lang == "curl">
+                    <summary>{lang}" "<CopyButton text=code.clone() what=format!("the {lang} example")/></summary>
+                    <pre class="code" data-testid=format!("first-use-{}", lang.to_lowercase())>{code.clone()}</pre>
+                </details>
+            }).collect_view()}
+        </div>
     }
 }

@@ -51,7 +51,10 @@ pub fn WebhooksPage() -> impl IntoView {
     });
     Effect::new(move |_| {
         if let Some(Ok(_)) = create.value().get() {
+            // The form starts over for the next endpoint.
             draft.url.set(String::new());
+            draft.types.set("*".to_string());
+            draft.description.set(String::new());
             version.update(|v| *v += 1);
         }
     });
@@ -67,10 +70,11 @@ pub fn WebhooksPage() -> impl IntoView {
                 (!offered).then(|| picker_gate.open())
             }}
             {move || match create.value().get() {
-                Some(Ok(secret)) => view! { <p class="newkey" role="status">"Endpoint added. Signing secret: "<code data-testid="new-endpoint-secret">{secret.clone()}</code>" "<CopyButton text=secret.clone()/></p> }.into_any(),
+                Some(Ok(secret)) => view! { <p class="newkey" role="status">"Endpoint added. Signing secret: "<code data-testid="new-endpoint-secret">{secret.clone()}</code>" "<CopyButton text=secret.clone() what="signing secret"/></p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error" role="alert">{error_text(&e)}</p> }.into_any(),
                 None => ().into_any(),
             }}
+            <SignatureHelp/>
             <EndpointList endpoints gate version/>
             <NotInPortal><super::alerts::AlertsPanel settings=alerts/></NotInPortal>
         </Cabinet>
@@ -94,7 +98,7 @@ fn NewEndpointForm(
     } = draft;
     view! {
         <form class="filters" on:submit=move |ev| { ev.prevent_default(); create.dispatch(()); }>
-            <input type="url" placeholder="https://example.com/webhooks" aria-label="Endpoint URL" required data-testid="endpoint-url-input"
+            <input type="url" placeholder="https://your.app/hook" aria-label="Endpoint URL" required data-testid="endpoint-url-input"
                 prop:value=move || url.get() on:input=move |ev| url.set(event_target_value(&ev))/>
             <input type="text" placeholder="event types, or *" aria-label="Event types" data-testid="endpoint-types-input"
                 prop:value=move || types.get() on:input=move |ev| types.set(event_target_value(&ev))/>
@@ -157,5 +161,25 @@ fn EndpointList(
                 view! { {gate.open()} {content} }
             })}
         </Transition>
+    }
+}
+
+/// What the signature headers on every delivery are and how a receiver checks them: the
+/// first thing a new owner's receiver needs, and what a support engineer explains.
+#[component]
+fn SignatureHelp() -> impl IntoView {
+    view! {
+        <details class="help" data-testid="signature-help">
+            <summary>"How a receiver checks that a delivery comes from Posthorn"</summary>
+            <p>"Every delivery is a POST of JSON signed with the endpoint's secret ("<code>"whsec_…"</code>"), twice:"</p>
+            <ul>
+                <li><code>"X-Botix-Signature: sha256=<hex>"</code>": HMAC-SHA256 of "<code>"{X-Botix-Timestamp}.{raw body}"</code>
+                    ", keyed with the secret's text. Right after a rotation it lists two, new and old, for 24 hours."</li>
+                <li><code>"webhook-signature: v1,<base64>"</code>" (Standard Webhooks): HMAC-SHA256 of "<code>"{webhook-id}.{webhook-timestamp}.{raw body}"</code>
+                    ", keyed with the secret's bytes after "<code>"whsec_"</code>" (base64-decoded). An ed25519 endpoint sends "<code>"v1a,"</code>" signatures instead."</li>
+            </ul>
+            <p>"Refuse a timestamp more than 5 minutes away, compare in constant time, and de-duplicate on "<code>"X-Event-Id"</code>
+                " (the same on every retry). The client libraries do all of it in one call: "<code>"verify(body, headers, secret)"</code>"."</p>
+        </details>
     }
 }

@@ -22,6 +22,10 @@ pub struct AlertsView {
     pub recent_html: String,
 }
 
+/// Said where alert e-mail is asked for on a server that sends none.
+pub const MAIL_OFF: &str = "E-mail is off on this server (its operator turns it on with \
+     POSTHORN_SMTP_URL): alerts go to the operations endpoint only.";
+
 #[server(endpoint = "alert_settings")]
 pub async fn alert_settings() -> Result<AlertsView, ServerFnError> {
     use crate::{
@@ -85,6 +89,15 @@ pub async fn save_alert_settings(minutes: i64, email: bool) -> Result<(), Server
     let current = notices::failing_after(&ctx.pool, access.project_id).await? / 60;
     if minutes != current.max(1) {
         crate::use_cases::alerts::set_failing_after(&ctx.pool, &access, minutes).await?;
+    }
+    // Turning e-mail on where none can be sent would only leave a confirmation waiting.
+    // (Support staff, no project's members, are told that first, by the use case.)
+    if email
+        && !access.is_support
+        && ctx.cfg.smtp_url.is_none()
+        && !notices::email_alerts(&ctx.pool, access.project_id, access.user_id).await?
+    {
+        return Err(crate::error::AppError::Conflict(MAIL_OFF.into()).into());
     }
     crate::use_cases::alerts::set_email_alerts(&ctx.pool, &access, email).await?;
     Ok(())

@@ -74,7 +74,7 @@ pub async fn get_delivery_detail(
     )
     .await?;
     Ok(DeliveryDetail {
-        row: d.row.explain(),
+        row: d.row.explain_among(&attempts),
         payload,
         request_headers,
         response_headers: d.response_headers.unwrap_or_default(),

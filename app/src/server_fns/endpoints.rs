@@ -297,7 +297,12 @@ pub async fn test_send(id: EndpointId) -> Result<DeliveryRow, ServerFnError> {
     use crate::{auth::current_access, core::permissions::Action, ctx::server_ctx};
     let ctx = server_ctx()?;
     let access = current_access(Action::TestSend).await?;
-    Ok(crate::use_cases::deliveries::test_send(&ctx.pool, &access, id).await?)
+    // With the failure in words (the raw error stays beside it, under "Details").
+    Ok(
+        crate::use_cases::deliveries::test_send(&ctx.pool, &access, id)
+            .await?
+            .explain(),
+    )
 }
 
 /// Sets an endpoint's client certificate (PEM certificate and key, checked as the API

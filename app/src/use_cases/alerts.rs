@@ -36,13 +36,17 @@ pub async fn set_failing_after(pool: &PgPool, access: &Access, minutes: i64) -> 
     Ok(())
 }
 
-/// A member's own choice; support staff, who are not members, have no such choice. The
-/// first time a member turns e-mail on, a confirmation goes to the address; alerts follow
-/// once it is confirmed.
+/// A member's own choice; support staff, who are not members, have no such choice (and
+/// turning off what they never had is no error). The first time a member turns e-mail on,
+/// a confirmation goes to the address; alerts follow once it is confirmed.
 pub async fn set_email_alerts(pool: &PgPool, access: &Access, on: bool) -> AppResult<()> {
     access.require(Action::ReadEndpoints)?;
     let mut tx = pool.begin().await?;
-    if !notices::set_email_alerts(&mut *tx, access.project_id, access.user_id, on).await? {
+    let member = notices::set_email_alerts(&mut *tx, access.project_id, access.user_id, on).await?;
+    if !member && !on {
+        return Ok(());
+    }
+    if !member {
         return Err(AppError::Invalid(
             "Only the project's members can get its alerts by e-mail.".into(),
         ));

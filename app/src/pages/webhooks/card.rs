@@ -251,7 +251,7 @@ fn CardMeta(stats: EndpointStats, header_names: RwSignal<Vec<String>>) -> impl I
             <span>{stats.p95_ms.map(|p| format!("p95 {p:.0} ms")).unwrap_or_default()}</span>
             {sparkline(&stats.hourly)}
             <a href=format!("/developers/deliveries?endpoint={id}")>"Deliveries"</a>
-            <a href=format!("/developers/deliveries?endpoint={id}&status=dead_letter")>"Failures"</a>
+            <a href=format!("/developers/deliveries?endpoint={id}&status=dead_letter")>"Dead letters"</a>
         </div>
     }
 }
@@ -286,11 +286,10 @@ fn Failures(id: EndpointId, failures: Vec<(String, i64)>) -> impl IntoView {
         <div class="epfail" data-testid="endpoint-failures">
             "Failures, 24 h: "
             {failures.iter().map(|(what, n)| {
-                let href = if what.chars().all(|c| c.is_ascii_digit()) {
-                    format!("/developers/deliveries?endpoint={id}&code={what}&since={}", (chrono::Utc::now() - chrono::Duration::hours(24)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-                } else {
-                    format!("/developers/deliveries?endpoint={id}&error_kind={what}")
-                };
+                // The chip's own 24 hours, so the list it opens has the rows it counted.
+                let since = (chrono::Utc::now() - chrono::Duration::hours(24)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                let by = if what.chars().all(|c| c.is_ascii_digit()) { "code" } else { "error_kind" };
+                let href = format!("/developers/deliveries?endpoint={id}&{by}={what}&since={since}");
                 view! { <a class="failchip" href=href>{format!("{what} × {n}")}</a> }
             }).collect_view()}
         </div>
@@ -409,10 +408,12 @@ fn CardActions(card: Card, is_ops: bool) -> impl IntoView {
                 what="Nothing is sent to it any more; its waiting attempts end as dead letters (endpoint deleted). Its delivery history stays for the retention window."
                 pending=Signal::derive(move || remove.pending().get())
                 on_confirm=move || { remove.dispatch(()); }/>
-            {move || secret.get().map(|s| view! { <code data-testid="endpoint-secret">{s.clone()}</code> <CopyButton text=s.clone()/> })}
+            {move || secret.get().map(|s| view! { <code data-testid="endpoint-secret">{s.clone()}</code> <CopyButton text=s.clone() what="signing secret"/> })}
             {move || test_row.get().map(|r| view! {
                 <span data-testid="test-send-result" data-status=r.status.as_str()>
-                    "test.ping: "<StatusBadge status=r.status/>" "{r.response_status.map(|c| c.to_string())}" "{r.error.clone()}
+                    "test.ping: "<StatusBadge status=r.status/>" "{r.response_status.map(|c| c.to_string())}" "
+                    <span data-testid="test-send-explained">{r.explained.clone()}</span>
+                    {r.error.clone().map(|e| view! { <details class="raw"><summary>"Details"</summary><code>{e}</code></details> })}
                 </span>
             })}
             {move || message.get().map(|(ok, m)| view! { <span class=if ok { "note ok" } else { "note error" } role="status">{m}</span> })}
