@@ -29,6 +29,24 @@ for (const width of [1440, 390]) {
   await page.click("[data-testid=delivery-row] >> nth=0 >> .drow");
   await page.click("[data-testid=error-details] summary");
   await page.screenshot({ path: `${out}/deliveries-error-${width}.png` });
+  // The team (roles as controls), the catalogue with its schema editor open, the keys.
+  await page.goto(`${base}/developers/team`);
+  await page.waitForSelector("body[data-hydrated=true]");
+  await page.screenshot({ path: `${out}/team-${width}.png` });
+  await page.goto(`${base}/developers/events`);
+  await page.waitForSelector("body[data-hydrated=true]");
+  await page.click("[data-testid=event-type-row] >> nth=0 >> [data-testid=edit-schema]");
+  await page.waitForSelector("[data-testid=schema-status].ok, [data-testid=schema-status].warn", { timeout: 10000 });
+  await page.locator("[data-testid=schema-panel]").scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${out}/events-schema-editor-${width}.png`, fullPage: width < 1000 });
+  await page.goto(`${base}/developers/keys`);
+  await page.waitForSelector("body[data-hydrated=true]");
+  await page.screenshot({ path: `${out}/keys-${width}.png` });
+  if (width < 1000) {
+    // The phone's folded menu, opened.
+    await page.click("[data-testid=menu-toggle]");
+    await page.screenshot({ path: `${out}/menu-open-${width}.png` });
+  }
   await page.close();
 }
 await browser.close();

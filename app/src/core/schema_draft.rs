@@ -10,14 +10,15 @@ const MAX_DEPTH: usize = 16;
 
 /// A draft 2020-12 schema that `example` passes.
 pub fn from_example(example: &Value) -> Value {
-    let mut schema = shape(example, 0);
-    if let Value::Object(m) = &mut schema {
-        m.insert(
-            "$schema".into(),
-            json!("https://json-schema.org/draft/2020-12/schema"),
-        );
+    let mut schema = Map::new();
+    schema.insert(
+        "$schema".into(),
+        json!("https://json-schema.org/draft/2020-12/schema"),
+    );
+    if let Value::Object(shaped) = shape(example, 0) {
+        schema.extend(shaped);
     }
-    schema
+    Value::Object(schema)
 }
 
 fn shape(v: &Value, depth: usize) -> Value {
