@@ -126,6 +126,20 @@ impl DeliveryRow {
         self
     }
 
+    /// [`Self::explain`] for a line of the list, which does not know what followed: a
+    /// failed attempt says what happened only (its row in the list, or its detail, says
+    /// what came next).
+    pub fn explain_listed(self) -> Self {
+        use crate::core::explain::RETRIES_ON_SCHEDULE;
+        let mut row = self.explain();
+        if row.status == DeliveryStatus::Failed {
+            row.explained = row
+                .explained
+                .map(|e| e.replace(RETRIES_ON_SCHEDULE, "").trim_end().to_string());
+        }
+        row
+    }
+
     /// [`Self::explain`], told the other attempts of its event to its endpoint: a failed
     /// attempt that a later one followed says how that one went, not that one will come.
     pub fn explain_among(self, attempts: &[DeliveryRow]) -> Self {
@@ -168,6 +182,10 @@ pub struct DeliveryPage {
     pub next: Option<String>,
     /// How many days of history there are (`POSTHORN_RETENTION_DAYS`).
     pub retention_days: u32,
+    /// The server's time when it read the page: rows after it are retries not yet due,
+    /// which the "N new" count leaves out of its anchor.
+    #[serde(default, deserialize_with = "crate::core::wire::utc_opt")]
+    pub as_of: Option<DateTime<Utc>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -339,6 +357,11 @@ mod tests {
             .explained
             .unwrap()
             .ends_with("Posthorn retries it on its schedule."));
+        // The list's line says what happened, not what it cannot know came next.
+        assert_eq!(
+            failed.clone().explain_listed().explained.unwrap(),
+            "The endpoint answered 503 Service Unavailable."
+        );
         for (next, says) in [
             (S::Succeeded, "Attempt 2 succeeded."),
             (S::Pending, "Attempt 2 is scheduled."),

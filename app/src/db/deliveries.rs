@@ -170,11 +170,12 @@ pub async fn count_newer(
     let mut q: QueryBuilder<Postgres> =
         QueryBuilder::new("SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE ");
     push_filters(&mut q, access, &filter, retention_days, access.is_support)?;
+    // A retry counts once it is due (it is shown, ahead of its time, already).
     q.push(" AND (d.created_at, d.id) > (")
         .push_bind(after.0)
         .push(", ")
         .push_bind(after.1)
-        .push(") LIMIT 100) newer");
+        .push(") AND d.created_at <= now() LIMIT 100) newer");
     Ok(q.build_query_scalar::<i64>().fetch_one(pool).await?)
 }
 

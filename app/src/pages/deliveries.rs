@@ -93,7 +93,7 @@ fn DeliveryView(
                         let no_match = f.q.as_deref().filter(|_| data.rows.is_empty()).map(no_match_text);
                         view! {
                             {no_match.map(|m| view! { <p class="note error" role="status" data-testid="search-no-match">{m}</p> })}
-                            <DeliveryTable rows=data.rows search_ref filter page/>
+                            <DeliveryTable rows=data.rows as_of=data.as_of search_ref filter page/>
                             <nav class="pager">
                                 {first.map(|href| view! { <a href=href class="button">"⇤ Newest"</a> })}
                                 {match next {
@@ -129,6 +129,7 @@ fn no_match_text(q: &str) -> String {
 #[component]
 fn DeliveryTable(
     rows: Vec<DeliveryRow>,
+    as_of: Option<chrono::DateTime<chrono::Utc>>,
     search_ref: NodeRef<html::Input>,
     filter: Memo<DeliveryFilter>,
     page: PageResource,
@@ -140,10 +141,10 @@ fn DeliveryTable(
     // Attempts newer than the newest row that match the view (first page only).
     let newer = RwSignal::new(0i64);
     #[cfg(not(feature = "hydrate"))]
-    let _ = (search_ref, filter);
+    let _ = (search_ref, filter, as_of);
     #[cfg(feature = "hydrate")]
     {
-        follow_rows(rows, filter, tick, newer);
+        follow_rows(rows, filter, tick, newer, (expanded, page, as_of));
         keyboard(rows, selected, expanded, search_ref);
     }
     view! {
@@ -188,34 +189,60 @@ fn NewRowsBar(newer: RwSignal<i64>, page: PageResource) -> impl IntoView {
 }
 
 /// Queued rows move to their outcome without a reload; every third second the first page
-/// asks how many newer attempts match (not while the tab is hidden).
+/// asks how many newer attempts match (not while the tab is hidden). At the top of the
+/// list with no row open or focused, they simply appear; otherwise the "N new" bar offers
+/// them, so nothing moves under someone reading or using the keyboard.
 #[cfg(feature = "hydrate")]
 fn follow_rows(
     rows: RwSignal<Vec<DeliveryRow>>,
     filter: Memo<DeliveryFilter>,
     tick: RwSignal<u32>,
     newer: RwSignal<i64>,
+    (expanded, page, as_of): (
+        RwSignal<Option<i64>>,
+        PageResource,
+        Option<chrono::DateTime<chrono::Utc>>,
+    ),
 ) {
     use leptos::task::spawn_local;
     crate::components::widgets::every(std::time::Duration::from_millis(1000), move || {
         tick.update(|t| *t = t.wrapping_add(1));
         let f = filter.get_untracked();
         if tick.get_untracked().is_multiple_of(3) && f.cursor.is_none() && !document().hidden() {
+            // The newest row already due when the page was read: a retry shown ahead of
+            // its time is no anchor (nothing newer than it could be counted).
             let (id, at) = rows
                 .with_untracked(|v| {
                     v.iter()
+                        .filter(|r| as_of.is_none_or(|t| r.created_at <= t))
                         .map(|r| (r.id.get(), r.created_at))
                         .max_by_key(|x| (x.1, x.0))
                 })
                 .unwrap_or((0, chrono::DateTime::<chrono::Utc>::UNIX_EPOCH));
             spawn_local(async move {
                 if let Ok(n) = crate::server_fns::deliveries::count_newer(f, id, at).await {
-                    newer.set(n);
+                    if n > 0 && expanded.get_untracked().is_none() && undisturbed() {
+                        newer.set(0);
+                        page.refetch();
+                    } else {
+                        newer.set(n);
+                    }
                 }
             });
         }
         refresh_live(rows);
     });
+}
+
+/// The reader is at the top of the page and the keyboard's focus is not in the list.
+#[cfg(feature = "hydrate")]
+fn undisturbed() -> bool {
+    let top = window().scroll_y().unwrap_or(0.0) < 40.0;
+    let focus_in_list = document()
+        .active_element()
+        .and_then(|el| el.closest(".deliveries").ok().flatten())
+        .is_some();
+    top && !focus_in_list
 }
 
 /// Asks again for the rows still waiting or running (of the first one's project).

@@ -22,7 +22,7 @@ pub async fn list_deliveries(
         deliveries::list(&ctx.pool, &access, &filter, days, PAGE_SIZE + 1)
             .await?
             .into_iter()
-            .map(DeliveryRow::explain)
+            .map(DeliveryRow::explain_listed)
             .collect();
     let next = if rows.len() as i64 > PAGE_SIZE {
         rows.truncate(PAGE_SIZE as usize);
@@ -40,6 +40,7 @@ pub async fn list_deliveries(
         rows,
         next,
         retention_days: days,
+        as_of: Some(chrono::Utc::now()),
     })
 }
 
@@ -120,7 +121,7 @@ pub async fn refresh_rows(
     let access = access_to(project_id, Action::ReadDeliveries).await?;
     let ids: Vec<AttemptId> = ids.into_iter().take(50).map(AttemptId::new).collect();
     let rows = deliveries::get_rows(&ctx.pool, &access, &ids).await?;
-    Ok(rows.into_iter().map(DeliveryRow::explain).collect())
+    Ok(rows.into_iter().map(DeliveryRow::explain_listed).collect())
 }
 
 /// How many attempts newer than the newest one shown match the view (at most 100): the

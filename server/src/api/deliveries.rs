@@ -54,6 +54,8 @@ pub struct Delivery {
     /// attempt is in flight, when a dispatcher took it.
     #[schema(required = true)]
     pub started_at: Option<DateTime<Utc>>,
+    /// The attempt's time, by which lists order and `since` filters: when it was queued,
+    /// or for a scheduled retry or a paced replay, when it is due.
     pub created_at: DateTime<Utc>,
     #[schema(required = true)]
     pub finished_at: Option<DateTime<Utc>>,
@@ -118,7 +120,8 @@ pub struct DeliveryDetail {
     pub response_body: Option<String>,
 }
 
-/// A page of `GET /deliveries`, ascending by (`created_at`, `id`).
+/// A page of `GET /deliveries`, ascending by (`created_at`, `id`): an attempt's time, when
+/// it is due. A scheduled retry is listed once its time has come (read it by id before).
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct DeliveryPage {
     pub data: Vec<Delivery>,
@@ -133,7 +136,7 @@ pub struct ListDeliveries {
     pub cursor: Option<String>,
     #[param(minimum = 1, maximum = 200, default = 50)]
     pub limit: Option<i64>,
-    /// Only attempts created at or after this RFC 3339 time.
+    /// Only attempts whose time (`created_at`, when each is due) is at or after this RFC 3339 time.
     #[param(format = DateTime)]
     pub since: Option<String>,
     #[param(value_type = Option<Status>)]

@@ -477,3 +477,118 @@ async fn a_lease_is_renewed_while_a_slow_answer_is_awaited() {
     assert_eq!(rx.seen().len(), 1, "sent once");
     app.stop().await;
 }
+
+/// An attempt's time is when it is due: a scheduled retry is shown (and ordered) at the
+/// time it will go out, "in 1h", not when its predecessor failed; the API lists it once
+/// that time has come, and the dashboard's "N new" count does not take it for new.
+#[tokio::test]
+async fn a_scheduled_retry_is_timed_and_ordered_when_it_is_due() {
+    let app = TestApp::spawn_with(common::ordering::with_retry("1h")).await;
+    let rx = Receiver::start().await;
+    rx.script([Answer::status(503)]);
+    let (project, key) = app.project("trial").await;
+    app.endpoint(project, &rx.url).await;
+    let failing = app
+        .ingest(project, "order.created", serde_json::json!({}))
+        .await;
+    rx.wait_for(1, SETTLE).await;
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    let follow_up = loop {
+        let row: Option<(
+            chrono::DateTime<chrono::Utc>,
+            chrono::DateTime<chrono::Utc>,
+            String,
+        )> = sqlx::query_as(
+            "SELECT created_at, scheduled_at, status FROM deliveries
+                  WHERE event_id = $1 AND attempt = 2",
+        )
+        .bind(&failing)
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap();
+        if let Some(row) = row {
+            break row;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no follow-up queued"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let (at, due, status) = follow_up;
+    assert_eq!(status, "pending");
+    assert_eq!(at, due, "the follow-up's time is when it is due");
+    assert!(at > chrono::Utc::now() + chrono::Duration::minutes(59));
+
+    // A later event's first attempt is older than the waiting retry: newest first, the
+    // retry leads the dashboard's list, and the later attempt still counts as new.
+    let access = app::auth::system_access(ProjectId::new(project), "test");
+    let anchor: (chrono::DateTime<chrono::Utc>, i64) =
+        sqlx::query_as("SELECT created_at, id FROM deliveries WHERE event_id = $1 AND attempt = 1")
+            .bind(&failing)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    let filter = app::delivery_filter::DeliveryFilter::default();
+    assert_eq!(
+        app::db::deliveries::count_newer(&app.pool, &access, &filter, 14, anchor)
+            .await
+            .unwrap(),
+        0,
+        "a retry not yet due is not new"
+    );
+    rx.set_default(Answer::status(200));
+    let later = app
+        .ingest(project, "order.paid", serde_json::json!({}))
+        .await;
+    app.settled(&later, SETTLE).await;
+    assert_eq!(
+        app::db::deliveries::count_newer(&app.pool, &access, &filter, 14, anchor)
+            .await
+            .unwrap(),
+        1
+    );
+    let list = app::db::deliveries::list(&app.pool, &access, &filter, 14, 10)
+        .await
+        .unwrap();
+    let order: Vec<(String, i32)> = list
+        .iter()
+        .map(|r| (r.event_id.to_string(), r.attempt))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (failing.clone(), 2),
+            (later.clone(), 1),
+            (failing.clone(), 1)
+        ]
+    );
+
+    // The API lists attempts whose time has come (up to its commit horizon, which may lag
+    // a moment): both first attempts, not the retry, yet.
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    loop {
+        let (status, page) = app
+            .api(
+                &key,
+                reqwest::Method::GET,
+                "/deliveries?limit=10",
+                serde_json::Value::Null,
+            )
+            .await;
+        assert_eq!(status, 200, "{page}");
+        let listed: Vec<i64> = page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["attempt"].as_i64().unwrap())
+            .collect();
+        assert!(!listed.contains(&2), "{page}");
+        if listed.len() == 2 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{page}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    app.stop().await;
+}

@@ -109,16 +109,22 @@ pub struct Inserted {
 
 /// The statement that queues attempts from the arrays [`bind_attempts`] binds as $1–$17;
 /// `$from` joins more relations to the source (one row each, or the insert is skipped).
+///
+/// An attempt's time (`created_at`, what the dashboard and `GET /deliveries` show and
+/// order by) is when it is due: now for a first attempt or a manual action, the future
+/// for a scheduled retry or a paced replay. Never before its transaction began, so the
+/// commit horizon still holds.
 macro_rules! queue_insert {
     ($from:literal) => {
         concat!(
             "INSERT INTO delivery_queue (project_id, event_id, event_type, endpoint_id, target_url, attempt,
-                                 trigger, triggered_by, status, scheduled_at, chain_started_at,
+                                 trigger, triggered_by, status, created_at, scheduled_at, chain_started_at,
                                  request_id, started_at, claimed_by, lease_expires_at,
                                  ordering_key, lane_seq, waits_for, parked)
          SELECT n.project_id, n.event_id, n.event_type, n.endpoint_id, n.target_url, n.attempt,
                 n.trigger, n.triggered_by,
                 CASE WHEN n.taken THEN 'in_flight' ELSE 'pending' END,
+                greatest(coalesce(n.scheduled_at, now()), now()),
                 coalesce(n.scheduled_at, now()), n.chain_started_at, n.request_id,
                 CASE WHEN n.taken THEN now() END,
                 CASE WHEN n.taken THEN $13 END,
