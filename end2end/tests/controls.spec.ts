@@ -119,9 +119,15 @@ test("an owner chooses where alerts go, after how long, and e-mail for themself;
   expect((await api(request, project.apiKey, "POST", "/webhooks", { url: goneUrl, events: ["order.paid"] })).status()).toBe(201);
   // The operations endpoint takes every type too: wait for the notice, not the event.
   const batch = [0, 1, 2].map((i) => ({ event: "order.paid", data: { i } }));
+  // The operations endpoint refuses the first notice: it is retried on the schedule.
+  receiver.control.status = 500;
+  const notices = () => receiver.received.filter((r) => r.headers["x-event-type"] === "delivery.dead_lettered");
   expect((await api(request, project.apiKey, "POST", "/events/batch", { events: batch })).status()).toBe(202);
-  await expect.poll(() => receiver.received.filter((r) => r.headers["x-event-type"] === "delivery.dead_lettered").length, { timeout: 30_000 }).toBe(1);
-  const notice = JSON.parse(receiver.received.find((r) => r.headers["x-event-type"] === "delivery.dead_lettered")!.body);
+  await expect.poll(() => notices().length, { timeout: 30_000 }).toBe(1);
+  receiver.control.status = 200;
+  await expect.poll(() => notices().length, { timeout: 15_000 }).toBe(2);
+  expect(notices()[1].headers["webhook-id"]).toBe(notices()[0].headers["webhook-id"]);
+  const notice = JSON.parse(notices()[0].body);
   // Dead letters told once a minute: the ones this round saw (the rest come next minute).
   expect(notice.data.count).toBeGreaterThanOrEqual(1);
   expect(notice.data.url).toBe(goneUrl);
@@ -135,6 +141,15 @@ test("an owner chooses where alerts go, after how long, and e-mail for themself;
   await expect(row).toContainText(new RegExp(`\\d+ deliver(y|ies) to ${goneUrl} dead-lettered`));
   await panel.scrollIntoViewIfNeeded();
   await page.screenshot({ path: "../docs/screenshots/alerts-panel.png", fullPage: true });
+
+  // The dashboard shows the notice's two attempts as notices: refused, then delivered.
+  await page.goto("/developers/deliveries?event_type=delivery.dead_lettered");
+  await hydrated(page);
+  const noticeRows = page.getByTestId("delivery-row");
+  await expect(noticeRows).toHaveCount(2);
+  await expect(noticeRows.nth(0)).toHaveAttribute("data-status", "succeeded");
+  await expect(noticeRows.nth(1)).toHaveAttribute("data-status", "failed");
+  await expect(noticeRows.nth(0).locator(".trigger")).toContainText("notice");
 
   // The catalogue lists every notice with an example.
   await page.goto("/developers/events");

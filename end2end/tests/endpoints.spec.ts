@@ -188,6 +188,8 @@ test("a posthorn listen session shows on its card, takes a test send through the
 test("a failed test send says what went wrong in words, the client's error under Details; the form starts over", async ({ page }) => {
   const { receiver } = await webhooksPageOfNewProject(page, "Refused test");
   receiver.close();
+  // No endpoints yet: the page says what one is and where to see what arrives.
+  await expect(page.getByTestId("no-endpoints").getByRole("link", { name: "inspector bin" })).toHaveAttribute("href", "/inspector");
   await page.getByTestId("endpoint-url-input").fill(receiver.url);
   await page.getByTestId("endpoint-types-input").fill("order.paid");
   await page.getByTestId("create-endpoint-button").click();

@@ -34,11 +34,14 @@ test("an endpoint's filter is tried on recent events, refused with its position,
   await card.getByTestId("save-filter-button").click();
   await expect(card.getByTestId("filter-error")).toContainText('write `event == "payment.succeeded"`');
 
-  // Tried on the recent events: what it would send and keep out, nothing saved.
+  // Tried on the recent events: what it would send and keep out, nothing saved, and no
+  // page load (the page's own state survives the try).
   await card.getByTestId("filter-input").fill("data.amount > 1000");
+  await page.evaluate(() => ((window as any).__samePage = true));
   await card.getByTestId("try-filter-button").click();
   const tried = card.getByTestId("filter-try-result");
   await expect(tried).toContainText("it would send 2 and keep out 1");
+  expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
   await expect(tried.getByTestId("filter-try-row")).toHaveCount(3);
   await expect(tried.getByTestId("filter-try-row").filter({ hasText: "the filter was false" })).toHaveCount(1);
   expect((await (await api(request, project.apiKey, "GET", `/webhooks/${hook.id}`)).json()).filter).toBeNull();

@@ -26,6 +26,7 @@ test("a bin made in the page shows requests live, expands them, and verifies a s
     },
   });
   expect(res.status()).toBe(200);
+  await expect(page.getByTestId("request-count")).toContainText("1 request (newest first");
   await request.get(`${url}/second`);
   await expect(page.getByTestId("bin-request")).toHaveCount(2, { timeout: 10_000 });
   await expect(page.getByTestId("bin-request").first()).toHaveAttribute("data-method", "GET");

@@ -29,6 +29,23 @@ test("20 loads of every page log no panic to the console", async ({ page }) => {
   expect(panics).toEqual([]);
 });
 
+test("no page scrolls sideways at 1440 px, and the inspector's bar spans the page like the cabinet's", async ({ page }) => {
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await login(page, OWNER);
+  const binPath = await bin(page);
+  await page.request.post(binPath.replace("/inspector/", "/r/"), { data: { hello: "wide" } });
+  const wide: string[] = [];
+  for (const path of [...PAGES, binPath]) {
+    await page.goto(path);
+    await hydrated(page);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    if (width > 1440) wide.push(`${path}: ${width}px`);
+    const bar = await page.locator("header.topbar").first().evaluate((el) => el.getBoundingClientRect().width);
+    if (bar < 1400) wide.push(`${path}: a ${Math.round(bar)}px header`);
+  }
+  expect(wide).toEqual([]);
+});
+
 test("no page scrolls sideways at 390 px, and the deliveries list starts in the first screen", async ({ page }) => {
   await page.setViewportSize({ width: 390, height: 844 });
   await login(page, OWNER);

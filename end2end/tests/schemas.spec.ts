@@ -62,6 +62,7 @@ test("an owner writes a schema in the catalogue's editor: checked as they type, 
   await login(page, { email: p.email, password: p.password });
   await page.goto("/developers/events");
   await hydrated(page);
+  await expect(page.getByTestId("catalogue-help")).toContainText("POST /public/v1/events");
   const row = page.getByTestId("event-type-row").filter({ hasText: "order.paid" });
   await expect(row.getByTestId("edit-schema")).toHaveText("add");
   await row.getByTestId("edit-schema").click();

@@ -120,7 +120,7 @@ fn refusal(error: &str, attrs: &str) -> String {
 
 /// What a filter tried in the form would do to the recent events, or why it does not
 /// compile.
-fn tried(t: &Tried, now: DateTime<Utc>) -> String {
+pub fn tried(t: &Tried, now: DateTime<Utc>) -> String {
     let mut html = String::from("<div class=\"epfilter-try\" data-testid=\"filter-try-result\">");
     match &t.outcome {
         Err(e) => html.push_str(&refusal(e, "")),

@@ -167,7 +167,7 @@ fn CabinetHeader(viewer: Viewer) -> impl IntoView {
     // below 800 px only), so the page's content starts near the top of the screen.
     let menu = RwSignal::new(false);
     view! {
-        <header class="topbar" class:open=move || menu.get()>
+        <header class="topbar folds" class:open=move || menu.get()>
             <a class="brand" href="/developers">"Posthorn"</a>
             <button type="button" class="menu-toggle" data-testid="menu-toggle" aria-controls="cabinet-menu"
                 aria-expanded=move || menu.get().to_string() on:click=move |_| menu.update(|m| *m = !*m)>"Menu"</button>

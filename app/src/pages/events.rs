@@ -39,6 +39,8 @@ pub fn EventsPage() -> impl IntoView {
     });
     view! {
         <Cabinet title="Event types">
+            <p class="muted" data-testid="catalogue-help">"Types appear here as your platform sends them ("<code>"POST /public/v1/events"</code>
+                "), beside the documented ones. Give a type a schema and events whose data does not fit it are refused with the path that failed."</p>
             <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     let content = match types.await {

@@ -14,6 +14,16 @@ use crate::{
     server_fns::inspector::{bin_requests, create_bin, get_bin_info, BinInfo},
 };
 
+/// The inspector's own bar, full width like the cabinet's, the same on both of its pages.
+#[component]
+fn InspectorHeader() -> impl IntoView {
+    view! {
+        <header class="topbar"><a class="brand" href="/">"Posthorn"</a>
+            <nav aria-label="Pages"><a href="/inspector">"Inspector"</a><a href="/developers">"Cabinet"</a></nav>
+        </header>
+    }
+}
+
 #[component]
 pub fn InspectorHome() -> impl IntoView {
     let create = Action::new(|_: &()| create_bin());
@@ -24,8 +34,8 @@ pub fn InspectorHome() -> impl IntoView {
         }
     });
     view! {
+        <InspectorHeader/>
         <main class="narrow inspector">
-            <header class="topbar"><a class="brand" href="/">"Posthorn"</a><nav><a href="/developers">"Cabinet"</a></nav></header>
             <h1>"Webhook inspector"</h1>
             <p>"A bin is a URL that records every request sent to it — any method, any path below it — so you can see exactly what arrives. Bins live 7 days."</p>
             <button type="button" class="primary" data-testid="create-bin-button" on:click=move |_| { create.dispatch(()); }
@@ -44,8 +54,8 @@ pub fn BinPage() -> impl IntoView {
     let gate = gate();
     let list_gate = crate::components::hydration::gate();
     view! {
+        <InspectorHeader/>
         <main class="inspector">
-            <header class="topbar"><a class="brand" href="/">"Posthorn"</a><nav><a href="/inspector">"Inspector"</a><a href="/developers">"Cabinet"</a></nav></header>
             <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     let content = match info.await {

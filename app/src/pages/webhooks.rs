@@ -17,6 +17,7 @@ use crate::{
 };
 
 mod card;
+mod filter_try;
 
 use card::EndpointCard;
 
@@ -150,7 +151,10 @@ fn EndpointList(
         <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 let content = match endpoints.await {
-                    Ok(list) if list.is_empty() => view! { <p class="empty">"No endpoints yet: add one above to start receiving events."</p> }.into_any(),
+                    Ok(list) if list.is_empty() => view! {
+                        <p class="empty" data-testid="no-endpoints">"No endpoints yet. An endpoint is a URL that receives this project's events: add one above (an "
+                            <a href="/inspector">"inspector bin"</a>" shows exactly what arrives), then press Test send on its card."</p>
+                    }.into_any(),
                     Ok(list) => view! {
                         <div class="endpoints">
                             {list.into_iter().map(|e| view! { <EndpointCard stats=e version/> }).collect_view()}

@@ -56,6 +56,65 @@ pub async fn try_endpoint_filter(id: EndpointId, filter: String) -> Result<(), S
     Ok(())
 }
 
+/// The same try, answered in place: the HTML of what the filter would do to the
+/// endpoint's recent events (the card puts it under its form, with no page load).
+#[server(endpoint = "try_endpoint_filter_here")]
+pub async fn try_endpoint_filter_here(
+    id: EndpointId,
+    filter: String,
+) -> Result<String, ServerFnError> {
+    use crate::{components::filter_card, ctx::server_ctx, db::projects};
+    let ctx = server_ctx()?;
+    let access =
+        crate::auth::endpoint_access(id, crate::core::permissions::Action::EditEndpoint).await?;
+    let text: String = filter.trim().chars().take(1024).collect();
+    let types = crate::db::endpoints::get(&ctx.pool, &access, id)
+        .await?
+        .event_types;
+    let days = projects::window_days(&ctx.pool, access.project_id, ctx.cfg.retention_days).await?;
+    let tried = try_on_recent(&ctx.pool, &access, &types, &text, days).await?;
+    Ok(filter_card::tried(&tried, chrono::Utc::now()))
+}
+
+/// What `text` would do to the endpoint's recent events of `types`, or why it does not
+/// compile.
+#[cfg(feature = "ssr")]
+async fn try_on_recent(
+    pool: &sqlx::PgPool,
+    access: &crate::auth::Access,
+    types: &[String],
+    text: &str,
+    days: u32,
+) -> Result<crate::components::filter_card::Tried, ServerFnError> {
+    use crate::{components::filter_card, core::filter};
+    let outcome = match filter::compile(text) {
+        Err(e) => Err(e),
+        Ok(f) => Ok(crate::db::filtered::recent_of_types(
+            pool,
+            access.project_id,
+            types,
+            days,
+            filter_card::LISTED,
+        )
+        .await?
+        .into_iter()
+        .map(|r| filter_card::CardEvent {
+            skipped: f
+                .eval(&filter::Input::parse(
+                    &r.event_type,
+                    &r.data,
+                    r.subjects.as_deref().unwrap_or_default(),
+                ))
+                .reason(),
+            event_id: r.event_id.to_string(),
+            event_type: r.event_type,
+            created_at: r.created_at,
+        })
+        .collect()),
+    };
+    Ok(filter_card::Tried { outcome })
+}
+
 #[cfg(feature = "ssr")]
 async fn back(notes: &[(&str, String)]) {
     let headers: http::HeaderMap = leptos_axum::extract().await.unwrap_or_default();
@@ -84,7 +143,6 @@ impl FilterCards {
         query: &[(String, String)],
         days: u32,
     ) -> Result<FilterCards, ServerFnError> {
-        use crate::{components::filter_card, core::filter};
         let kept_out = crate::db::filtered::kept_out(pool, access.project_id, days).await?;
         let named = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         let editable = access
@@ -97,32 +155,10 @@ impl FilterCards {
             .and_then(|id| id.parse::<i64>().ok())
             .and_then(|id| list.iter().find(|e| e.id == EndpointId::new(id)));
         if let (Some(ep), Some(text)) = (endpoint, named("try_filter")) {
-            let outcome = match filter::compile(text) {
-                Err(e) => Err(e),
-                Ok(f) => Ok(crate::db::filtered::recent_of_types(
-                    pool,
-                    access.project_id,
-                    &ep.event_types,
-                    days,
-                    filter_card::LISTED,
-                )
-                .await?
-                .into_iter()
-                .map(|r| filter_card::CardEvent {
-                    skipped: f
-                        .eval(&filter::Input::parse(
-                            &r.event_type,
-                            &r.data,
-                            r.subjects.as_deref().unwrap_or_default(),
-                        ))
-                        .reason(),
-                    event_id: r.event_id.to_string(),
-                    event_type: r.event_type,
-                    created_at: r.created_at,
-                })
-                .collect()),
-            };
-            tried = Some((ep.id, filter_card::Tried { outcome }));
+            tried = Some((
+                ep.id,
+                try_on_recent(pool, access, &ep.event_types, text, days).await?,
+            ));
         }
         Ok(FilterCards {
             kept_out,

@@ -195,7 +195,8 @@ pub fn EndpointCard(stats: EndpointStats, version: RwSignal<u32>) -> impl IntoVi
         <section class="endpoint" data-testid="endpoint-row" data-endpoint-id=id.to_string() data-enabled=enabled.to_string()>
             <CardHead ep=stats.endpoint.clone() is_ops=stats.is_ops/>
             <CardMeta stats=stats.clone() header_names=card.header_names/>
-            <div class="epcertbox" inner_html=stats.cert_html.clone()></div>
+            <div class="epcertbox" inner_html=stats.cert_html.clone()
+                on:click=move |ev| super::filter_try::on_click(ev, id)></div>
             <Failures id failures=stats.failures.clone()/>
             {move || card.editing.get().then(|| view! { <EditForm card/> <HeadersEditor card/> })}
             <CanAct action=Perm::EditEndpoint>
