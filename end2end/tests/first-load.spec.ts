@@ -11,7 +11,7 @@ const SLOW_4G = {
   connectionType: "cellular4g" as const,
 };
 const PAGE = "/developers/deliveries";
-/** Everything but the page's HTML, compressed, on a cold cache: 300.3 KB on 2026-12-07,
+/** Everything but the page's HTML, compressed, on a cold cache: 300.6 KB on 2026-12-07,
  * since the page has a bundle of its own that holds no other page (401.6 KB before; see
  * BENCHMARKS.md). The budget is the product's 400 KB. */
 const BUDGET_BYTES = 400 * 1000;
