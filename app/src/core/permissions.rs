@@ -50,11 +50,15 @@ pub enum Action {
     SendEvents,
     /// Erase data by subject or by event: the project's owners, members and API keys.
     EraseData,
+    /// Set or remove an event type's schema, which every event of the project's ingest
+    /// passes: the project's owners, members and API keys, never a portal user (one
+    /// customer's endpoints are theirs, the platform's ingest is not).
+    EditSchemas,
 }
 
 impl Action {
     /// Every action, for tests that walk the table.
-    pub const ALL: [Action; 21] = [
+    pub const ALL: [Action; 22] = [
         Action::ReadDeliveries,
         Action::Retry,
         Action::Redirect,
@@ -76,6 +80,7 @@ impl Action {
         Action::ManageTeam,
         Action::SendEvents,
         Action::EraseData,
+        Action::EditSchemas,
     ];
 
     /// How a refusal reads to the person refused.
@@ -102,6 +107,7 @@ impl Action {
             Action::ManageTeam => "manage the team",
             Action::SendEvents => "send events",
             Action::EraseData => "erase data",
+            Action::EditSchemas => "change event type schemas",
         }
     }
 }
@@ -205,6 +211,7 @@ mod tests {
             Action::ManageTeam,
             Action::SendEvents,
             Action::EraseData,
+            Action::EditSchemas,
         ] {
             assert!(!allows(Role::Support, a), "{a:?}");
         }
@@ -222,6 +229,7 @@ mod tests {
                 Action::SetOpsEndpoint,
                 Action::SendEvents,
                 Action::EraseData,
+                Action::EditSchemas,
             ] {
                 assert!(!allows(role, a), "{role:?} {a:?}");
             }

@@ -61,7 +61,7 @@ pub fn EventsPage() -> impl IntoView {
                                             <td class="schema-cell">
                                                 <span inner_html=t.schema_html></span>
                                                 {(!has_schema).then(|| view! { <span class="muted">"none "</span> })}
-                                                <CanAct action=Perm::EditEndpoint>
+                                                <CanAct action=Perm::EditSchemas>
                                                     <button type="button" class="link" data-testid="edit-schema" data-schema-for=open.event_type.clone()
                                                         aria-label=format!("{} the schema of {}", if has_schema { "Edit" } else { "Add" }, open.event_type)
                                                         on:click=move |_| editing.set(Some(open.clone()))>

@@ -21,7 +21,7 @@ pub async fn try_event_schema(
     example: Option<String>,
 ) -> Result<Option<String>, ServerFnError> {
     use crate::{auth::current_access, core::payload, core::permissions::Action, use_cases};
-    let access = current_access(Action::EditEndpoint).await?;
+    let access = current_access(Action::EditSchemas).await?;
     // An example larger than any event could be is not the type's.
     let example = example.filter(|e| e.len() <= payload::MAX_BODY);
     Ok(use_cases::schemas::try_out(&access, &schema, example.as_deref()).await?)
@@ -35,7 +35,7 @@ pub async fn set_event_schema(event_type: String, schema: String) -> Result<i32,
         ctx::server_ctx, error::AppError, use_cases,
     };
     let ctx = server_ctx()?;
-    let access = current_access(Action::EditEndpoint).await?;
+    let access = current_access(Action::EditSchemas).await?;
     let t = EventType::parse(&event_type).map_err(AppError::Invalid)?;
     let (stored, _) = use_cases::schemas::set(&ctx.pool, &access, &t, &schema).await?;
     Ok(stored.version)
@@ -49,7 +49,7 @@ pub async fn remove_event_schema(event_type: String) -> Result<(), ServerFnError
         ctx::server_ctx, error::AppError, use_cases,
     };
     let ctx = server_ctx()?;
-    let access = current_access(Action::EditEndpoint).await?;
+    let access = current_access(Action::EditSchemas).await?;
     let t = EventType::parse(&event_type).map_err(AppError::Invalid)?;
     Ok(use_cases::schemas::remove(&ctx.pool, &access, &t).await?)
 }

@@ -32,7 +32,7 @@ pub async fn set(
     event_type: &EventType,
     text: &str,
 ) -> AppResult<(schemas::StoredSchema, bool)> {
-    access.require(Action::EditEndpoint)?;
+    access.require(Action::EditSchemas)?;
     let owned = text.to_string();
     gate::run(access.project_id, move || {
         schema::compile(&owned).map(|_| ())
@@ -62,7 +62,7 @@ pub async fn try_out(
     text: &str,
     example: Option<&str>,
 ) -> AppResult<Option<String>> {
-    access.require(Action::EditEndpoint)?;
+    access.require(Action::EditSchemas)?;
     let (text, example) = (text.to_string(), example.map(str::to_string));
     gate::run(access.project_id, move || {
         let compiled = schema::compile(&text)?;
@@ -79,7 +79,7 @@ pub async fn try_out(
 
 /// Removes the type's schema: its events are no longer checked. Not found: 404.
 pub async fn remove(pool: &PgPool, access: &Access, event_type: &EventType) -> AppResult<()> {
-    access.require(Action::EditEndpoint)?;
+    access.require(Action::EditSchemas)?;
     let mut tx = pool.begin().await?;
     if !schemas::delete(&mut tx, access.project_id, event_type.as_str()).await? {
         return Err(AppError::NotFound);

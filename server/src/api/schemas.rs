@@ -47,7 +47,7 @@ pub async fn put(
     Path(t): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let access = caller.access(Action::EditEndpoint)?;
+    let access = caller.access(Action::EditSchemas)?;
     let t = event_type(&t)?;
     if body.len() > schema::MAX_BYTES {
         return Err(ApiError::new(
@@ -111,7 +111,7 @@ pub async fn delete(
     Extension(caller): Extension<Caller>,
     Path(t): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let access = caller.access(Action::EditEndpoint)?;
+    let access = caller.access(Action::EditSchemas)?;
     let t = event_type(&t)?;
     use_cases::schemas::remove(&pool, &access, &t).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -352,6 +352,17 @@ async fn support_and_other_projects_are_refused_by_every_server_function() {
             422,
         ),
         ("delete_endpoint", vec![("id", &ep)], 403),
+        (
+            "set_event_schema",
+            vec![("event_type", "order.paid"), ("schema", "{}")],
+            403,
+        ),
+        (
+            "remove_event_schema",
+            vec![("event_type", "order.paid")],
+            403,
+        ),
+        ("try_event_schema", vec![("schema", "{}")], 403),
         ("reveal_secret", vec![("id", &ep)], 403),
         ("rotate_secret", vec![("id", &ep)], 403),
         ("test_send", vec![("id", &ep)], 403),

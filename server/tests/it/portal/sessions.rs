@@ -244,10 +244,24 @@ async fn a_portal_owner_reaches_no_dashboard_only_function() {
             vec![("current", "x"), ("new_password", "long-enough-password")],
         ),
         ("switch_project", vec![("project_id", other.as_str())]),
+        // A schema refuses the whole project's events: the platform's, not a customer's.
+        (
+            "set_event_schema",
+            vec![("event_type", "order.paid"), ("schema", r#"{"not": {}}"#)],
+        ),
+        ("remove_event_schema", vec![("event_type", "order.paid")]),
+        ("try_event_schema", vec![("schema", "{}")]),
     ] {
         let (s, body) = portal.call(name, &form).await;
         assert!(matches!(s, 401 | 403 | 404), "{name}: {s} {body}");
     }
+    let schemas: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM event_type_schemas WHERE project_id = $1")
+            .bind(project)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(schemas, 0, "a portal user set a schema");
     let (keys, invitations): (i64, i64) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM api_keys WHERE project_id = $1),
                 (SELECT count(*) FROM invitations WHERE project_id = $1)",
