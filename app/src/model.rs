@@ -130,32 +130,38 @@ impl DeliveryRow {
     /// failed attempt says what happened only (its row in the list, or its detail, says
     /// what came next).
     pub fn explain_listed(self) -> Self {
-        use crate::core::explain::RETRIES_ON_SCHEDULE;
-        let mut row = self.explain();
-        if row.status == DeliveryStatus::Failed {
-            row.explained = row
-                .explained
-                .map(|e| e.replace(RETRIES_ON_SCHEDULE, "").trim_end().to_string());
+        if self.status != DeliveryStatus::Failed {
+            return self.explain();
         }
+        let mut row = self;
+        row.explained = row.what_happened();
         row
+    }
+
+    fn what_happened(&self) -> Option<String> {
+        crate::core::explain::what_happened(
+            self.error_kind,
+            self.error.as_deref(),
+            self.response_status,
+        )
     }
 
     /// [`Self::explain`], told the other attempts of its event to its endpoint: a failed
     /// attempt that a later one followed says how that one went, not that one will come.
     pub fn explain_among(self, attempts: &[DeliveryRow]) -> Self {
-        use crate::core::explain::{what_followed, RETRIES_ON_SCHEDULE};
-        let mut row = self.explain();
         let next = attempts
             .iter()
-            .filter(|a| a.attempt > row.attempt)
+            .filter(|a| a.attempt > self.attempt)
             .min_by_key(|a| a.attempt);
-        if let (DeliveryStatus::Failed, Some(next)) = (row.status, next) {
-            let followed = what_followed(next.attempt, next.status);
-            row.explained = row
-                .explained
-                .map(|e| e.replace(RETRIES_ON_SCHEDULE, &followed));
+        match (self.status, next) {
+            (DeliveryStatus::Failed, Some(next)) => {
+                let followed = crate::core::explain::what_followed(next.attempt, next.status);
+                let mut row = self;
+                row.explained = row.what_happened().map(|w| format!("{w} {followed}"));
+                row
+            }
+            _ => self.explain(),
         }
-        row
     }
 }
 

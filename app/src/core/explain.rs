@@ -12,9 +12,36 @@ pub fn explain(
     code: Option<i16>,
     status: DeliveryStatus,
 ) -> Option<String> {
+    let what = what_happened(kind, raw, code)?;
+    let kind = kind?;
+    let next = match status {
+        // The row is this attempt; the next one is its own row, in the attempts list.
+        DeliveryStatus::Failed => RETRIES_ON_SCHEDULE.to_string(),
+        DeliveryStatus::DeadLetter if kind == ErrorKind::Erased => {
+            "Nothing more will be sent.".to_string()
+        }
+        DeliveryStatus::DeadLetter => {
+            "No more automatic tries: fix the endpoint, then Retry.".to_string()
+        }
+        _ => String::new(),
+    };
+    Some(if next.is_empty() {
+        what
+    } else {
+        format!("{what} {next}")
+    })
+}
+
+/// The first sentence alone: what went wrong (`None` for an attempt without an error).
+/// Where what comes next is known otherwise, it takes the second sentence's place.
+pub fn what_happened(
+    kind: Option<ErrorKind>,
+    raw: Option<&str>,
+    code: Option<i16>,
+) -> Option<String> {
     let kind = kind?;
     let raw = raw.unwrap_or_default();
-    let what = match kind {
+    Some(match kind {
         ErrorKind::Timeout => "The endpoint did not answer in time.".to_string(),
         ErrorKind::Connect => "Could not connect to the endpoint's server: it refused the \
              connection or could not be reached."
@@ -32,22 +59,6 @@ pub fn explain(
         ErrorKind::EndpointDeleted => "The endpoint was deleted before it could be sent.".into(),
         ErrorKind::Internal => "The attempt broke inside Posthorn, not at the endpoint.".into(),
         ErrorKind::Erased => "The event's data was erased, so there was nothing to send.".into(),
-    };
-    let next = match status {
-        // The row is this attempt; the next one is its own row, in the attempts list.
-        DeliveryStatus::Failed => RETRIES_ON_SCHEDULE.to_string(),
-        DeliveryStatus::DeadLetter if kind == ErrorKind::Erased => {
-            "Nothing more will be sent.".to_string()
-        }
-        DeliveryStatus::DeadLetter => {
-            "No more automatic tries: fix the endpoint, then Retry.".to_string()
-        }
-        _ => String::new(),
-    };
-    Some(if next.is_empty() {
-        what
-    } else {
-        format!("{what} {next}")
     })
 }
 

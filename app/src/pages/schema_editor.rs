@@ -44,49 +44,12 @@ pub fn SchemaEditor(editing: Editing, on_close: Callback<bool>) -> impl IntoView
     let text = RwSignal::new(String::new());
     let verdict = RwSignal::new(None::<Verdict>);
     let area = NodeRef::<html::Textarea>::new();
-    let round = StoredValue::new(0u64);
-
-    // The text the server tries: the latest, once it has settled.
-    let try_now = {
-        let example = example.clone();
-        move || {
-            let schema = text.get_untracked();
-            if serde_json::from_str::<serde_json::Value>(&schema).is_err() {
-                return;
-            }
-            verdict.set(Some(Verdict::Checking));
-            let example = example.clone();
-            let mine = round.get_value();
-            leptos::task::spawn_local(async move {
-                let v = match try_event_schema(schema, example.clone()).await {
-                    Err(e) => Verdict::Refused(error_text(&e)),
-                    Ok(Some(failure)) => Verdict::ExampleFails(failure),
-                    Ok(None) => Verdict::Passes {
-                        example: example.is_some(),
-                    },
-                };
-                if round.get_value() == mine {
-                    verdict.set(Some(v));
-                }
-            });
-        }
-    };
-    let settle = {
-        let try_now = try_now.clone();
-        move || {
-            round.update_value(|r| *r += 1);
-            let mine = round.get_value();
-            let try_now = try_now.clone();
-            set_timeout(
-                move || {
-                    if round.get_value() == mine {
-                        try_now();
-                    }
-                },
-                std::time::Duration::from_millis(SETTLE_MS),
-            );
-        }
-    };
+    let json_error = Memo::new(move |_| {
+        serde_json::from_str::<serde_json::Value>(&text.get())
+            .err()
+            .map(|e| format!("Not JSON yet: {e}."))
+    });
+    let settle = live_check(text, json_error, verdict, example.clone());
 
     // The stored schema, or a first draft from the example, or an empty object.
     {
@@ -106,11 +69,6 @@ pub fn SchemaEditor(editing: Editing, on_close: Callback<bool>) -> impl IntoView
         });
     }
 
-    let json_error = Memo::new(move |_| {
-        serde_json::from_str::<serde_json::Value>(&text.get())
-            .err()
-            .map(|e| format!("Not JSON yet: {e}."))
-    });
     let save = Action::new({
         let event_type = event_type.clone();
         move |schema: &String| set_event_schema(event_type.clone(), schema.clone())
@@ -141,18 +99,6 @@ pub fn SchemaEditor(editing: Editing, on_close: Callback<bool>) -> impl IntoView
                 on:click=move |_| { text.set(draft(Some(&e))); settle(); }>"Start from the example"</button>
         }
     });
-    let status = move || {
-        if let Some(e) = json_error.get() {
-            return view! { <p class="error" data-testid="schema-status">{e}</p> }.into_any();
-        }
-        match verdict.get() {
-            None | Some(Verdict::Checking) => view! { <p class="muted" data-testid="schema-status">"Checking…"</p> }.into_any(),
-            Some(Verdict::Refused(e)) => view! { <p class="error" data-testid="schema-status">{format!("Would be refused: {e}")}</p> }.into_any(),
-            Some(Verdict::ExampleFails(f)) => view! { <p class="warn" data-testid="schema-status">{format!("A valid schema, but the latest event fails it: {f}")}</p> }.into_any(),
-            Some(Verdict::Passes { example: true }) => view! { <p class="ok" data-testid="schema-status">"A valid schema; the latest event passes it."</p> }.into_any(),
-            Some(Verdict::Passes { example: false }) => view! { <p class="ok" data-testid="schema-status">"A valid schema (no event of this type yet to try it on)."</p> }.into_any(),
-        }
-    };
     let can_save = move || {
         json_error.get().is_none()
             && !matches!(
@@ -175,7 +121,7 @@ pub fn SchemaEditor(editing: Editing, on_close: Callback<bool>) -> impl IntoView
                         let settle = settle.clone();
                         move |ev| { text.set(event_target_value(&ev)); verdict.set(None); settle(); }
                     }></textarea>
-                <div id="schema-status" role="status" aria-live="polite">{status}</div>
+                <div id="schema-status" role="status" aria-live="polite">{move || status_line(json_error.get(), verdict.get())}</div>
                 {move || save.value().get().and_then(|r| r.err()).map(|e| view! { <p class="error" role="alert">{error_text(&e)}</p> })}
                 {move || remove.value().get().and_then(|r| r.err()).map(|e| view! { <p class="error" role="alert">{error_text(&e)}</p> })}
                 <div class="dialog-actions">
@@ -193,6 +139,63 @@ pub fn SchemaEditor(editing: Editing, on_close: Callback<bool>) -> impl IntoView
             </div>
             {example_view}
         </section>
+    }
+}
+
+/// Has the server try the text a moment after the last key (only text that is JSON, and
+/// only the latest: an answer to older text is dropped). Returns what each change calls.
+fn live_check(
+    text: RwSignal<String>,
+    json_error: Memo<Option<String>>,
+    verdict: RwSignal<Option<Verdict>>,
+    example: Option<String>,
+) -> impl Fn() + Clone + 'static {
+    let round = StoredValue::new(0u64);
+    let try_now = move || {
+        if json_error.get_untracked().is_some() {
+            return;
+        }
+        verdict.set(Some(Verdict::Checking));
+        let (schema, example, mine) = (text.get_untracked(), example.clone(), round.get_value());
+        leptos::task::spawn_local(async move {
+            let v = match try_event_schema(schema, example.clone()).await {
+                Err(e) => Verdict::Refused(error_text(&e)),
+                Ok(Some(failure)) => Verdict::ExampleFails(failure),
+                Ok(None) => Verdict::Passes {
+                    example: example.is_some(),
+                },
+            };
+            if round.get_value() == mine {
+                verdict.set(Some(v));
+            }
+        });
+    };
+    move || {
+        round.update_value(|r| *r += 1);
+        let mine = round.get_value();
+        let try_now = try_now.clone();
+        set_timeout(
+            move || {
+                if round.get_value() == mine {
+                    try_now();
+                }
+            },
+            std::time::Duration::from_millis(SETTLE_MS),
+        );
+    }
+}
+
+/// What the text is: not JSON, being tried, refused, failed by the example, or good.
+fn status_line(json_error: Option<String>, verdict: Option<Verdict>) -> AnyView {
+    if let Some(e) = json_error {
+        return view! { <p class="error" data-testid="schema-status">{e}</p> }.into_any();
+    }
+    match verdict {
+        None | Some(Verdict::Checking) => view! { <p class="muted" data-testid="schema-status">"Checking…"</p> }.into_any(),
+        Some(Verdict::Refused(e)) => view! { <p class="error" data-testid="schema-status">{format!("Would be refused: {e}")}</p> }.into_any(),
+        Some(Verdict::ExampleFails(f)) => view! { <p class="warn" data-testid="schema-status">{format!("A valid schema, but the latest event fails it: {f}")}</p> }.into_any(),
+        Some(Verdict::Passes { example: true }) => view! { <p class="ok" data-testid="schema-status">"A valid schema; the latest event passes it."</p> }.into_any(),
+        Some(Verdict::Passes { example: false }) => view! { <p class="ok" data-testid="schema-status">"A valid schema (no event of this type yet to try it on)."</p> }.into_any(),
     }
 }
 
