@@ -231,6 +231,12 @@ pub struct EndpointView {
     /// card shows [`EndpointView::listen`].
     #[serde(skip)]
     pub destination: String,
+    /// A broker destination's settings as kept (JSON of `core::destination::Settings`;
+    /// None for `http` and `listen`), and whether it has credentials (never read back).
+    #[serde(skip)]
+    pub destination_settings: Option<String>,
+    #[serde(skip)]
+    pub credentials_set: bool,
     /// A listen session's `--name` (None: unnamed, or not a listen session).
     #[serde(skip)]
     pub listen_name: Option<String>,

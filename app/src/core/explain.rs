@@ -59,6 +59,12 @@ pub fn what_happened(
         ErrorKind::EndpointDeleted => "The endpoint was deleted before it could be sent.".into(),
         ErrorKind::Internal => "The attempt broke inside Posthorn, not at the endpoint.".into(),
         ErrorKind::Erased => "The event's data was erased, so there was nothing to send.".into(),
+        ErrorKind::Refused => {
+            format!(
+                "The broker refused the message, and will until its settings change: {}",
+                raw.trim_end_matches('.')
+            ) + "."
+        }
     })
 }
 

@@ -10,6 +10,8 @@ pub mod client_cert;
 pub mod curl;
 pub mod cursor;
 pub mod custom_headers;
+#[cfg(feature = "ssr")]
+pub mod destination;
 pub mod duration;
 #[cfg(feature = "ssr")]
 pub mod ed25519;

@@ -38,6 +38,8 @@ pub const ENDPOINT_SECRET: Purpose = Purpose("endpoint-secret");
 pub const HEADER_VALUE: Purpose = Purpose("header-value");
 pub const CLIENT_KEY: Purpose = Purpose("client-key");
 pub const SIGNING_KEY: Purpose = Purpose("signing-key");
+/// A broker destination's credentials (JSON of [`crate::core::destination::Credentials`]).
+pub const DESTINATION_CREDENTIALS: Purpose = Purpose("destination-credentials");
 
 impl Purpose {
     /// This purpose in one endpoint of one project.

@@ -123,10 +123,13 @@ pub enum ErrorKind {
     Internal,
     /// Its event's data was erased: there was nothing left to send.
     Erased,
+    /// A broker refused the message for a reason that will not change by itself (bad
+    /// credentials, no such stream or subject, too large): dead-lettered at once.
+    Refused,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::Timeout,
         ErrorKind::Connect,
         ErrorKind::Dns,
@@ -137,6 +140,7 @@ impl ErrorKind {
         ErrorKind::EndpointDeleted,
         ErrorKind::Internal,
         ErrorKind::Erased,
+        ErrorKind::Refused,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -151,6 +155,7 @@ impl ErrorKind {
             ErrorKind::EndpointDeleted => "endpoint_deleted",
             ErrorKind::Internal => "internal",
             ErrorKind::Erased => "erased",
+            ErrorKind::Refused => "refused",
         }
     }
 
@@ -170,6 +175,7 @@ impl ErrorKind {
             ErrorKind::EndpointDeleted => "Endpoint deleted",
             ErrorKind::Internal => "Internal",
             ErrorKind::Erased => "Erased",
+            ErrorKind::Refused => "Refused by broker",
         }
     }
 }

@@ -17,7 +17,8 @@ const COLUMNS: &str =
     "id, project_id, url, description, event_types, enabled, disabled_reason, created_at,
     ARRAY(SELECT h->>0 FROM jsonb_array_elements(custom_headers) h) AS header_names, rate_limit,
     client_cert_subject, client_cert_not_after, signature_scheme, public_key, filter,
-    destination, listen_name, listen_connected AND listen_seen_at > now() - interval '90 seconds'
+    destination, destination_settings::text AS destination_settings,
+    destination_credentials IS NOT NULL AS credentials_set, listen_name, listen_connected AND listen_seen_at > now() - interval '90 seconds'
       AS listen_connected,
     CASE WHEN destination = 'listen' THEN concat_ws(' · ', listen_name,
       CASE WHEN listen_connected AND listen_seen_at > now() - interval '90 seconds'
@@ -64,6 +65,39 @@ pub async fn set_custom_headers(
                 sealed::HEADER_VALUE.of(access.project_id, id),
                 headers,
             )) as _,
+        )
+        .execute(db)
+        .await?
+        .rows_affected(),
+    )
+}
+
+/// Makes an endpoint publish to a broker: its type, settings and (sealed) credentials;
+/// credentials left out are kept. Its type never changes after creation (the caller
+/// checks).
+pub async fn set_destination(
+    db: impl sqlx::PgExecutor<'_>,
+    access: &Access,
+    id: EndpointId,
+    destination: &crate::core::destination::Destination,
+) -> AppResult<()> {
+    let settings = &destination.settings;
+    let credentials = destination.credentials.as_ref().map(|c| {
+        let slot = sealed::DESTINATION_CREDENTIALS.of(access.project_id, id);
+        sealed::seal(slot, &serde_json::to_string(c).unwrap_or_default())
+    });
+    super::found(
+        sqlx::query!(
+            "UPDATE endpoints SET destination = $3, destination_settings = $4,
+                    destination_credentials = coalesce($5, destination_credentials), url = $6,
+                    updated_at = now()
+              WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL",
+            id.get(),
+            access.project_id.get(),
+            settings.kind(),
+            sqlx::types::Json(settings) as _,
+            credentials,
+            settings.target(),
         )
         .execute(db)
         .await?

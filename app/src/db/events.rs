@@ -477,6 +477,10 @@ fn handed_rows(
             traceparent: event.trace.traceparent.map(str::to_string),
             tracestate: event.trace.tracestate.map(str::to_string),
             trace_propagation: event.trace.propagate,
+            // Only plain HTTP endpoints are handed off (`Target::queued_only`).
+            destination: "http".into(),
+            destination_settings: None,
+            destination_credentials: None,
         });
     }
     claimed

@@ -29,6 +29,7 @@ pub async fn keys_in_use(pool: &PgPool) -> AppResult<Vec<(String, i64)>> {
                 UNION ALL SELECT previous_secret FROM endpoints WHERE previous_secret IS NOT NULL
                 UNION ALL SELECT client_key FROM endpoints WHERE client_key IS NOT NULL
                 UNION ALL SELECT signing_key FROM endpoints WHERE signing_key IS NOT NULL
+                UNION ALL SELECT destination_credentials FROM endpoints WHERE destination_credentials IS NOT NULL
                 UNION ALL SELECT h->1->>'sealed' FROM endpoints, jsonb_array_elements(custom_headers) h
                            WHERE jsonb_typeof(h->1) = 'object') v
           WHERE value ~ '^ph[12]:' GROUP BY 1 ORDER BY 1"#
@@ -48,6 +49,7 @@ pub async fn unbound_values(pool: &PgPool) -> AppResult<i64> {
                 UNION ALL SELECT previous_secret FROM endpoints WHERE previous_secret IS NOT NULL
                 UNION ALL SELECT client_key FROM endpoints WHERE client_key IS NOT NULL
                 UNION ALL SELECT signing_key FROM endpoints WHERE signing_key IS NOT NULL
+                UNION ALL SELECT destination_credentials FROM endpoints WHERE destination_credentials IS NOT NULL
                 UNION ALL SELECT h->1->>'sealed' FROM endpoints, jsonb_array_elements(custom_headers) h
                            WHERE jsonb_typeof(h->1) = 'object') v
              WHERE value !~ '^ph2:')
@@ -160,6 +162,7 @@ struct Row {
     previous_secret: Option<String>,
     client_key: Option<String>,
     signing_key: Option<String>,
+    destination_credentials: Option<String>,
     custom_headers: sqlx::types::Json<Vec<(String, StoredValue)>>,
 }
 
@@ -178,10 +181,12 @@ pub async fn reseal(pool: &PgPool, keyring: &Keyring) -> AppResult<Resealed> {
         let rows = sqlx::query_as!(
             Row,
             r#"SELECT id, project_id, secret, previous_secret, client_key, signing_key,
+                    destination_credentials,
                     custom_headers AS "custom_headers: sqlx::types::Json<Vec<(String, StoredValue)>>"
                FROM endpoints
               WHERE id > $1 AND (secret NOT LIKE $2 OR previous_secret NOT LIKE $2
                  OR client_key NOT LIKE $2 OR signing_key NOT LIKE $2
+                 OR destination_credentials NOT LIKE $2
                  OR EXISTS (SELECT 1 FROM jsonb_array_elements(custom_headers) h
                              WHERE coalesce(h->1->>'sealed', '') NOT LIKE $2))
               ORDER BY id LIMIT 200"#,
@@ -251,6 +256,10 @@ async fn reseal_row(
     let previous = column(sealed::ENDPOINT_SECRET, &row.previous_secret)?;
     let client_key = column(sealed::CLIENT_KEY, &row.client_key)?;
     let signing_key = column(sealed::SIGNING_KEY, &row.signing_key)?;
+    let credentials = column(
+        sealed::DESTINATION_CREDENTIALS,
+        &row.destination_credentials,
+    )?;
     let mut headers = Vec::with_capacity(row.custom_headers.0.len());
     for (name, value) in &row.custom_headers.0 {
         let (stored, plain) = match value {
@@ -268,10 +277,11 @@ async fn reseal_row(
     }
     let changed = sqlx::query!(
         "UPDATE endpoints SET secret = $2, previous_secret = $3, client_key = $4,
-                custom_headers = $5, signing_key = $10
+                custom_headers = $5, signing_key = $10, destination_credentials = $12
           WHERE id = $1 AND secret = $6 AND previous_secret IS NOT DISTINCT FROM $7
             AND client_key IS NOT DISTINCT FROM $8 AND custom_headers = $9
-            AND signing_key IS NOT DISTINCT FROM $11",
+            AND signing_key IS NOT DISTINCT FROM $11
+            AND destination_credentials IS NOT DISTINCT FROM $13",
         row.id,
         &secret,
         previous.as_deref(),
@@ -283,6 +293,8 @@ async fn reseal_row(
         &row.custom_headers as _,
         signing_key.as_deref(),
         row.signing_key.as_deref(),
+        credentials.as_deref(),
+        row.destination_credentials.as_deref(),
     )
     .execute(pool)
     .await?

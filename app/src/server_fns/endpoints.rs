@@ -94,6 +94,7 @@ pub async fn list_endpoints() -> Result<Vec<EndpointStats>, ServerFnError> {
                 .as_deref()
                 .map(listen_mark)
                 .unwrap_or_default();
+            cert_html += &destination_mark(&endpoint);
             cert_html += &crate::components::cert_card::html(
                 &crate::components::cert_card::CertCard {
                     id: endpoint.id,
@@ -162,6 +163,7 @@ pub async fn create_endpoint(
         &access,
         crate::use_cases::endpoints::NewEndpoint {
             url: url.to_string(),
+            destination: None,
             event_types: types,
             description,
             headers: None,
@@ -351,6 +353,36 @@ pub async fn set_client_certificate(
         .map(|e| (id.get(), crate::components::widgets::error_text(&e)));
     leptos_axum::redirect(&crate::core::next_path::with_cert_error(back, error));
     Ok(())
+}
+
+/// A broker destination's mark on the card: what kind, where, and whether it has
+/// credentials (never what they are).
+#[cfg(feature = "ssr")]
+fn destination_mark(endpoint: &EndpointView) -> String {
+    use crate::core::{alerts::escape_html, destination::Settings};
+    let Some(settings) = endpoint
+        .destination_settings
+        .as_deref()
+        .and_then(|s| serde_json::from_str::<Settings>(s).ok())
+    else {
+        return String::new();
+    };
+    let (kind, url, name) = match &settings {
+        Settings::Redis { url, stream, .. } => ("Redis stream", url, stream),
+        Settings::Nats { url, subject } => ("NATS JetStream", url, subject),
+    };
+    let creds = if endpoint.credentials_set {
+        "with credentials (sealed, never shown)"
+    } else {
+        "without credentials"
+    };
+    format!(
+        "<span class=\"badge badge-redirect\" data-testid=\"destination-badge\" \
+         title=\"Publishes each attempt to {url}, {creds}\">{kind} · {name}</span> ",
+        kind = kind,
+        url = escape_html(url),
+        name = escape_html(name),
+    )
 }
 
 /// The card's mark for a listen session: its name and whether its CLI is connected.

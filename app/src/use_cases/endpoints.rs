@@ -17,7 +17,10 @@ use crate::core::ed25519::NO_SECRET;
 
 /// A new endpoint, already parsed (URL checked, event types valid, headers allowed).
 pub struct NewEndpoint {
+    /// An HTTP endpoint's URL; for a broker destination, ignored (its target is written).
     pub url: String,
+    /// A broker to publish to instead of `url` (checked by `core::destination::parse`).
+    pub destination: Option<crate::core::destination::Destination>,
     pub event_types: Vec<String>,
     pub description: String,
     pub headers: Option<Vec<(String, String)>>,
@@ -46,6 +49,9 @@ pub struct EndpointChange {
     pub signature_scheme: Option<&'static str>,
     /// `Some(None)` removes the filter; `None` leaves it as it is.
     pub filter: Option<Option<String>>,
+    /// New settings for a broker destination of the same type; credentials left out are
+    /// kept.
+    pub destination: Option<crate::core::destination::Destination>,
 }
 
 /// A filter as saved: checked (422 with the parser's message and position otherwise).
@@ -70,17 +76,22 @@ pub async fn create(
     let mut tx = pool.begin().await?;
     let limits = limits::admit(&mut tx, access.project_id, Limit::Endpoints, 1).await?;
     limits::admit_event_types(&limits, &new.event_types)?;
+    let target = new.destination.as_ref().map(|d| d.settings.target());
     let (mut ep, secret) = endpoints::create(
         &mut tx,
         access,
         endpoints::NewEndpoint {
-            url: &new.url,
+            url: target.as_deref().unwrap_or(&new.url),
             event_types: &new.event_types,
             description: &new.description,
             rate_limit: new.rate_limit,
         },
     )
     .await?;
+    if let Some(d) = &new.destination {
+        endpoints::set_destination(&mut *tx, access, ep.id, d).await?;
+        ep = endpoints::get(&mut *tx, access, ep.id).await?;
+    }
     if let Some(headers) = new.headers {
         endpoints::set_custom_headers(&mut *tx, access, ep.id, &headers).await?;
         ep.header_names = headers.into_iter().map(|(n, _)| n).collect();
@@ -104,7 +115,7 @@ pub async fn create(
         access,
         "endpoint.create",
         &format!("endpoint #{}", ep.id),
-        serde_json::json!({ "url": ep.url }),
+        serde_json::json!({ "url": ep.url, "destination": ep.destination }),
     )
     .await?;
     tx.commit().await?;
@@ -137,8 +148,25 @@ pub async fn change(
         "client_certificate": change.client_cert.as_ref().map(|c| c.as_ref().map(|c| &c.subject)),
         "signature_scheme": change.signature_scheme,
         "filter": change.filter,
+        "destination": change.destination.as_ref().map(|d| d.settings.target()),
     });
     let mut tx = pool.begin().await?;
+    if change.url.is_some() || change.destination.is_some() {
+        let kind = endpoints::get(&mut *tx, access, id).await?.destination;
+        let asked = change
+            .destination
+            .as_ref()
+            .map_or("http", |d| d.settings.kind());
+        if kind != asked {
+            return Err(AppError::Invalid(format!(
+                "this endpoint's destination is `{kind}`, and an endpoint's type does not change \
+                 after creation: make a new endpoint for `{asked}`"
+            )));
+        }
+    }
+    if let Some(d) = &change.destination {
+        endpoints::set_destination(&mut *tx, access, id, d).await?;
+    }
     if let Some(types) = &change.event_types {
         let limits = limits::of(&mut tx, access.project_id).await?;
         limits::admit_event_types(&limits, types)?;

@@ -25,7 +25,11 @@ use app::core::{
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
-use super::{error::ApiErrorBody, parse_id, ApiError, ApiJson, Caller};
+use super::{
+    destinations::{destination_in_schema, requested, Destination},
+    error::ApiErrorBody,
+    parse_id, ApiError, ApiJson, Caller,
+};
 
 /// The schema of an endpoint's `events` list; `nullable` for the optional field of a patch.
 fn subscription_schema(nullable: bool) -> utoipa::openapi::Array {
@@ -142,8 +146,12 @@ pub(super) fn optional_subscription() -> utoipa::openapi::Array {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWebhook {
-    #[schema(schema_with = endpoint_url)]
-    pub url: String,
+    /// The endpoint's URL; or give `destination` instead.
+    #[schema(schema_with = optional_endpoint_url)]
+    pub url: Option<String>,
+    /// A broker to publish to instead of POSTing to `url` (SPEC "Destinations").
+    #[schema(schema_with = destination_in_schema)]
+    pub destination: Option<serde_json::Value>,
     #[schema(schema_with = subscription)]
     pub events: Vec<String>,
     /// Up to 500 characters.
@@ -267,6 +275,10 @@ pub struct UpdateWebhook {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, max_length = 1024, pattern = r"\S")]
     pub filter: Option<Option<String>>,
+    /// New settings of the endpoint's broker, of the same type (the type never changes);
+    /// credentials left out are kept.
+    #[schema(schema_with = destination_in_schema)]
+    pub destination: Option<serde_json::Value>,
 }
 
 /// JSON's integers include `5.0`, as JSON Schema's `integer` does; `5.5` is refused.
@@ -324,34 +336,11 @@ pub struct Webhook {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = String, required = false, pattern = r"^whsec_[A-Za-z0-9+/]+={0,2}$")]
     pub secret: Option<String>,
-    /// Only for an endpoint that is no plain URL: a `posthorn listen` session's.
+    /// Only for an endpoint that is no plain URL: a broker it publishes to, or a
+    /// `posthorn listen` session's.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Destination, required = false)]
     pub destination: Option<Destination>,
-}
-
-/// Where an endpoint's attempts go when it is no plain URL.
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct Destination {
-    /// `listen`: a `posthorn listen` session's; its attempts go to the CLI's machine.
-    #[serde(rename = "type")]
-    #[schema(pattern = "^listen$")]
-    pub kind: &'static str,
-    /// The session's `--name` (null: unnamed; it ends when its CLI exits).
-    #[schema(required = true)]
-    pub name: Option<String>,
-    /// Its CLI is connected now.
-    pub connected: bool,
-}
-
-impl Destination {
-    pub fn of(e: &EndpointView) -> Option<Destination> {
-        e.is_listen().then(|| Destination {
-            kind: "listen",
-            name: e.listen_name.clone(),
-            connected: e.listen_connected,
-        })
-    }
 }
 
 impl Webhook {
@@ -385,7 +374,13 @@ pub async fn create(
     Extension(caller): Extension<Caller>,
     ApiJson(body): ApiJson<CreateWebhook>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let url = parse_endpoint_url(&body.url).map_err(ApiError::invalid)?;
+    let (url, destination) = requested(body.url.as_deref(), body.destination.as_ref())?;
+    let url = match url {
+        Some(url) => parse_endpoint_url(&url)
+            .map_err(ApiError::invalid)?
+            .to_string(),
+        None => String::new(),
+    };
     let events = parse_subscription(&body.events).map_err(ApiError::invalid)?;
     let headers = custom_headers(body.headers.as_ref())?;
     let rate_limit = body
@@ -400,7 +395,8 @@ pub async fn create(
         &pool,
         &access,
         use_cases::endpoints::NewEndpoint {
-            url: url.to_string(),
+            url,
+            destination,
             event_types: events,
             description: body.description.unwrap_or_default(),
             headers,
@@ -464,8 +460,11 @@ pub async fn update(
     ApiJson(body): ApiJson<UpdateWebhook>,
 ) -> Result<Json<Webhook>, ApiError> {
     let id = parse_id(&id)?;
-    let url = body
-        .url
+    let (url, destination) = match (body.url.as_deref(), body.destination.as_ref()) {
+        (None, None) => (None, None),
+        (url, d) => requested(url, d)?,
+    };
+    let url = url
         .as_deref()
         .map(parse_endpoint_url)
         .transpose()
@@ -502,6 +501,7 @@ pub async fn update(
             client_cert,
             signature_scheme,
             filter: body.filter,
+            destination,
         },
     )
     .await?;

@@ -2,6 +2,7 @@
 //! the outcomes. Any number may run against one database; leases and `SKIP LOCKED` keep
 //! any two live dispatchers from sending the same attempt.
 
+mod brokers;
 mod claim_loop;
 pub mod egress;
 pub mod guard;

@@ -23,6 +23,7 @@ use reqwest::Client;
 mod clients;
 
 use super::{
+    brokers::{self, Brokers},
     egress::Failure,
     guard::{is_public, RefusedTarget},
     queue::{Claimed, Outcome},
@@ -84,6 +85,8 @@ pub struct Sender {
     /// Signs the pass that tells the inspector an attempt to a bin is this installation's
     /// own delivery (see [`app::core::capture_source`]).
     dispatch_key: Vec<u8>,
+    /// For endpoints that publish to a broker instead of an HTTP URL.
+    brokers: Brokers,
 }
 
 impl Sender {
@@ -92,6 +95,7 @@ impl Sender {
         Ok(Sender {
             trusted: maker.base().build()?,
             pools: clients::Pools::new(maker)?,
+            brokers: Brokers::new(cfg.clone()),
             cfg,
             dispatch_key,
         })
@@ -223,6 +227,17 @@ impl Sender {
         }
         let started_at = Utc::now();
         let started = Instant::now();
+        // A Redirect goes to its bin over HTTP, whatever the endpoint is.
+        if row.destination != "http" && row.trigger != Trigger::Redirect {
+            let published = self.brokers.publish(row, &headers, &body).await;
+            let duration_ms = started.elapsed().as_millis().min(i32::MAX as u128) as i32;
+            let timing = Timing {
+                started_at,
+                finished_at: Utc::now(),
+                duration_ms,
+            };
+            return self.conclude(row, published_exchange(published), recorded, timing, jitter);
+        }
         let result = self.send(row, &headers, body).await;
         let duration_ms = started.elapsed().as_millis().min(i32::MAX as u128) as i32;
         self.judge(row, recorded, started_at, duration_ms, result, jitter)
@@ -462,6 +477,32 @@ impl Sender {
                 ),
             )),
         }
+    }
+}
+
+/// What a publish to a broker amounted to: the broker's answer is the response body
+/// (there is no HTTP status), a lasting refusal dead-letters at once (error kind
+/// `refused`), a broken connection or timeout is retried.
+fn published_exchange(published: Result<String, brokers::Failure>) -> Exchange {
+    let (verdict, body, kind, error) = match published {
+        Ok(answer) => (Verdict::Succeeded, Some(answer), None, None),
+        Err(brokers::Failure::Refused(why)) => (
+            Verdict::Fatal,
+            Some(why.clone()),
+            Some(ErrorKind::Refused),
+            Some(why),
+        ),
+        Err(brokers::Failure::Transport(kind, why)) => {
+            (classify_error(kind), None, Some(kind.kind()), Some(why))
+        }
+    };
+    Exchange {
+        verdict,
+        response_status: None,
+        response_headers: None,
+        response_body: body,
+        error_kind: kind,
+        error,
     }
 }
 

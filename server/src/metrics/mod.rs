@@ -33,7 +33,7 @@ pub struct Metrics {
     failed: AtomicU64,
     dead_letter: AtomicU64,
     /// Attempts that failed, by [`ErrorKind::ALL`]'s order.
-    errors: [AtomicU64; 10],
+    errors: [AtomicU64; ErrorKind::ALL.len()],
     attempt: Histogram,
     claim: Histogram,
     claimed_rows: AtomicU64,
@@ -61,8 +61,9 @@ impl Metrics {
         }
         .fetch_add(1, Ordering::Relaxed);
         if let Some(kind) = o.error_kind {
-            if let Some(i) = ErrorKind::ALL.iter().position(|k| *k == kind) {
-                self.errors[i].fetch_add(1, Ordering::Relaxed);
+            let i = ErrorKind::ALL.iter().position(|k| *k == kind);
+            if let Some(counter) = i.and_then(|i| self.errors.get(i)) {
+                counter.fetch_add(1, Ordering::Relaxed);
             }
         }
         let ms = o.duration_ms.max(0) as u64;

@@ -12,6 +12,7 @@ mod alerts;
 mod api;
 mod api_document;
 mod api_limits;
+mod destinations;
 mod dispatcher;
 mod ed25519;
 mod egress;

@@ -46,6 +46,11 @@ pub struct Claimed {
     pub traceparent: Option<String>,
     pub tracestate: Option<String>,
     pub trace_propagation: bool,
+    /// Where the endpoint's attempts go: `http`, a broker (`redis`, `nats`, …) with its
+    /// settings (JSON) and sealed credentials, or `listen`.
+    pub destination: String,
+    pub destination_settings: Option<String>,
+    pub destination_credentials: Option<String>,
 }
 
 impl Claimed {
@@ -151,14 +156,15 @@ pub(super) const CLAIMED: &str = "d.id, d.created_at, d.project_id, d.event_id, 
     e.signature_scheme, e.signing_key, e.scheme_switched_at,
     (ev.erased_at IS NOT NULL OR d.error_kind IS NOT DISTINCT FROM 'erased') AS erased,
     ev.traceparent, ev.tracestate,
-    coalesce((SELECT p.trace_propagation FROM projects p WHERE p.id = d.project_id), true) AS trace_propagation";
+    coalesce((SELECT p.trace_propagation FROM projects p WHERE p.id = d.project_id), true) AS trace_propagation,
+    e.destination, e.destination_settings::text AS destination_settings, e.destination_credentials";
 
 /// What a row must satisfy to be claimed, whichever way the candidates are found.
 macro_rules! claimable {
     () => {
         "d.status = 'pending' AND NOT d.parked AND d.scheduled_at <= now()
          -- a listen session's rows are its session's to send (`super::listen`)
-         AND (d.trigger = 'redirect' OR (e.destination = 'http'
+         AND (d.trigger = 'redirect' OR (e.destination <> 'listen'
               AND (d.trigger = 'test' OR (e.enabled AND e.deleted_at IS NULL))))
          -- an endpoint booked far enough ahead is left alone until its slots run low
          AND (d.trigger = 'redirect' OR e.rate_limit IS NULL OR e.next_start_at IS NULL

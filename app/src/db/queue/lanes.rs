@@ -185,7 +185,7 @@ async fn release(conn: &mut PgConnection, lanes: &[EndedLane]) -> Result<u64, sq
     // free yet, whatever ended.
     Ok(sqlx::query!(
         "UPDATE delivery_queue d
-            SET waits_for = NULL, parked = NOT (e.enabled AND e.deleted_at IS NULL AND e.destination = 'http'),
+            SET waits_for = NULL, parked = NOT (e.enabled AND e.deleted_at IS NULL AND e.destination <> 'listen'),
                 scheduled_at = greatest(d.scheduled_at, now())
            FROM (SELECT h.id, h.created_at
                    FROM unnest($1::bigint[], $2::text[]) AS l(endpoint_id, key)

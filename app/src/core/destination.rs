@@ -1,0 +1,320 @@
+//! Destinations beyond HTTP (SPEC "Destinations"): what a tenant may ask for, checked
+//! when saved. The settings kept are never a credential; the credentials (from the URL's
+//! user info or the named fields) are split off to be sealed like secrets.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The types this server publishes to, beside `http`.
+pub const AVAILABLE: &[&str] = &["redis", "nats"];
+/// Types of the contract this server does not publish to yet: refused with a clear 422.
+pub const NOT_YET: &[&str] = &[
+    "rabbitmq",
+    "mqtt",
+    "sqs",
+    "sns",
+    "eventbridge",
+    "kinesis",
+    "s3",
+];
+
+/// Longest stream name or subject, and longest credential field.
+pub const MAX_NAME: usize = 256;
+pub const MAX_CREDENTIAL: usize = 1024;
+pub const MAX_URL: usize = 2048;
+/// A Redis stream's approximate length bound: the default, and the largest allowed.
+pub const DEFAULT_MAXLEN: u64 = 100_000;
+pub const MAX_MAXLEN: u64 = 100_000_000;
+
+/// A destination's settings as kept (`endpoints.destination_settings`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Settings {
+    /// `XADD` to a stream, trimmed to about `maxlen` entries.
+    Redis {
+        /// `redis://host:port/db` or `rediss://…`, without credentials.
+        url: String,
+        stream: String,
+        maxlen: u64,
+    },
+    /// A JetStream publish, acknowledged by the stream that takes `subject`.
+    Nats {
+        /// `nats://host:port` or `tls://…`, without credentials.
+        url: String,
+        subject: String,
+    },
+}
+
+/// Credentials, sealed at rest and never returned.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Credentials {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+impl Credentials {
+    pub fn is_empty(&self) -> bool {
+        self.username.is_none() && self.password.is_none() && self.token.is_none()
+    }
+}
+
+/// A destination as asked for, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Destination {
+    pub settings: Settings,
+    pub credentials: Option<Credentials>,
+}
+
+/// Where a broker is: host, port, TLS or not, and the path's database (Redis).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Address {
+    pub host: String,
+    pub port: u16,
+    pub tls: bool,
+    pub db: u32,
+}
+
+impl Settings {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Settings::Redis { .. } => "redis",
+            Settings::Nats { .. } => "nats",
+        }
+    }
+
+    /// What an attempt's `target_url` says: type, host and stream or subject, never a
+    /// credential (they were split off when saved).
+    pub fn target(&self) -> String {
+        match self {
+            Settings::Redis { url, stream, .. } => format!("{url} stream={stream}"),
+            Settings::Nats { url, subject } => format!("{url} subject={subject}"),
+        }
+    }
+
+    /// The broker's address, read from the kept URL (checked when saved).
+    pub fn address(&self) -> Result<Address, String> {
+        let (url, default_port, tls_scheme) = match self {
+            Settings::Redis { url, .. } => (url, 6379, "rediss"),
+            Settings::Nats { url, .. } => (url, 4222, "tls"),
+        };
+        let parsed = url::Url::parse(url).map_err(|e| format!("bad URL: {e}"))?;
+        let host = match parsed.host() {
+            Some(url::Host::Domain(d)) => d.to_string(),
+            Some(url::Host::Ipv4(ip)) => ip.to_string(),
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            None => return Err("the URL has no host".into()),
+        };
+        let db = match parsed.path().trim_start_matches('/') {
+            "" => 0,
+            n => n
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n <= 255)
+                .ok_or("the path names a database: a number from 0 to 255")?,
+        };
+        Ok(Address {
+            host,
+            port: parsed.port().unwrap_or(default_port),
+            tls: parsed.scheme() == tls_scheme,
+            db,
+        })
+    }
+}
+
+/// The destination `{"type": …, …}` of a create request; `Ok(None)` for `http` (the
+/// caller reads its `url` as a plain endpoint URL).
+pub fn parse(value: &Value) -> Result<Option<Destination>, String> {
+    let obj = value
+        .as_object()
+        .ok_or("`destination` must be an object with a `type`")?;
+    let kind = obj
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or("`destination.type` is missing: one of http, redis, nats")?;
+    if kind == "http" {
+        return Ok(None);
+    }
+    if NOT_YET.contains(&kind) {
+        return Err(format!(
+            "destination type `{kind}` is not available on this server yet; available: http, {}",
+            AVAILABLE.join(", ")
+        ));
+    }
+    let allowed: &[&str] = match kind {
+        "redis" => &["type", "url", "stream", "maxlen"],
+        "nats" => &["type", "url", "subject", "user", "password", "token"],
+        _ => {
+            return Err(format!(
+                "`destination.type` `{}` is unknown: one of http, {}",
+                kind.chars().take(40).collect::<String>(),
+                AVAILABLE.join(", ")
+            ))
+        }
+    };
+    if let Some(extra) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(format!(
+            "`destination.{}` is not a setting of `{kind}`; its settings: {}",
+            extra.chars().take(40).collect::<String>(),
+            allowed[1..].join(", ")
+        ));
+    }
+    let text = |name: &str| -> Result<Option<&str>, String> {
+        match obj.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.as_str())),
+            Some(_) => Err(format!("`destination.{name}` must be a string")),
+        }
+    };
+    let url = text("url")?.ok_or(format!("`destination.url` is required for `{kind}`"))?;
+    match kind {
+        "redis" => {
+            let (url, creds) = broker_url(url, &["redis", "rediss"], 6379)?;
+            let stream = name(text("stream")?, "stream", false)?;
+            let maxlen = match obj.get("maxlen") {
+                None | Some(Value::Null) => DEFAULT_MAXLEN,
+                Some(v) => v
+                    .as_u64()
+                    .filter(|n| (1..=MAX_MAXLEN).contains(n))
+                    .ok_or(format!(
+                        "`destination.maxlen` must be a whole number from 1 to {MAX_MAXLEN}"
+                    ))?,
+            };
+            let settings = Settings::Redis {
+                url,
+                stream,
+                maxlen,
+            };
+            settings.address()?;
+            Ok(Some(Destination {
+                settings,
+                credentials: (!creds.is_empty()).then_some(creds),
+            }))
+        }
+        _ => {
+            let (url, mut creds) = broker_url(url, &["nats", "tls"], 4222)?;
+            let subject = name(text("subject")?, "subject", true)?;
+            if let Some(user) = text("user")? {
+                creds.username = Some(credential(user, "user")?);
+            }
+            if let Some(password) = text("password")? {
+                creds.password = Some(credential(password, "password")?);
+            }
+            if let Some(token) = text("token")? {
+                creds.token = Some(credential(token, "token")?);
+            }
+            if creds.token.is_some() && (creds.username.is_some() || creds.password.is_some()) {
+                return Err("NATS takes `user` and `password`, or a `token`, not both".into());
+            }
+            Ok(Some(Destination {
+                settings: Settings::Nats { url, subject },
+                credentials: (!creds.is_empty()).then_some(creds),
+            }))
+        }
+    }
+}
+
+/// A broker URL of one of `schemes`, with its user info split off as credentials: the
+/// kept URL is `scheme://host:port[/path]`, port written out.
+fn broker_url(
+    text: &str,
+    schemes: &[&str],
+    default_port: u16,
+) -> Result<(String, Credentials), String> {
+    if text.len() > MAX_URL {
+        return Err(format!("`destination.url` is longer than {MAX_URL} bytes"));
+    }
+    let url = url::Url::parse(text).map_err(|e| format!("`destination.url` is not a URL: {e}"))?;
+    if !schemes.contains(&url.scheme()) {
+        return Err(format!(
+            "`destination.url` must start with {}",
+            schemes
+                .iter()
+                .map(|s| format!("{s}://"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ));
+    }
+    if url.scheme() == schemes[1] {
+        return Err(format!(
+            "`{}://` (TLS) is not available on this server yet: use `{}://`",
+            schemes[1], schemes[0]
+        ));
+    }
+    let host = url
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or("`destination.url` has no host")?;
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err("`destination.url` takes no query and no fragment".into());
+    }
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8()
+            .map(|s| s.into_owned())
+            .map_err(|_| "`destination.url`'s user info is not UTF-8".to_string())
+    };
+    let mut creds = Credentials::default();
+    if !url.username().is_empty() {
+        creds.username = Some(credential(&decode(url.username())?, "url's user")?);
+    }
+    if let Some(p) = url.password() {
+        creds.password = Some(credential(&decode(p)?, "url's password")?);
+    }
+    let path = url.path().trim_end_matches('/');
+    let kept = format!(
+        "{}://{}:{}{}",
+        url.scheme(),
+        host,
+        url.port().unwrap_or(default_port),
+        path
+    );
+    Ok((kept, creds))
+}
+
+fn credential(value: &str, what: &str) -> Result<String, String> {
+    if value.is_empty() || value.len() > MAX_CREDENTIAL || value.chars().any(char::is_control) {
+        return Err(format!(
+            "`destination.{what}` must be 1 to {MAX_CREDENTIAL} bytes without control characters"
+        ));
+    }
+    Ok(value.to_string())
+}
+
+/// A stream name (any printable text) or a NATS subject (dot-separated tokens, no
+/// wildcards, not in the `$` or `_INBOX` namespaces the server itself uses).
+fn name(value: Option<&str>, what: &str, subject: bool) -> Result<String, String> {
+    let value = value.ok_or(format!("`destination.{what}` is required"))?;
+    if value.is_empty()
+        || value.len() > MAX_NAME
+        || value.chars().any(|c| c.is_control() || c.is_whitespace())
+    {
+        return Err(format!(
+            "`destination.{what}` must be 1 to {MAX_NAME} bytes without spaces or control characters"
+        ));
+    }
+    if subject {
+        if value
+            .split('.')
+            .any(|t| t.is_empty() || t == "*" || t == ">")
+        {
+            return Err(format!(
+                "`destination.subject` `{value}` must be dot-separated names, without wildcards (* or >) or empty parts"
+            ));
+        }
+        if value.starts_with('$') || value.starts_with("_INBOX.") {
+            return Err(
+                "`destination.subject` may not be in the server's own `$…` or `_INBOX.` subjects"
+                    .into(),
+            );
+        }
+    }
+    Ok(value.to_string())
+}
+
+#[cfg(test)]
+#[path = "destination_tests.rs"]
+mod tests;

@@ -1,0 +1,130 @@
+//! An endpoint's `destination` in the API: read from the request (checked by
+//! [`app::core::destination`]) and written in answers, settings without credentials.
+
+use app::{
+    core::destination::{self, Settings},
+    model::EndpointView,
+};
+use serde::Serialize;
+
+use super::ApiError;
+
+/// Where an endpoint's attempts go when it is no plain URL.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum Destination {
+    Listen(ListenDestination),
+    Broker(BrokerDestination),
+}
+
+/// A `posthorn listen` session's endpoint: its attempts go to the CLI's machine.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ListenDestination {
+    #[serde(rename = "type")]
+    #[schema(pattern = "^listen$")]
+    pub kind: &'static str,
+    /// The session's `--name` (null: unnamed; it ends when its CLI exits).
+    #[schema(required = true)]
+    pub name: Option<String>,
+    /// Its CLI is connected now.
+    pub connected: bool,
+}
+
+/// A broker the endpoint publishes to (SPEC "Destinations"); credentials are never
+/// returned, `credentials_set` says whether it has some.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct BrokerDestination {
+    /// `redis` or `nats`.
+    #[serde(rename = "type")]
+    #[schema(pattern = "^(redis|nats)$")]
+    pub kind: &'static str,
+    /// The broker's URL without credentials, port written out.
+    pub url: String,
+    /// `redis`: the stream `XADD` appends to, and its approximate length bound.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maxlen: Option<u64>,
+    /// `nats`: the JetStream subject published to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    pub credentials_set: bool,
+}
+
+impl Destination {
+    pub fn of(e: &EndpointView) -> Option<Destination> {
+        if e.is_listen() {
+            return Some(Destination::Listen(ListenDestination {
+                kind: "listen",
+                name: e.listen_name.clone(),
+                connected: e.listen_connected,
+            }));
+        }
+        let settings: Settings = serde_json::from_str(e.destination_settings.as_deref()?).ok()?;
+        let mut out = BrokerDestination {
+            kind: settings.kind(),
+            url: String::new(),
+            stream: None,
+            maxlen: None,
+            subject: None,
+            credentials_set: e.credentials_set,
+        };
+        match settings {
+            Settings::Redis {
+                url,
+                stream,
+                maxlen,
+            } => (out.url, out.stream, out.maxlen) = (url, Some(stream), Some(maxlen)),
+            Settings::Nats { url, subject } => (out.url, out.subject) = (url, Some(subject)),
+        }
+        Some(Destination::Broker(out))
+    }
+}
+
+/// What a create request asks for: a plain URL (`url`, or `destination` of type `http`
+/// with its `url`) or a broker. Exactly one of the two fields.
+pub fn requested(
+    url: Option<&str>,
+    destination: Option<&serde_json::Value>,
+) -> Result<(Option<String>, Option<destination::Destination>), ApiError> {
+    match (url, destination) {
+        (Some(_), Some(_)) => Err(ApiError::invalid(
+            "give `url` or `destination`, not both".to_string(),
+        )),
+        (None, None) => Err(ApiError::invalid(
+            "`url` (an HTTP endpoint) or `destination` is required".to_string(),
+        )),
+        (Some(url), None) => Ok((Some(url.to_string()), None)),
+        (None, Some(d)) => match destination::parse(d).map_err(ApiError::invalid)? {
+            Some(broker) => Ok((None, Some(broker))),
+            None => {
+                let url = d.get("url").and_then(|u| u.as_str()).ok_or_else(|| {
+                    ApiError::invalid("`destination.url` is required for `http`".to_string())
+                })?;
+                Ok((Some(url.to_string()), None))
+            }
+        },
+    }
+}
+
+/// The schema of the request's `destination`: an object with a `type` and that type's
+/// settings (checked by the server, which answers 422 in words).
+pub(super) fn destination_in_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::{schema::Type, ObjectBuilder};
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(
+            "Instead of `url`: `{\"type\": \"redis\", \"url\": \"redis://[user:password@]host:port/db\", \
+             \"stream\": …, \"maxlen\"?: …}` or `{\"type\": \"nats\", \"url\": \"nats://host:port\", \
+             \"subject\": …, \"user\"?, \"password\"? or \"token\"?}` (or `{\"type\": \"http\", \"url\": …}`). \
+             Credentials are write-only and sealed at rest.",
+        ))
+        .property(
+            "type",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some("^(http|redis|nats)$")),
+        )
+        .required("type")
+        .build()
+}

@@ -1,0 +1,126 @@
+//! A broker's TCP connection, found through the target guard, and the bounded reads the
+//! protocols are built on: a broker is a tenant's server, and whatever it sends (a line
+//! without an end, a frame of a gigabyte) costs this process at most [`MAX_FRAME`].
+
+use std::{net::SocketAddr, time::Duration};
+
+use app::core::{classify::TransportError, destination::Address};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncReadExt, BufReader},
+    net::TcpStream,
+};
+
+use super::Failure;
+use crate::dispatcher::guard::{is_public, RefusedTarget};
+
+/// The longest line or frame read from a broker.
+pub const MAX_FRAME: usize = 64 * 1024;
+
+pub type Stream = BufReader<TcpStream>;
+
+/// Connects to the broker at `address`: its name resolved, every address checked by the
+/// target guard (unless private targets are allowed), the first allowed one dialled.
+pub async fn connect(
+    address: &Address,
+    allow_private: bool,
+    timeout: Duration,
+) -> Result<Stream, Failure> {
+    let resolved: Vec<SocketAddr> = tokio::time::timeout(
+        timeout,
+        tokio::net::lookup_host((address.host.as_str(), address.port)),
+    )
+    .await
+    .map_err(|_| {
+        transport(
+            TransportError::Dns,
+            format!("{}: name lookup timed out", address.host),
+        )
+    })?
+    .map_err(|e| transport(TransportError::Dns, format!("{}: {e}", address.host)))?
+    .collect();
+    let allowed: Vec<SocketAddr> = resolved
+        .iter()
+        .copied()
+        .filter(|a| allow_private || is_public(a.ip()))
+        .collect();
+    let Some(first) = allowed.first() else {
+        return Err(match resolved.first() {
+            Some(a) => transport(
+                TransportError::RefusedTarget,
+                RefusedTarget(a.ip()).to_string(),
+            ),
+            None => transport(TransportError::Dns, format!("{}: no address", address.host)),
+        });
+    };
+    let stream = tokio::time::timeout(timeout, TcpStream::connect(first))
+        .await
+        .map_err(|_| {
+            transport(
+                TransportError::Connect,
+                format!("{first}: no connection within {} ms", timeout.as_millis()),
+            )
+        })?
+        .map_err(|e| transport(TransportError::Connect, format!("{first}: {e}")))?;
+    let _ = stream.set_nodelay(true);
+    Ok(BufReader::with_capacity(8 * 1024, stream))
+}
+
+pub fn transport(kind: TransportError, message: String) -> Failure {
+    Failure::Transport(kind, message)
+}
+
+/// A broken or misbehaving connection, in words.
+pub fn io_failure(e: std::io::Error) -> Failure {
+    let kind = match e.kind() {
+        std::io::ErrorKind::TimedOut => TransportError::Timeout,
+        _ => TransportError::Other,
+    };
+    let what = match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => "the broker closed the connection".to_string(),
+        _ => format!("connection to the broker: {e}"),
+    };
+    transport(kind, what)
+}
+
+/// One line (CRLF or LF ended), without its end; at most `max` bytes.
+pub async fn read_line(io: &mut Stream, max: usize) -> std::io::Result<String> {
+    let mut line = Vec::new();
+    loop {
+        let buf = io.fill_buf().await?;
+        if buf.is_empty() {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        let (taken, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (buf.len(), false),
+        };
+        line.extend_from_slice(&buf[..taken]);
+        io.consume(taken);
+        if line.len() > max {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("the broker sent a line longer than {max} bytes"),
+            ));
+        }
+        if done {
+            while matches!(line.last(), Some(b'\n' | b'\r')) {
+                line.pop();
+            }
+            return Ok(String::from_utf8_lossy(&line).into_owned());
+        }
+    }
+}
+
+/// Exactly `n` bytes, then the CRLF that ends them; `n` at most [`MAX_FRAME`].
+pub async fn read_frame(io: &mut Stream, n: usize) -> std::io::Result<Vec<u8>> {
+    if n > MAX_FRAME {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("the broker sent a frame of {n} bytes (at most {MAX_FRAME} are read)"),
+        ));
+    }
+    let mut frame = vec![0; n + 2];
+    io.read_exact(&mut frame).await?;
+    frame.truncate(n);
+    Ok(frame)
+}

@@ -1,0 +1,150 @@
+//! Private Redis and NATS servers for the destination tests, each on a port of its own
+//! (so a test may stop and start one without touching anyone else's), and the Python
+//! consumer that reads what was published and verifies it with the SDK.
+
+use std::{
+    net::TcpListener,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_listening(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "{what} did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn binary(name: &str) -> String {
+    for dir in ["/usr/bin", "/usr/sbin", "/usr/local/bin"] {
+        let p = format!("{dir}/{name}");
+        if std::path::Path::new(&p).exists() {
+            return p;
+        }
+    }
+    name.to_string()
+}
+
+/// A broker process on `port`, stopped when dropped.
+pub struct Broker {
+    pub port: u16,
+    child: Option<Child>,
+    start: Box<dyn Fn(u16) -> Child + Send + Sync>,
+    what: &'static str,
+}
+
+impl Broker {
+    pub fn redis(password: Option<&str>) -> Broker {
+        let password = password.map(str::to_string);
+        Self::on(free_port(), "redis-server", move |port| {
+            let mut c = Command::new(binary("redis-server"));
+            c.args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--appendonly", "no", "--dir", "/tmp", "--logfile", ""]);
+            if let Some(p) = &password {
+                c.args(["--requirepass", p]);
+            }
+            c
+        })
+    }
+
+    /// NATS with JetStream, its store in a directory of its own (kept across a restart).
+    pub fn nats() -> Broker {
+        let dir: PathBuf = std::env::temp_dir().join(format!("ph-nats-{}", ulid::Ulid::new()));
+        Self::on(free_port(), "nats-server", move |port| {
+            let mut c = Command::new(binary("nats-server"));
+            c.args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+                .arg(&dir);
+            c
+        })
+    }
+
+    fn on(
+        port: u16,
+        what: &'static str,
+        command: impl Fn(u16) -> Command + Send + Sync + 'static,
+    ) -> Broker {
+        let start = move |port: u16| {
+            command(port)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("{what}: {e} (installed by .ci/dev.sh tools)"))
+        };
+        let mut b = Broker {
+            port,
+            child: None,
+            start: Box::new(start),
+            what,
+        };
+        b.start();
+        b
+    }
+
+    pub fn start(&mut self) {
+        self.child = Some((self.start)(self.port));
+        wait_listening(self.port, self.what);
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Runs the consumer (`consume.py`) and returns what it printed, one JSON value a line.
+pub async fn consume(args: &[&str]) -> Vec<Value> {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || consume_now(&args))
+        .await
+        .unwrap()
+}
+
+fn consume_now(args: &[String]) -> Vec<Value> {
+    let python = std::env::var("POSTHORN_PYTHON").unwrap_or_else(|_| "python3".into());
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let out = Command::new(python)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/it/destinations/consume.py"
+        ))
+        .args(args)
+        .env("PYTHONPATH", format!("{root}/sdk/python/src"))
+        .output()
+        .expect("python with redis and nats-py (set POSTHORN_PYTHON)");
+    assert!(
+        out.status.success(),
+        "consumer {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}

@@ -1,0 +1,62 @@
+"""A real consumer of a broker destination, for the integration tests.
+
+  consume.py nats-stream URL STREAM SUBJECT   make (or make anew) a JetStream stream
+  consume.py redis URL STREAM SECRET N        read N entries of a Redis stream
+  consume.py nats URL STREAM SECRET N         read N messages of a JetStream stream
+
+Each message read is verified with the Posthorn Python SDK's `verify` (the headers as the
+broker carried them, the body as published) and printed as one JSON line: its headers
+and its parsed body. Waits up to 20 s for N messages.
+"""
+import asyncio, json, sys, time
+
+from posthorn.webhooks import verify
+
+
+def emit(headers, body, secret):
+    parsed = verify(body, headers, secret)
+    print(json.dumps({"headers": headers, "body": parsed}), flush=True)
+
+
+def read_redis(url, stream, secret, n):
+    import redis
+
+    r = redis.Redis.from_url(url)
+    deadline = time.time() + 20
+    while r.xlen(stream) < n and time.time() < deadline:
+        time.sleep(0.05)
+    for _id, fields in r.xrange(stream, count=n):
+        fields = {k.decode(): v for k, v in fields.items()}
+        body = fields.pop("body")
+        emit({k: v.decode() for k, v in fields.items()}, body, secret)
+
+
+async def nats_main(argv):
+    import nats
+
+    nc = await nats.connect(argv[1])
+    js = nc.jetstream()
+    if argv[0] == "nats-stream":
+        try:
+            await js.delete_stream(argv[2])
+        except Exception:
+            pass
+        await js.add_stream(name=argv[2], subjects=[argv[3]])
+        print("created", flush=True)
+    else:
+        stream, secret, n = argv[2], argv[3], int(argv[4])
+        deadline = time.time() + 20
+        while (await js.stream_info(stream)).state.messages < n and time.time() < deadline:
+            await asyncio.sleep(0.05)
+        for seq in range(1, n + 1):
+            msg = await js.get_msg(stream, seq)
+            emit(dict(msg.headers or {}), msg.data, secret)
+    await nc.close()
+
+
+if __name__ == "__main__":
+    kind, rest = sys.argv[1], sys.argv[2:]
+    if kind == "redis":
+        read_redis(rest[0], rest[1], rest[2], int(rest[3]))
+    else:
+        asyncio.run(nats_main([kind] + rest))
