@@ -5,7 +5,7 @@ use crate::common;
 
 /// These tests measure latencies and claim times; run side by side, each one's load
 /// (300,000-row inserts, hostile receivers) would be the other's noise.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(crate) static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 use std::{
     collections::HashMap,
@@ -131,7 +131,7 @@ async fn answer(kind: Hostile, socket: TcpStream, n: usize) {
 
 /// Sends `count` events to the healthy project at `per_second` and returns the
 /// ingest-to-receipt latencies in milliseconds, sorted.
-async fn healthy_latencies(
+pub(crate) async fn healthy_latencies(
     app: &TestApp,
     project: i64,
     receiver: &Receiver,
@@ -164,11 +164,11 @@ async fn healthy_latencies(
     latencies
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn hostile_config(cfg: &mut app::cfg::Config) {
+pub(crate) fn hostile_config(cfg: &mut app::cfg::Config) {
     cfg.concurrency = 64;
     cfg.per_endpoint_concurrency = 4;
     cfg.project_concurrency = 24;

@@ -7,6 +7,7 @@ mod common;
 
 mod crash;
 mod hostile;
+mod hostile_brokers;
 mod inspector_memory;
 mod ordering_processes;
 mod pg_restart;
