@@ -60,9 +60,17 @@ type ClientCertificateIn struct {
 	Key string `json:"key"`
 }
 
-// WebhookCreate is a new endpoint. URL and Events are required; the rest is optional.
+// WebhookCreate is a new endpoint. Events and URL (or Destination) are required; the
+// rest is optional.
 type WebhookCreate struct {
-	URL string `json:"url"`
+	// URL is the endpoint's HTTP URL; leave it empty and set Destination to publish to
+	// a broker instead.
+	URL string `json:"url,omitempty"`
+	// Destination is a broker to publish to instead of URL, for example
+	// {"type": "redis", "url": "redis://:pw@host:6379/0", "stream": "orders"} or
+	// {"type": "nats", "url": "nats://host:4222", "subject": "orders.paid"}. Its
+	// credentials are never returned.
+	Destination map[string]any `json:"destination,omitempty"`
 	// Events are the event types sent to it, or ["*"] for all.
 	Events      []string          `json:"events"`
 	Description string            `json:"description,omitempty"`

@@ -14,12 +14,19 @@ type ClientCertificate struct {
 }
 
 // Destination is where an endpoint that is no plain URL sends: "listen", a `posthorn
-// listen` session's (its deliveries go to the CLI's machine).
+// listen` session's (its deliveries go to the CLI's machine), or a broker it publishes
+// to ("redis", "nats") with its settings; its credentials are never returned.
 type Destination struct {
 	Type string `json:"type"`
-	// Name is the session's --name; nil: it ends when its CLI exits.
+	// Name is a listen session's --name; nil: it ends when its CLI exits (nil for a broker).
 	Name      *string `json:"name"`
-	Connected bool    `json:"connected"` // its CLI is connected now
+	Connected bool    `json:"connected"` // a listen session's CLI is connected now
+	URL       *string `json:"url"`       // a broker's URL, without credentials
+	Stream    *string `json:"stream"`    // redis: the stream appended to
+	MaxLen    *int64  `json:"maxlen"`    // redis: the stream's approximate length bound
+	Subject   *string `json:"subject"`   // nats: the JetStream subject published to
+	// CredentialsSet says a broker has credentials (sealed, never shown).
+	CredentialsSet bool `json:"credentials_set"`
 }
 
 // Webhook is an endpoint. Secret is only set in the answers to Create and RotateSecret

@@ -184,3 +184,26 @@ mod tests {
         }
     }
 }
+
+/// The broker an attempt's target names (`redis://… stream=…`, `nats://… subject=…`), in
+/// words, or None for an HTTP URL: the dashboard says "published to" and "the broker's
+/// answer" for these, and offers no curl.
+pub fn broker_of(target_url: &str) -> Option<&'static str> {
+    let scheme = target_url.split("://").next()?;
+    match scheme {
+        "redis" | "rediss" => Some("Redis"),
+        "nats" | "tls" => Some("NATS"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod broker_tests {
+    #[test]
+    fn brokers_are_named_by_their_scheme() {
+        assert_eq!(super::broker_of("redis://h:6379/0 stream=s"), Some("Redis"));
+        assert_eq!(super::broker_of("nats://h:4222 subject=a.b"), Some("NATS"));
+        assert_eq!(super::broker_of("https://h/x"), None);
+        assert_eq!(super::broker_of("garbage"), None);
+    }
+}

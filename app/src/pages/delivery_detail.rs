@@ -1,7 +1,7 @@
 //! One attempt expanded in the deliveries list: what was sent and what came back, every
 //! attempt of the event to the endpoint, and Retry and Redirect.
 
-use crate::core::AttemptId;
+use crate::core::{endpoint_url::broker_of, AttemptId};
 use chrono::Utc;
 use leptos::prelude::*;
 
@@ -53,7 +53,7 @@ pub fn Detail(
                         Ok(d) => view! {
                             <Facts r=d.row.clone()/>
                             <Attempts attempts=d.attempts.clone() current=d.row.id.get() tick/>
-                            <Panes response_status=d.row.response_status d/>
+                            <Panes response_status=d.row.response_status broker=broker_of(&d.row.target_url) d/>
                         }.into_any(),
                         Err(e) => view! { <p class="error">{error_text(&e)}</p> }.into_any(),
                     }
@@ -162,14 +162,19 @@ fn Actions(
 /// The attempt's facts: ids, target, outcome and times.
 #[component]
 fn Facts(r: DeliveryRow) -> impl IntoView {
+    let broker = broker_of(&r.target_url);
     view! {
         <dl class="facts">
             <dt>"Request id"</dt><dd class="mono" data-testid="detail-request-id">{r.request_id.clone()}" "<CopyButton text=r.request_id.clone() what="request id"/></dd>
             <dt>"Event id"</dt><dd class="mono">{r.event_id.to_string()}" "<CopyButton text=r.event_id.to_string() what="event id"/></dd>
             {r.ordering_key.clone().map(|k| view! { <dt>"Ordering key"</dt><dd><OrderingKey key=k/>" "{r.waits_for.clone().map(|e| view! { <WaitingBehind event_id=e/> })}</dd> })}
-            <dt>"Target URL"</dt><dd class="mono break">{r.target_url.clone()}</dd>
+            <dt>{if broker.is_some() { "Published to" } else { "Target URL" }}</dt><dd class="mono break">{r.target_url.clone()}</dd>
             <dt>"Attempt"</dt><dd>{r.attempt}" · "{r.trigger.label()}{r.triggered_by.clone().map(|b| format!(" by {b}"))}</dd>
-            <dt>"Response"</dt><dd>{r.response_status.map(|s| s.to_string()).unwrap_or_else(|| "no response".into())}</dd>
+            <dt>"Response"</dt><dd>{match (r.response_status, broker) {
+                (Some(s), _) => s.to_string(),
+                (None, Some(b)) => format!("{b}'s answer below (no HTTP status)"),
+                (None, None) => "no response".into(),
+            }}</dd>
             <dt>"Duration"</dt><dd>{r.duration_ms.map(|d| format!("{d} ms")).unwrap_or_else(|| "—".into())}</dd>
             <dt>"Scheduled"</dt><dd>{absolute(r.scheduled_at)}</dd>
             <dt>"Started"</dt><dd>{r.started_at.map(absolute).unwrap_or_else(|| "—".into())}</dd>
@@ -216,7 +221,11 @@ fn Attempts(attempts: Vec<DeliveryRow>, current: i64, tick: RwSignal<u32>) -> im
 
 /// What was sent (payload, or when it was erased, and headers) beside what came back.
 #[component]
-fn Panes(d: DeliveryDetail, response_status: Option<i16>) -> impl IntoView {
+fn Panes(
+    d: DeliveryDetail,
+    response_status: Option<i16>,
+    broker: Option<&'static str>,
+) -> impl IntoView {
     view! {
         <div class="panes">
             <section>
@@ -228,7 +237,8 @@ fn Panes(d: DeliveryDetail, response_status: Option<i16>) -> impl IntoView {
                         </p>
                     }.into_any(),
                     None => view! {
-                        <h3>"Payload " <CopyButton text=d.payload.clone() what="payload"/> " " <CopyButton text=d.curl.clone() what="the request" label="Copy as curl"/></h3>
+                        <h3>"Payload " <CopyButton text=d.payload.clone() what="payload"/> " "
+                            {broker.is_none().then(|| view! { <CopyButton text=d.curl.clone() what="the request" label="Copy as curl"/> })}</h3>
                         <pre class="code" data-testid="detail-payload">{d.payload.clone()}</pre>
                     }.into_any(),
                 }}
@@ -236,7 +246,10 @@ fn Panes(d: DeliveryDetail, response_status: Option<i16>) -> impl IntoView {
                 <HeaderTable headers=d.request_headers.clone()/>
             </section>
             <section>
-                <h3>"Response " {response_status.map(|s| s.to_string())}</h3>
+                <h3>{match broker {
+                    Some(b) => format!("{b}'s answer"),
+                    None => format!("Response {}", response_status.map(|s| s.to_string()).unwrap_or_default()),
+                }}</h3>
                 <HeaderTable headers=d.response_headers.clone()/>
                 <pre class="code" data-testid="detail-response">{d.response_body.as_deref().map(pretty).unwrap_or_else(|| "(no body)".into())}</pre>
             </section>

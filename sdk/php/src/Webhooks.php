@@ -30,10 +30,14 @@ final class Webhooks
      *        most 1024 bytes, e.g. `data.amount > 1000`): an event it does not match makes
      *        no attempt for this endpoint. One that does not parse or check is an ApiError
      *        422 `invalid` saying where (`… at 1:14`).
+     * @param array<string, mixed>|null $destination instead of `$url` (pass null), a broker
+     *        to publish to: `['type' => 'redis', 'url' => 'redis://:pw@host:6379/0',
+     *        'stream' => 'orders']` or `['type' => 'nats', 'url' => 'nats://host:4222',
+     *        'subject' => 'orders.paid']`; its credentials are never returned
      */
-    public function create(string $url, array $events, ?string $description = null, ?array $headers = null, ?int $rateLimit = null, ?array $clientCertificate = null, ?string $signatureScheme = null, ?string $filter = null): WebhookModel
+    public function create(?string $url, array $events, ?string $description = null, ?array $headers = null, ?int $rateLimit = null, ?array $clientCertificate = null, ?string $signatureScheme = null, ?string $filter = null, ?array $destination = null): WebhookModel
     {
-        $body = array_filter(['url' => $url, 'events' => $events, 'description' => $description, 'headers' => $headers, 'rate_limit' => $rateLimit, 'client_certificate' => $clientCertificate, 'signature_scheme' => $signatureScheme, 'filter' => $filter], static fn ($v) => $v !== null);
+        $body = array_filter(['url' => $url, 'events' => $events, 'description' => $description, 'headers' => $headers, 'rate_limit' => $rateLimit, 'client_certificate' => $clientCertificate, 'signature_scheme' => $signatureScheme, 'filter' => $filter, 'destination' => $destination], static fn ($v) => $v !== null);
         return WebhookModel::fromArray($this->t->request('POST', '/webhooks', body: $body, retrySafe: false));
     }
 

@@ -188,6 +188,24 @@ def test_webhooks_crud(base_url, business_key):
     assert (bad.value.status, bad.value.code) == (422, "invalid")
 
 
+def test_a_broker_destination_is_created_and_read_back_without_its_credentials(base_url, business_key):
+    client = Client(business_key, base_url)
+    hook = client.webhooks.create(None, ["*"], destination={
+        "type": "redis", "url": "redis://:pw@10.20.30.40:6379/1", "stream": "orders"})
+    d = hook.destination
+    assert (d.type, d.url, d.stream, d.maxlen, d.credentials_set) == (
+        "redis", "redis://10.20.30.40:6379/1", "orders", 100000, True)
+    assert hook.url == "redis://10.20.30.40:6379/1 stream=orders"
+    changed = client.webhooks.update(hook.id, destination={
+        "type": "redis", "url": "redis://10.20.30.40:6379/1", "stream": "invoices"})
+    assert (changed.destination.stream, changed.destination.credentials_set) == ("invoices", True)
+    assert [w.destination for w in client.webhooks.list() if w.id == hook.id] == [changed.destination]
+    with pytest.raises(ApiError) as bad:
+        client.webhooks.create(None, ["*"], destination={"type": "nats", "url": "nats://h", "subject": "a.*"})
+    assert bad.value.status == 422 and "wildcards" in bad.value.message
+    client.webhooks.delete(hook.id)
+
+
 @pytest.fixture(scope="module")
 def pem(tmp_path_factory):
     """A self-signed certificate (CN=sdk-client, 30 days), its key and a key of another,

@@ -9,37 +9,24 @@ use serde::Serialize;
 
 use super::ApiError;
 
-/// Where an endpoint's attempts go when it is no plain URL.
+/// Where an endpoint's attempts go when it is no plain URL: a `posthorn listen`
+/// session's, or a broker it publishes to (SPEC "Destinations"). A broker's credentials
+/// are never returned; `credentials_set` says whether it has some.
 #[derive(Serialize, utoipa::ToSchema)]
-#[serde(untagged)]
-pub enum Destination {
-    Listen(ListenDestination),
-    Broker(BrokerDestination),
-}
-
-/// A `posthorn listen` session's endpoint: its attempts go to the CLI's machine.
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct ListenDestination {
+pub struct Destination {
+    /// `listen`, `redis` or `nats`.
     #[serde(rename = "type")]
-    #[schema(pattern = "^listen$")]
+    #[schema(pattern = "^(listen|redis|nats)$")]
     pub kind: &'static str,
-    /// The session's `--name` (null: unnamed; it ends when its CLI exits).
+    /// `listen`: the session's `--name` (null: unnamed; it ends when its CLI exits).
+    /// Null for a broker.
     #[schema(required = true)]
     pub name: Option<String>,
-    /// Its CLI is connected now.
+    /// `listen`: its CLI is connected now (false for a broker).
     pub connected: bool,
-}
-
-/// A broker the endpoint publishes to (SPEC "Destinations"); credentials are never
-/// returned, `credentials_set` says whether it has some.
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct BrokerDestination {
-    /// `redis` or `nats`.
-    #[serde(rename = "type")]
-    #[schema(pattern = "^(redis|nats)$")]
-    pub kind: &'static str,
-    /// The broker's URL without credentials, port written out.
-    pub url: String,
+    /// A broker's URL without credentials, port written out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// `redis`: the stream `XADD` appends to, and its approximate length bound.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<String>,
@@ -48,36 +35,38 @@ pub struct BrokerDestination {
     /// `nats`: the JetStream subject published to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
+    /// A broker: it has credentials (sealed, never shown). False for `listen`.
     pub credentials_set: bool,
 }
 
 impl Destination {
     pub fn of(e: &EndpointView) -> Option<Destination> {
-        if e.is_listen() {
-            return Some(Destination::Listen(ListenDestination {
-                kind: "listen",
-                name: e.listen_name.clone(),
-                connected: e.listen_connected,
-            }));
-        }
-        let settings: Settings = serde_json::from_str(e.destination_settings.as_deref()?).ok()?;
-        let mut out = BrokerDestination {
-            kind: settings.kind(),
-            url: String::new(),
+        let mut out = Destination {
+            kind: "listen",
+            name: None,
+            connected: false,
+            url: None,
             stream: None,
             maxlen: None,
             subject: None,
             credentials_set: e.credentials_set,
         };
+        if e.is_listen() {
+            out.name = e.listen_name.clone();
+            out.connected = e.listen_connected;
+            return Some(out);
+        }
+        let settings: Settings = serde_json::from_str(e.destination_settings.as_deref()?).ok()?;
+        out.kind = settings.kind();
         match settings {
             Settings::Redis {
                 url,
                 stream,
                 maxlen,
-            } => (out.url, out.stream, out.maxlen) = (url, Some(stream), Some(maxlen)),
-            Settings::Nats { url, subject } => (out.url, out.subject) = (url, Some(subject)),
+            } => (out.url, out.stream, out.maxlen) = (Some(url), Some(stream), Some(maxlen)),
+            Settings::Nats { url, subject } => (out.url, out.subject) = (Some(url), Some(subject)),
         }
-        Some(Destination::Broker(out))
+        Some(out)
     }
 }
 

@@ -52,19 +52,19 @@ async fn answer(kind: Hostile, mut socket: TcpStream) {
             Hostile::Silent => tokio::time::sleep(Duration::from_secs(3600)).await,
             Hostile::Closes => {}
             Hostile::SlowAck => {
-                socket.read(&mut buf).await?;
+                let _request = socket.read(&mut buf).await?;
                 tokio::time::sleep(Duration::from_secs(10)).await;
                 socket.write_all(b"$3\r\n1-0\r\n").await?;
             }
             Hostile::EndlessLine => {
-                socket.read(&mut buf).await?;
+                let _request = socket.read(&mut buf).await?;
                 let chunk = vec![b'x'; 16 * 1024];
                 loop {
                     socket.write_all(&chunk).await?;
                 }
             }
             Hostile::HugeFrame => {
-                socket.read(&mut buf).await?;
+                let _request = socket.read(&mut buf).await?;
                 socket.write_all(b"$1000000000\r\n").await?;
                 let chunk = vec![b'y'; 16 * 1024];
                 loop {

@@ -120,9 +120,10 @@ class Webhooks:
 
     def create(
         self,
-        url: str,
+        url: Optional[str],
         events: List[str],
         *,
+        destination: Optional[Mapping[str, Any]] = None,
         description: Optional[str] = None,
         headers: Optional[Mapping[str, str]] = None,
         rate_limit: Optional[int] = None,
@@ -139,8 +140,15 @@ class Webhooks:
         `filter`: a CEL expression over `event`, `data` and `subjects` (at most 1024
         bytes, e.g. `data.amount > 1000`); an event it does not match makes no attempt
         for this endpoint. One that does not parse or check raises ApiError 422
-        `invalid`, its message saying where (`… at 1:14`)."""
-        body: Dict[str, Any] = {"url": url, "events": list(events)}
+        `invalid`, its message saying where (`… at 1:14`). `destination`: instead of
+        `url` (pass None), a broker to publish to, e.g. `{"type": "redis", "url":
+        "redis://:pw@host:6379/0", "stream": "orders"}` or `{"type": "nats", "url":
+        "nats://host:4222", "subject": "orders.paid"}`; its credentials are never returned."""
+        body: Dict[str, Any] = {"events": list(events)}
+        if url is not None:
+            body["url"] = url
+        if destination is not None:
+            body["destination"] = dict(destination)
         if description is not None:
             body["description"] = description
         if rate_limit is not None:
@@ -180,13 +188,16 @@ class Webhooks:
         signature_scheme: Optional[str] = None,
         filter: Optional[str] = None,
         remove_filter: bool = False,
+        destination: Optional[Mapping[str, Any]] = None,
     ) -> Webhook:
         """Changes the given fields only (`unlimited=True` lifts the rate limit;
         `client_certificate` replaces the certificate, `remove_client_certificate=True`
         drops it; `signature_scheme` switches schemes, both signing for 24 hours, and a
         switch to `hmac-sha256` answers the new `secret`; `filter` replaces the CEL
         filter, `remove_filter=True` drops it so every event of `events` is sent).
-        Retried like a GET: it sets values, so a repeat leaves the same endpoint."""
+        `destination` gives a broker endpoint new settings of the same type (credentials
+        left out are kept). Retried like a GET: it sets values, so a repeat leaves the
+        same endpoint."""
         if client_certificate is not None and remove_client_certificate:
             raise ValueError("give client_certificate or remove_client_certificate, not both")
         if filter is not None and remove_filter:
@@ -203,6 +214,7 @@ class Webhooks:
                 "client_certificate": None if client_certificate is None else dict(client_certificate),
                 "signature_scheme": signature_scheme,
                 "filter": filter,
+                "destination": None if destination is None else dict(destination),
             }.items()
             if v is not None
         }

@@ -35,11 +35,17 @@ T = TypeVar("T")
 @dataclasses.dataclass(frozen=True)
 class Destination:
     """Where an endpoint that is no plain URL sends: `listen`, a `posthorn listen`
-    session's (its deliveries go to the CLI's machine)."""
+    session's (its deliveries go to the CLI's machine), or a broker it publishes to
+    (`redis`, `nats`), with its settings; its credentials are never returned."""
 
     type: str
-    name: Optional[str]  # the session's `--name`; None: it ends when its CLI exits
-    connected: bool  # its CLI is connected now
+    name: Optional[str] = None  # listen: the session's `--name`; None: it ends when its CLI exits
+    connected: bool = False  # listen: its CLI is connected now
+    url: Optional[str] = None  # a broker's URL, without credentials
+    stream: Optional[str] = None  # redis: the stream appended to
+    maxlen: Optional[int] = None  # redis: the stream's approximate length bound
+    subject: Optional[str] = None  # nats: the JetStream subject published to
+    credentials_set: bool = False  # a broker: it has credentials (sealed, never shown)
 
 
 @dataclasses.dataclass(frozen=True)

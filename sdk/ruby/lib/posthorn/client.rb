@@ -40,10 +40,15 @@ module Posthorn
     # rate_limit:: attempts per second at most (nil: unlimited)
     # client_certificate:: `{cert:, key:}` in PEM, presented when the receiver asks
     # filter:: a CEL expression over `event`, `data` and `subjects`
+    # destination:: instead of +url+ (pass nil), a broker to publish to:
+    #   `{type: "redis", url: "redis://:pw@host:6379/0", stream: "orders"}` or
+    #   `{type: "nats", url: "nats://host:4222", subject: "orders.paid"}`; its credentials
+    #   are never returned
     def create(url, events, description: UNSET, headers: UNSET, rate_limit: UNSET, client_certificate: UNSET,
-               signature_scheme: UNSET, filter: UNSET)
-      body = given(url: url, events: events.to_a, description: description, headers: headers, rate_limit: rate_limit,
-                   client_certificate: client_certificate, signature_scheme: signature_scheme, filter: filter)
+               signature_scheme: UNSET, filter: UNSET, destination: UNSET)
+      body = given(url: url.nil? ? UNSET : url, events: events.to_a, description: description, headers: headers,
+                   rate_limit: rate_limit, client_certificate: client_certificate,
+                   signature_scheme: signature_scheme, filter: filter, destination: destination)
       call("POST", "/webhooks", Models::Webhook, body: body, retry_safe: false)
     end
 

@@ -14,6 +14,7 @@ use std::{
 
 use sqlx::PgPool;
 
+mod brokers;
 mod costly;
 mod latency;
 mod measure;
@@ -23,6 +24,7 @@ mod rig;
 mod scrape;
 mod throughput;
 
+pub use brokers::To;
 pub use latency::{latency, Backlog};
 pub use processes::receiver;
 pub use scrape::scrape;

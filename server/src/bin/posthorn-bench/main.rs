@@ -10,7 +10,7 @@
 //! posthorn-bench api-latency --rate 200 --seconds 30 [--backlog held|deep|replays|keyed-batches|batches|costly-definitions --rows 300000]
 //! posthorn-bench api-fanout --endpoints 100 --rate 72 --seconds 60
 //! posthorn-bench api-metrics --rows 1000000 --scrapes 200
-//! posthorn-bench api-ingest --concurrency 32 --seconds 20 [--batch 100]
+//! posthorn-bench api-ingest --concurrency 32 --seconds 20 [--batch 100] [--to redis|nats]
 //!   [--endpoints 100 --filter 'data.amount > 1000 && data.currency == "EUR"']
 //!   [--schema bench/order-paid.schema.json]
 //!
@@ -107,6 +107,10 @@ enum Mode {
         /// A file with a JSON Schema to set for the events' type (`order.paid`).
         #[arg(long)]
         schema: Option<std::path::PathBuf>,
+        /// Where the endpoints deliver: the receiver over HTTP, or a private Redis stream
+        /// or NATS JetStream subject (their servers started here, on PATH).
+        #[arg(long, value_enum, default_value = "http")]
+        to: api::To,
         #[arg(long = "env", value_parser = parse_env)]
         env: Vec<(String, String)>,
     },
@@ -265,6 +269,7 @@ async fn run(args: Args) {
             endpoints,
             filter,
             schema,
+            to,
             env,
         } => {
             let schema = schema.map(|p| std::fs::read_to_string(p).expect("the schema file"));
@@ -272,6 +277,7 @@ async fn run(args: Args) {
                 endpoints,
                 filter,
                 schema,
+                to,
             };
             api::ingest(concurrency, seconds, batch, to, env).await
         }

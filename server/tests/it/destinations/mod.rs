@@ -74,7 +74,7 @@ async fn redis_gets_a_verifiable_entry_and_a_retry_publishes_again() {
     let target = format!("redis://127.0.0.1:{}/0", redis.port);
     assert_eq!(
         ep["destination"],
-        json!({"type": "redis", "url": target, "stream": "orders", "maxlen": 100000, "credentials_set": true})
+        json!({"type": "redis", "name": null, "connected": false, "url": target, "stream": "orders", "maxlen": 100000, "credentials_set": true})
     );
     assert!(!ep.to_string().contains("s3cret"), "{ep}");
     assert_eq!(ep["url"], format!("{target} stream=orders"));

@@ -89,6 +89,27 @@ impl Rig {
         r["id"].as_i64().unwrap_or_else(|| panic!("endpoint: {r}"))
     }
 
+    /// An endpoint for every event type publishing to a broker `destination`.
+    pub async fn endpoint_to(
+        &self,
+        key: &str,
+        destination: serde_json::Value,
+        filter: Option<&str>,
+    ) -> i64 {
+        let r: serde_json::Value = self
+            .client
+            .post(format!("{}/public/v1/webhooks", self.server.base))
+            .bearer_auth(key)
+            .json(&serde_json::json!({ "destination": destination, "events": ["*"], "filter": filter }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        r["id"].as_i64().unwrap_or_else(|| panic!("endpoint: {r}"))
+    }
+
     /// Disables an endpoint through the API.
     pub async fn disable(&self, key: &str, endpoint: i64) {
         let r = self

@@ -124,6 +124,8 @@ pub struct Subscribers {
     pub filter: Option<String>,
     /// A JSON Schema set for the events' type (`order.paid`), if any.
     pub schema: Option<String>,
+    /// The receiver over HTTP, or a broker the endpoints publish to.
+    pub to: super::To,
 }
 
 /// Events accepted per second by `POST /public/v1/events` with `concurrency` clients
@@ -139,9 +141,18 @@ pub async fn ingest(
 ) {
     let rig = Rig::start(&env).await;
     let url = rig.receiver_url("/hook");
+    let broker = (to.to != super::To::Http).then(|| super::brokers::BrokerProcess::start(to.to));
     for _ in 0..to.endpoints.max(1) {
-        rig.endpoint_filtered(&rig.key, &url, to.filter.as_deref())
-            .await;
+        match &broker {
+            None => {
+                rig.endpoint_filtered(&rig.key, &url, to.filter.as_deref())
+                    .await
+            }
+            Some(b) => {
+                rig.endpoint_to(&rig.key, b.destination(), to.filter.as_deref())
+                    .await
+            }
+        };
     }
     if let Some(schema) = &to.schema {
         set_schema(&rig, schema).await;
@@ -168,15 +179,22 @@ pub async fn ingest(
             .fetch_one(&rig.pool)
             .await
             .unwrap_or(0);
-    rig.wait_received(expected as u64, Duration::from_secs(300))
-        .await;
+    if broker.is_none() {
+        rig.wait_received(expected as u64, Duration::from_secs(300))
+            .await;
+    }
     rig.wait_for(
         "SELECT count(*) FROM deliveries WHERE status = 'succeeded'",
         |n| n >= expected,
-        Duration::from_secs(30),
+        Duration::from_secs(if broker.is_none() { 30 } else { 300 }),
     )
     .await;
     let all_delivered = started.elapsed().as_secs_f64();
+    let published: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE status = 'succeeded'")
+            .fetch_one(&rig.pool)
+            .await
+            .unwrap_or(0);
     let after = rig.cpu();
     statements_report(&rig.pool, counting, accepted, "event").await;
     let Rig {
@@ -184,9 +202,17 @@ pub async fn ingest(
     } = rig;
     drop(server);
     let (received, _) = receiver.finish_times();
+    // A broker's consumer is not this process: what it acknowledged is what was delivered.
+    let received = if broker.is_some() {
+        published as usize
+    } else {
+        received
+    };
+    drop(broker);
     println!(
-        "{concurrency} clients, {batch} event(s) per request, {} endpoint(s), filter {:?}, schema {}, for {seconds} s: {accepted} events accepted ({:.0}/s); {delivered_then} delivered by then; all {received} delivered after {all_delivered:.1} s ({:.0}/s end to end)",
+        "{concurrency} clients, {batch} event(s) per request, {} endpoint(s) ({:?}), filter {:?}, schema {}, for {seconds} s: {accepted} events accepted ({:.0}/s); {delivered_then} delivered by then; all {received} delivered after {all_delivered:.1} s ({:.0}/s end to end)",
         to.endpoints,
+        to.to,
         to.filter,
         if to.schema.is_some() { "set" } else { "none" },
         accepted as f64 / sending,
