@@ -244,7 +244,7 @@ ensure_test_tools() {
     log "creating .venv for the receiver-side checks"
     python3 -m venv "$ROOT/.venv" || { apt_install python3-venv; python3 -m venv "$ROOT/.venv"; }
   fi
-  "$ROOT/.venv/bin/python" -c "import standardwebhooks, requests, schemathesis, aiosmtpd, cryptography, redis, nats" 2>/dev/null \
+  "$ROOT/.venv/bin/python" -c "import standardwebhooks, requests, schemathesis, aiosmtpd, cryptography, redis, nats, paho.mqtt" 2>/dev/null \
     || "$ROOT/.venv/bin/pip" install -q -r end2end/requirements.txt
   if [ ! -d end2end/node_modules/@playwright/test ] || [ ! -d end2end/node_modules/@axe-core/playwright ]; then
     log "installing Playwright (npm ci)"

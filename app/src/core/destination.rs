@@ -6,17 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The types this server publishes to, beside `http`.
-pub const AVAILABLE: &[&str] = &["redis", "nats"];
+pub const AVAILABLE: &[&str] = &["redis", "nats", "mqtt"];
 /// Types of the contract this server does not publish to yet: refused with a clear 422.
-pub const NOT_YET: &[&str] = &[
-    "rabbitmq",
-    "mqtt",
-    "sqs",
-    "sns",
-    "eventbridge",
-    "kinesis",
-    "s3",
-];
+pub const NOT_YET: &[&str] = &["rabbitmq", "sqs", "sns", "eventbridge", "kinesis", "s3"];
 
 /// Longest stream name or subject, and longest credential field.
 pub const MAX_NAME: usize = 256;
@@ -42,6 +34,13 @@ pub enum Settings {
         /// `nats://host:port` or `tls://…`, without credentials.
         url: String,
         subject: String,
+    },
+    /// An MQTT 5 PUBLISH to `topic`; at QoS 1 acknowledged by the broker's PUBACK.
+    Mqtt {
+        /// `mqtt://host:port` or `mqtts://…`, without credentials.
+        url: String,
+        topic: String,
+        qos: u8,
     },
 }
 
@@ -83,6 +82,7 @@ impl Settings {
         match self {
             Settings::Redis { .. } => "redis",
             Settings::Nats { .. } => "nats",
+            Settings::Mqtt { .. } => "mqtt",
         }
     }
 
@@ -92,6 +92,7 @@ impl Settings {
         match self {
             Settings::Redis { url, stream, .. } => format!("{url} stream={stream}"),
             Settings::Nats { url, subject } => format!("{url} subject={subject}"),
+            Settings::Mqtt { url, topic, qos } => format!("{url} topic={topic} qos={qos}"),
         }
     }
 
@@ -100,6 +101,7 @@ impl Settings {
         let (url, default_port, tls_scheme) = match self {
             Settings::Redis { url, .. } => (url, 6379, "rediss"),
             Settings::Nats { url, .. } => (url, 4222, "tls"),
+            Settings::Mqtt { url, .. } => (url, 1883, "mqtts"),
         };
         let parsed = url::Url::parse(url).map_err(|e| format!("bad URL: {e}"))?;
         let host = match parsed.host() {
@@ -134,7 +136,7 @@ pub fn parse(value: &Value) -> Result<Option<Destination>, String> {
     let kind = obj
         .get("type")
         .and_then(Value::as_str)
-        .ok_or("`destination.type` is missing: one of http, redis, nats")?;
+        .ok_or("`destination.type` is missing: one of http, redis, nats, mqtt")?;
     if kind == "http" {
         return Ok(None);
     }
@@ -147,6 +149,7 @@ pub fn parse(value: &Value) -> Result<Option<Destination>, String> {
     let allowed: &[&str] = match kind {
         "redis" => &["type", "url", "stream", "maxlen"],
         "nats" => &["type", "url", "subject", "user", "password", "token"],
+        "mqtt" => &["type", "url", "topic", "qos", "username", "password"],
         _ => {
             return Err(format!(
                 "`destination.type` `{}` is unknown: one of http, {}",
@@ -191,6 +194,32 @@ pub fn parse(value: &Value) -> Result<Option<Destination>, String> {
             settings.address()?;
             Ok(Some(Destination {
                 settings,
+                credentials: (!creds.is_empty()).then_some(creds),
+            }))
+        }
+        "mqtt" => {
+            let (url, mut creds) = broker_url(url, &["mqtt", "mqtts"], 1883)?;
+            let topic = name(text("topic")?, "topic", false)?;
+            if topic.starts_with('$') || topic.contains(['+', '#']) {
+                return Err(format!(
+                    "`destination.topic` `{topic}` may not hold wildcards (+ or #) or start with `$`"
+                ));
+            }
+            let qos = match obj.get("qos") {
+                None | Some(Value::Null) => 1,
+                Some(v) => v
+                    .as_u64()
+                    .filter(|q| *q <= 1)
+                    .ok_or("`destination.qos` must be 0 or 1")? as u8,
+            };
+            if let Some(user) = text("username")? {
+                creds.username = Some(credential(user, "username")?);
+            }
+            if let Some(password) = text("password")? {
+                creds.password = Some(credential(password, "password")?);
+            }
+            Ok(Some(Destination {
+                settings: Settings::Mqtt { url, topic, qos },
                 credentials: (!creds.is_empty()).then_some(creds),
             }))
         }

@@ -146,6 +146,40 @@ fn wrong_input_is_refused_in_words() {
 }
 
 #[test]
+fn mqtt_takes_a_topic_without_wildcards_and_qos_0_or_1() {
+    let d =
+        parse(&json!({"type": "mqtt", "url": "mqtt://u:p@broker.example", "topic": "shop/orders"}))
+            .unwrap()
+            .unwrap();
+    assert_eq!(
+        d.settings.target(),
+        "mqtt://broker.example:1883 topic=shop/orders qos=1"
+    );
+    assert_eq!(d.credentials.unwrap().password.as_deref(), Some("p"));
+    for (input, expected) in [
+        (
+            json!({"type": "mqtt", "url": "mqtt://h", "topic": "a/+/b"}),
+            "wildcards",
+        ),
+        (
+            json!({"type": "mqtt", "url": "mqtt://h", "topic": "$SYS/x"}),
+            "start with `$`",
+        ),
+        (
+            json!({"type": "mqtt", "url": "mqtt://h", "topic": "t", "qos": 2}),
+            "0 or 1",
+        ),
+        (
+            json!({"type": "mqtt", "url": "mqtts://h", "topic": "t"}),
+            "(TLS)",
+        ),
+    ] {
+        let err = parse(&input).unwrap_err();
+        assert!(err.contains(expected), "{input}: {err}");
+    }
+}
+
+#[test]
 fn settings_round_trip_as_kept() {
     let s = Settings::Nats {
         url: "nats://h:4222".into(),

@@ -193,6 +193,7 @@ pub fn broker_of(target_url: &str) -> Option<&'static str> {
     match scheme {
         "redis" | "rediss" => Some("Redis"),
         "nats" | "tls" => Some("NATS"),
+        "mqtt" | "mqtts" => Some("MQTT"),
         _ => None,
     }
 }

@@ -370,6 +370,7 @@ fn destination_mark(endpoint: &EndpointView) -> String {
     let (kind, url, name) = match &settings {
         Settings::Redis { url, stream, .. } => ("Redis stream", url, stream),
         Settings::Nats { url, subject } => ("NATS JetStream", url, subject),
+        Settings::Mqtt { url, topic, .. } => ("MQTT topic", url, topic),
     };
     let creds = if endpoint.credentials_set {
         "with credentials (sealed, never shown)"

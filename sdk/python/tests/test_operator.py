@@ -98,7 +98,11 @@ def test_a_project_from_creation_to_deletion(base_url, operator_key):
     assert usage.events == 1 and isinstance(usage.attempts, AttemptCounts)
     assert [(d.day, d.events) for d in usage.days] == [(today, 1)]
     by_text = op.usage.get(project.id, since=today.isoformat(), until=utc_today().isoformat())
-    assert by_text == usage
+    # The same window read by text; its attempts may have grown meanwhile (the endpoint's
+    # host cannot be reached from here, and its retries go on), its events not.
+    assert (by_text.project_id, by_text.since, by_text.until, by_text.events) == (
+        usage.project_id, usage.since, usage.until, usage.events)
+    assert [(d.day, d.events) for d in by_text.days] == [(today, 1)]
     raises(422, "invalid", op.usage.get, project.id, since="yesterday")
 
     # A portal link, single-use, expiring when asked.

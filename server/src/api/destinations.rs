@@ -14,9 +14,9 @@ use super::ApiError;
 /// are never returned; `credentials_set` says whether it has some.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct Destination {
-    /// `listen`, `redis` or `nats`.
+    /// `listen`, `redis`, `nats` or `mqtt`.
     #[serde(rename = "type")]
-    #[schema(pattern = "^(listen|redis|nats)$")]
+    #[schema(pattern = "^(listen|redis|nats|mqtt)$")]
     pub kind: &'static str,
     /// `listen`: the session's `--name` (null: unnamed; it ends when its CLI exits).
     /// Null for a broker.
@@ -26,15 +26,26 @@ pub struct Destination {
     pub connected: bool,
     /// A broker's URL without credentials, port written out.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, required = false)]
     pub url: Option<String>,
     /// `redis`: the stream `XADD` appends to, and its approximate length bound.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, required = false)]
     pub stream: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = u64, required = false)]
     pub maxlen: Option<u64>,
     /// `nats`: the JetStream subject published to.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, required = false)]
     pub subject: Option<String>,
+    /// `mqtt`: the topic published to, and the QoS (0 or 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, required = false)]
+    pub topic: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = u8, required = false)]
+    pub qos: Option<u8>,
     /// A broker: it has credentials (sealed, never shown). False for `listen`.
     pub credentials_set: bool,
 }
@@ -49,6 +60,8 @@ impl Destination {
             stream: None,
             maxlen: None,
             subject: None,
+            topic: None,
+            qos: None,
             credentials_set: e.credentials_set,
         };
         if e.is_listen() {
@@ -65,6 +78,9 @@ impl Destination {
                 maxlen,
             } => (out.url, out.stream, out.maxlen) = (Some(url), Some(stream), Some(maxlen)),
             Settings::Nats { url, subject } => (out.url, out.subject) = (Some(url), Some(subject)),
+            Settings::Mqtt { url, topic, qos } => {
+                (out.url, out.topic, out.qos) = (Some(url), Some(topic), Some(qos))
+            }
         }
         Some(out)
     }
@@ -105,14 +121,16 @@ pub(super) fn destination_in_schema() -> utoipa::openapi::Object {
         .description(Some(
             "Instead of `url`: `{\"type\": \"redis\", \"url\": \"redis://[user:password@]host:port/db\", \
              \"stream\": …, \"maxlen\"?: …}` or `{\"type\": \"nats\", \"url\": \"nats://host:port\", \
-             \"subject\": …, \"user\"?, \"password\"? or \"token\"?}` (or `{\"type\": \"http\", \"url\": …}`). \
+             \"subject\": …, \"user\"?, \"password\"? or \"token\"?}` or `{\"type\": \"mqtt\", \
+             \"url\": \"mqtt://[user:password@]host:port\", \"topic\": …, \"qos\"?: 0|1}` \
+             (or `{\"type\": \"http\", \"url\": …}`). \
              Credentials are write-only and sealed at rest.",
         ))
         .property(
             "type",
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .pattern(Some("^(http|redis|nats)$")),
+                .pattern(Some("^(http|redis|nats|mqtt)$")),
         )
         .required("type")
         .build()

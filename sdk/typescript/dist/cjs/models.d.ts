@@ -32,12 +32,25 @@ export interface Webhook {
 }
 /** Where an endpoint that is no plain URL sends. */
 export interface Destination {
-    /** `listen`: a `posthorn listen` session's; its deliveries go to the CLI's machine. */
-    type: "listen";
-    /** The session's `--name`; null: it ends when its CLI exits. */
+    /** `listen`: a `posthorn listen` session's (its deliveries go to the CLI's machine);
+     * `redis`, `nats` or `mqtt`: a broker it publishes to. */
+    type: "listen" | "redis" | "nats" | "mqtt";
+    /** A listen session's `--name`; null: it ends when its CLI exits (null for a broker). */
     name: string | null;
-    /** Its CLI is connected now. */
+    /** A listen session's CLI is connected now. */
     connected: boolean;
+    /** A broker's URL, without credentials. */
+    url?: string;
+    /** `redis`: the stream appended to, and its approximate length bound. */
+    stream?: string;
+    maxlen?: number;
+    /** `nats`: the JetStream subject published to. */
+    subject?: string;
+    /** `mqtt`: the topic published to, and the QoS (0 or 1). */
+    topic?: string;
+    qos?: number;
+    /** A broker has credentials (sealed, never shown). */
+    credentials_set: boolean;
 }
 /** How an endpoint's deliveries are signed. */
 export type SignatureScheme = "hmac-sha256" | "ed25519";

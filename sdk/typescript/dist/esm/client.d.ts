@@ -29,7 +29,14 @@ export declare class Client {
     constructor(apiKey: string, options?: ClientOptions);
 }
 export interface CreateWebhook {
-    url: string;
+    /** The endpoint's HTTP URL; or give `destination` instead. */
+    url?: string;
+    /**
+     * A broker to publish to instead of `url`: `{type: "redis", url: "redis://:pw@host:6379/0",
+     * stream: "orders"}` or `{type: "nats", url: "nats://host:4222", subject: "orders.paid"}`.
+     * Its credentials are never returned.
+     */
+    destination?: Record<string, unknown>;
     /** Event types (`order.paid`) or `*`. */
     events: string[];
     description?: string;
@@ -50,6 +57,8 @@ export interface CreateWebhook {
 }
 export interface UpdateWebhook {
     url?: string;
+    /** A broker endpoint's new settings, of the same type (credentials left out are kept). */
+    destination?: Record<string, unknown>;
     events?: string[];
     description?: string;
     enabled?: boolean;

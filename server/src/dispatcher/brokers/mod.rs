@@ -25,6 +25,7 @@ use app::{
     db::queue::Claimed,
 };
 
+mod mqtt;
 mod nats;
 mod redis;
 mod wire;
@@ -44,6 +45,7 @@ pub const IDLE_FOR: Duration = Duration::from_secs(60);
 enum Conn {
     Redis(redis::Conn),
     Nats(nats::Conn),
+    Mqtt(mqtt::Conn),
 }
 
 /// An endpoint's connections, for one version of its settings and credentials: a change
@@ -162,6 +164,7 @@ impl Brokers {
         Ok(match settings {
             Settings::Redis { .. } => Conn::Redis(redis::Conn::open(io, creds, address.db).await?),
             Settings::Nats { .. } => Conn::Nats(nats::Conn::open(io, creds).await?),
+            Settings::Mqtt { .. } => Conn::Mqtt(mqtt::Conn::open(io, creds).await?),
         })
     }
 
@@ -183,6 +186,9 @@ impl Brokers {
                 }
                 (Conn::Nats(c), Settings::Nats { subject, .. }) => {
                     c.publish(subject, &row.request_id, headers, body).await
+                }
+                (Conn::Mqtt(c), Settings::Mqtt { topic, qos, .. }) => {
+                    c.publish(topic, *qos, headers, body).await
                 }
                 _ => Err(Failure::Transport(
                     TransportError::Other,

@@ -77,6 +77,35 @@ impl Broker {
         })
     }
 
+    /// Mosquitto (MQTT 5), with a user and password when given (then nobody else).
+    pub fn mosquitto(login: Option<(&str, &str)>) -> Broker {
+        let dir = std::env::temp_dir().join(format!("ph-mqtt-{}", ulid::Ulid::new()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = free_port();
+        let mut conf = format!("listener {port} 127.0.0.1\npersistence false\nlog_dest none\n");
+        match login {
+            Some((user, password)) => {
+                let file = dir.join("passwd");
+                let made = Command::new(binary("mosquitto_passwd"))
+                    .args(["-b", "-c"])
+                    .arg(&file)
+                    .args([user, password])
+                    .output()
+                    .expect("mosquitto_passwd");
+                assert!(made.status.success(), "{made:?}");
+                conf += &format!("allow_anonymous false\npassword_file {}\n", file.display());
+            }
+            None => conf += "allow_anonymous true\n",
+        }
+        let conf_file = dir.join("mosquitto.conf");
+        std::fs::write(&conf_file, conf).unwrap();
+        Self::on(port, "mosquitto", move |_| {
+            let mut c = Command::new(binary("mosquitto"));
+            c.arg("-c").arg(&conf_file);
+            c
+        })
+    }
+
     fn on(
         port: u16,
         what: &'static str,
@@ -118,6 +147,60 @@ impl Drop for Broker {
     }
 }
 
+/// A consumer that subscribes before anything is published (MQTT keeps nothing for a
+/// subscriber that was not there): started, then waited for.
+pub struct Subscription {
+    child: Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl Subscription {
+    /// Starts `consume.py` with `args` and returns once it says it has subscribed.
+    pub fn start(args: &[&str]) -> Subscription {
+        use std::io::BufRead;
+        let mut child = consumer(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python");
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().and_then(Result::ok).unwrap_or_default();
+        assert!(
+            first.contains("ready"),
+            "the consumer did not subscribe: {first}"
+        );
+        Subscription { child, lines }
+    }
+
+    /// What it read and verified, once it has its messages (or gave up waiting).
+    pub async fn finish(self) -> Vec<Value> {
+        let Subscription { mut child, lines } = self;
+        tokio::task::spawn_blocking(move || {
+            let got: Vec<Value> = lines
+                .map_while(Result::ok)
+                .filter_map(|l| serde_json::from_str(&l).ok())
+                .collect();
+            let status = child.wait().unwrap();
+            assert!(status.success(), "the consumer failed: {status}");
+            got
+        })
+        .await
+        .unwrap()
+    }
+}
+
+fn consumer(args: &[&str]) -> Command {
+    let python = std::env::var("POSTHORN_PYTHON").unwrap_or_else(|_| "python3".into());
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let mut c = Command::new(python);
+    c.arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/it/destinations/consume.py"
+    ))
+    .args(args)
+    .env("PYTHONPATH", format!("{root}/sdk/python/src"));
+    c
+}
+
 /// Runs the consumer (`consume.py`) and returns what it printed, one JSON value a line.
 pub async fn consume(args: &[&str]) -> Vec<Value> {
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
@@ -127,15 +210,8 @@ pub async fn consume(args: &[&str]) -> Vec<Value> {
 }
 
 fn consume_now(args: &[String]) -> Vec<Value> {
-    let python = std::env::var("POSTHORN_PYTHON").unwrap_or_else(|_| "python3".into());
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let out = Command::new(python)
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/it/destinations/consume.py"
-        ))
-        .args(args)
-        .env("PYTHONPATH", format!("{root}/sdk/python/src"))
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = consumer(&args)
         .output()
         .expect("python with redis and nats-py (set POSTHORN_PYTHON)");
     assert!(

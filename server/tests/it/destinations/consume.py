@@ -3,6 +3,9 @@
   consume.py nats-stream URL STREAM SUBJECT   make (or make anew) a JetStream stream
   consume.py redis URL STREAM SECRET N        read N entries of a Redis stream
   consume.py nats URL STREAM SECRET N         read N messages of a JetStream stream
+  consume.py mqtt PORT TOPIC SECRET N [USER PASSWORD]
+                                              subscribe (then print {"ready": true}) and
+                                              read N messages published to TOPIC
 
 Each message read is verified with the Posthorn Python SDK's `verify` (the headers as the
 broker carried them, the body as published) and printed as one JSON line: its headers
@@ -54,9 +57,41 @@ async def nats_main(argv):
     await nc.close()
 
 
+def read_mqtt(port, topic, secret, n, user=None, password=None):
+    import threading
+
+    import paho.mqtt.client as mqtt
+
+    got, done, ready = [], threading.Event(), threading.Event()
+    client = mqtt.Client(callback_api_version=mqtt.CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv5)
+    if user:
+        client.username_pw_set(user, password)
+    client.on_connect = lambda c, *_: c.subscribe(topic, qos=1)
+    client.on_subscribe = lambda *_: ready.set()
+
+    def on_message(_c, _u, msg):
+        got.append(msg)
+        if len(got) >= n:
+            done.set()
+
+    client.on_message = on_message
+    client.connect("127.0.0.1", port)
+    client.loop_start()
+    if not ready.wait(20):
+        sys.exit("no SUBACK")
+    print(json.dumps({"ready": True}), flush=True)
+    done.wait(20)
+    client.loop_stop()
+    for msg in got:
+        headers = dict(msg.properties.UserProperty or [])
+        emit(headers, msg.payload, secret)
+
+
 if __name__ == "__main__":
     kind, rest = sys.argv[1], sys.argv[2:]
-    if kind == "redis":
+    if kind == "mqtt":
+        read_mqtt(int(rest[0]), rest[1], rest[2], int(rest[3]), *rest[4:6])
+    elif kind == "redis":
         read_redis(rest[0], rest[1], rest[2], int(rest[3]))
     else:
         asyncio.run(nats_main([kind] + rest))

@@ -9,7 +9,7 @@ mod brokers;
 use std::time::Duration;
 
 use crate::common::{self, api_calls::Api, TestApp};
-use brokers::{consume, Broker};
+use brokers::{consume, Broker, Subscription};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -310,5 +310,85 @@ async fn destinations_are_checked_when_saved() {
         .await;
     assert_eq!(http["url"], "https://x.example/h");
     assert!(http.get("destination").is_none());
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mqtt_gets_verifiable_messages_in_key_order_and_refusals_dead_letter() {
+    let mut mqtt = Broker::mosquitto(Some(("shop", "pw")));
+    let app = TestApp::spawn_with(common::ordering::with_retry("2s,2s,2s,2s,2s,2s")).await;
+    let port = mqtt.port.to_string();
+    let url = format!("mqtt://shop:pw@127.0.0.1:{port}");
+    let (api, ep, secret) = endpoint(
+        &app,
+        json!({"type": "mqtt", "url": url, "topic": "shop/orders"}),
+    )
+    .await;
+    assert_eq!(ep["destination"]["topic"], "shop/orders");
+    assert_eq!(ep["destination"]["qos"], 1);
+    assert_eq!(ep["destination"]["credentials_set"], true);
+
+    // 100 keyed events, one key's in the order sent, each verified by the consumer.
+    let listening =
+        Subscription::start(&["mqtt", &port, "shop/orders", &secret, "100", "shop", "pw"]);
+    let events: Vec<Value> = (0..100)
+        .map(|n| json!({"event": "order.updated", "data": {"n": n}, "ordering_key": format!("key-{}", n % 4)}))
+        .collect();
+    let (status, _, body) = api
+        .send("POST", "/events/batch", Some(json!({ "events": events })))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let got = listening.finish().await;
+    assert_eq!(got.len(), 100);
+    for key in 0..4 {
+        let seen: Vec<i64> = got
+            .iter()
+            .map(|m| m["body"]["data"]["n"].as_i64().unwrap())
+            .filter(|n| n % 4 == key)
+            .collect();
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "key-{key}: {seen:?}");
+    }
+    let first = got[0]["body"]["event_id"].as_str().unwrap().to_string();
+    let d = delivery(&api, &first).await;
+    assert!(
+        d["response_body"].as_str().unwrap().contains("PUBACK"),
+        "{d}"
+    );
+
+    // Retry: published again with a new request id.
+    let listening =
+        Subscription::start(&["mqtt", &port, "shop/orders", &secret, "1", "shop", "pw"]);
+    api.send("POST", &format!("/deliveries/{}/retry", d["id"]), None)
+        .await;
+    let again = listening.finish().await;
+    assert_eq!(header(&again[0], "webhook-id"), first);
+    assert_ne!(
+        header(&again[0], "x-request-id"),
+        d["request_id"].as_str().unwrap()
+    );
+
+    // Wrong credentials: a dead letter at once.
+    let wrong = format!("mqtt://shop:nope@127.0.0.1:{port}");
+    let (bad, _, _) = endpoint(&app, json!({"type": "mqtt", "url": wrong, "topic": "t"})).await;
+    let id = event(&bad, json!({})).await;
+    let attempts = app.settled(&id, Duration::from_secs(20)).await;
+    assert_eq!(attempts.len(), 1, "{attempts:?}");
+    assert_eq!(attempts[0].3.as_deref(), Some("refused"), "{attempts:?}");
+
+    // The broker goes away: retried, then delivered once it is back.
+    mqtt.stop();
+    let id = event(&api, json!({"n": "after"})).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !app.attempts(&id).await.iter().any(|a| a.1 == "failed") {
+        assert!(tokio::time::Instant::now() < deadline, "no failed attempt");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    mqtt.start();
+    let listening =
+        Subscription::start(&["mqtt", &port, "shop/orders", &secret, "1", "shop", "pw"]);
+    let got = listening.finish().await;
+    assert_eq!(header(&got[0], "webhook-id"), id);
+    let attempts = app.settled(&id, Duration::from_secs(20)).await;
+    assert_eq!(attempts.last().unwrap().1, "succeeded", "{attempts:?}");
     app.stop().await;
 }
