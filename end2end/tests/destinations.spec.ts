@@ -67,5 +67,17 @@ test("a Redis destination: its card, its expanded attempt, and a Retry from the 
   expect(second["x-request-id"]).not.toBe(first["x-request-id"]);
   await expect(detail.getByTestId("attempt-link")).toHaveCount(2, { timeout: 5_000 });
   await expect(detail.getByTestId("attempt-link").nth(1)).toHaveText(second["x-request-id"]);
+
+  // Redirect: the same event, signed, into an inspector bin over HTTP; the stream gets
+  // nothing more.
+  await page.getByTestId("redirect-button").click();
+  const link = page.getByTestId("bin-link");
+  await expect(link).toBeVisible();
+  await page.goto((await link.getAttribute("href"))!);
+  await hydrated(page);
+  await expect(page.getByTestId("bin-request").first()).toBeVisible({ timeout: 15_000 });
+  await page.getByTestId("bin-request").first().locator(".reqline").click();
+  await expect(page.getByTestId("bin-request-body")).toContainText('"amount": 42');
+  expect(redis.entries().length).toBe(2);
   redis.stop();
 });
