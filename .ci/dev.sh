@@ -236,15 +236,18 @@ ensure_test_tools() {
   [ -x /usr/bin/chromium ] || apt_install chromium
   # Prometheus scrapes a server in a test; promtool tests the alerting rules.
   command -v promtool >/dev/null && [ -x /usr/bin/prometheus ] || apt_install prometheus
-  # The broker destinations' tests start private Redis and NATS servers of their own.
+  # The broker destinations' tests start private Redis, NATS, Mosquitto and RabbitMQ
+  # servers of their own.
   command -v redis-server >/dev/null || apt_install redis-server
   command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || apt_install nats-server
+  [ -x /usr/sbin/mosquitto ] || apt_install mosquitto
+  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || apt_install rabbitmq-server
   command -v python3 >/dev/null || apt_install python3 python3-venv
   if [ ! -x "$ROOT/.venv/bin/python" ]; then
     log "creating .venv for the receiver-side checks"
     python3 -m venv "$ROOT/.venv" || { apt_install python3-venv; python3 -m venv "$ROOT/.venv"; }
   fi
-  "$ROOT/.venv/bin/python" -c "import standardwebhooks, requests, schemathesis, aiosmtpd, cryptography, redis, nats, paho.mqtt" 2>/dev/null \
+  "$ROOT/.venv/bin/python" -c "import standardwebhooks, requests, schemathesis, aiosmtpd, cryptography, redis, nats, paho.mqtt, pika" 2>/dev/null \
     || "$ROOT/.venv/bin/pip" install -q -r end2end/requirements.txt
   if [ ! -d end2end/node_modules/@playwright/test ] || [ ! -d end2end/node_modules/@axe-core/playwright ]; then
     log "installing Playwright (npm ci)"

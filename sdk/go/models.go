@@ -15,7 +15,7 @@ type ClientCertificate struct {
 
 // Destination is where an endpoint that is no plain URL sends: "listen", a `posthorn
 // listen` session's (its deliveries go to the CLI's machine), or a broker it publishes
-// to ("redis", "nats", "mqtt") with its settings; its credentials are never returned.
+// to ("redis", "nats", "mqtt", "rabbitmq") with its settings; its credentials are never returned.
 type Destination struct {
 	Type string `json:"type"`
 	// Name is a listen session's --name; nil: it ends when its CLI exits (nil for a broker).
@@ -25,8 +25,11 @@ type Destination struct {
 	Stream    *string `json:"stream"`    // redis: the stream appended to
 	MaxLen    *int64  `json:"maxlen"`    // redis: the stream's approximate length bound
 	Subject   *string `json:"subject"`   // nats: the JetStream subject published to
-	Topic     *string `json:"topic"`     // mqtt: the topic published to
-	QoS       *int    `json:"qos"`       // mqtt: 0 or 1
+	// Exchange and RoutingKey are a rabbitmq destination's ("": the default exchange).
+	Exchange   *string `json:"exchange"`
+	RoutingKey *string `json:"routing_key"`
+	Topic      *string `json:"topic"` // mqtt: the topic published to
+	QoS        *int    `json:"qos"`   // mqtt: 0 or 1
 	// CredentialsSet says a broker has credentials (sealed, never shown).
 	CredentialsSet bool `json:"credentials_set"`
 }

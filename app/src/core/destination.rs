@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The types this server publishes to, beside `http`.
-pub const AVAILABLE: &[&str] = &["redis", "nats", "mqtt"];
+pub const AVAILABLE: &[&str] = &["redis", "nats", "mqtt", "rabbitmq"];
 /// Types of the contract this server does not publish to yet: refused with a clear 422.
-pub const NOT_YET: &[&str] = &["rabbitmq", "sqs", "sns", "eventbridge", "kinesis", "s3"];
+pub const NOT_YET: &[&str] = &["sqs", "sns", "eventbridge", "kinesis", "s3"];
 
 /// Longest stream name or subject, and longest credential field.
 pub const MAX_NAME: usize = 256;
@@ -34,6 +34,13 @@ pub enum Settings {
         /// `nats://host:port` or `tls://…`, without credentials.
         url: String,
         subject: String,
+    },
+    /// An AMQP 0-9-1 publish to `exchange` with `routing_key`, confirmed by the broker.
+    Rabbitmq {
+        /// `amqp://host:port/vhost` or `amqps://…`, without credentials.
+        url: String,
+        exchange: String,
+        routing_key: String,
     },
     /// An MQTT 5 PUBLISH to `topic`; at QoS 1 acknowledged by the broker's PUBACK.
     Mqtt {
@@ -68,13 +75,15 @@ pub struct Destination {
     pub credentials: Option<Credentials>,
 }
 
-/// Where a broker is: host, port, TLS or not, and the path's database (Redis).
+/// Where a broker is: host, port, TLS or not, the path's database (Redis) and virtual
+/// host (RabbitMQ).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Address {
     pub host: String,
     pub port: u16,
     pub tls: bool,
     pub db: u32,
+    pub vhost: String,
 }
 
 impl Settings {
@@ -83,6 +92,7 @@ impl Settings {
             Settings::Redis { .. } => "redis",
             Settings::Nats { .. } => "nats",
             Settings::Mqtt { .. } => "mqtt",
+            Settings::Rabbitmq { .. } => "rabbitmq",
         }
     }
 
@@ -93,6 +103,11 @@ impl Settings {
             Settings::Redis { url, stream, .. } => format!("{url} stream={stream}"),
             Settings::Nats { url, subject } => format!("{url} subject={subject}"),
             Settings::Mqtt { url, topic, qos } => format!("{url} topic={topic} qos={qos}"),
+            Settings::Rabbitmq {
+                url,
+                exchange,
+                routing_key,
+            } => format!("{url} exchange={exchange:?} routing_key={routing_key:?}"),
         }
     }
 
@@ -102,6 +117,7 @@ impl Settings {
             Settings::Redis { url, .. } => (url, 6379, "rediss"),
             Settings::Nats { url, .. } => (url, 4222, "tls"),
             Settings::Mqtt { url, .. } => (url, 1883, "mqtts"),
+            Settings::Rabbitmq { url, .. } => (url, 5672, "amqps"),
         };
         let parsed = url::Url::parse(url).map_err(|e| format!("bad URL: {e}"))?;
         let host = match parsed.host() {
@@ -111,6 +127,7 @@ impl Settings {
             None => return Err("the URL has no host".into()),
         };
         let db = match parsed.path().trim_start_matches('/') {
+            _ if !matches!(self, Settings::Redis { .. }) => 0,
             "" => 0,
             n => n
                 .parse::<u32>()
@@ -118,11 +135,19 @@ impl Settings {
                 .filter(|n| *n <= 255)
                 .ok_or("the path names a database: a number from 0 to 255")?,
         };
+        // An AMQP URI's path is its vhost, percent-encoded (`/%2f` is `/`); none is `/`.
+        let vhost = match parsed.path().strip_prefix('/').unwrap_or("") {
+            "" => "/".to_string(),
+            v => percent_encoding::percent_decode_str(v)
+                .decode_utf8_lossy()
+                .into_owned(),
+        };
         Ok(Address {
             host,
             port: parsed.port().unwrap_or(default_port),
             tls: parsed.scheme() == tls_scheme,
             db,
+            vhost,
         })
     }
 }
@@ -136,7 +161,7 @@ pub fn parse(value: &Value) -> Result<Option<Destination>, String> {
     let kind = obj
         .get("type")
         .and_then(Value::as_str)
-        .ok_or("`destination.type` is missing: one of http, redis, nats, mqtt")?;
+        .ok_or("`destination.type` is missing: one of http, redis, nats, mqtt, rabbitmq")?;
     if kind == "http" {
         return Ok(None);
     }
@@ -150,6 +175,7 @@ pub fn parse(value: &Value) -> Result<Option<Destination>, String> {
         "redis" => &["type", "url", "stream", "maxlen"],
         "nats" => &["type", "url", "subject", "user", "password", "token"],
         "mqtt" => &["type", "url", "topic", "qos", "username", "password"],
+        "rabbitmq" => &["type", "url", "exchange", "routing_key"],
         _ => {
             return Err(format!(
                 "`destination.type` `{}` is unknown: one of http, {}",
@@ -192,6 +218,33 @@ pub fn parse(value: &Value) -> Result<Option<Destination>, String> {
                 maxlen,
             };
             settings.address()?;
+            Ok(Some(Destination {
+                settings,
+                credentials: (!creds.is_empty()).then_some(creds),
+            }))
+        }
+        "rabbitmq" => {
+            let (url, creds) = broker_url(url, &["amqp", "amqps"], 5672)?;
+            let exchange = text("exchange")?.unwrap_or_default();
+            let routing_key = text("routing_key")?.unwrap_or_default();
+            for (what, v) in [("exchange", exchange), ("routing_key", routing_key)] {
+                if v.len() > 255 || v.chars().any(char::is_control) {
+                    return Err(format!(
+                        "`destination.{what}` must be at most 255 bytes without control characters"
+                    ));
+                }
+            }
+            if exchange.is_empty() && routing_key.is_empty() {
+                return Err(
+                    "`destination.routing_key` is required with the default exchange: it names the queue"
+                        .into(),
+                );
+            }
+            let settings = Settings::Rabbitmq {
+                url,
+                exchange: exchange.to_string(),
+                routing_key: routing_key.to_string(),
+            };
             Ok(Some(Destination {
                 settings,
                 credentials: (!creds.is_empty()).then_some(creds),

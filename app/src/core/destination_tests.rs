@@ -180,6 +180,23 @@ fn mqtt_takes_a_topic_without_wildcards_and_qos_0_or_1() {
 }
 
 #[test]
+fn rabbitmq_reads_its_vhost_from_the_path() {
+    let d = parse(&json!({"type": "rabbitmq", "url": "amqp://u:p@mq.example/%2fshop", "exchange": "events", "routing_key": "orders.paid"}))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        d.settings.target(),
+        "amqp://mq.example:5672/%2fshop exchange=\"events\" routing_key=\"orders.paid\""
+    );
+    assert_eq!(d.settings.address().unwrap().vhost, "/shop");
+    let plain = parse(&json!({"type": "rabbitmq", "url": "amqp://mq.example", "routing_key": "q"}))
+        .unwrap()
+        .unwrap();
+    assert_eq!(plain.settings.address().unwrap().vhost, "/");
+    assert_eq!(plain.credentials, None);
+}
+
+#[test]
 fn settings_round_trip_as_kept() {
     let s = Settings::Nats {
         url: "nats://h:4222".into(),

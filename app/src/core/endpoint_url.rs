@@ -194,6 +194,7 @@ pub fn broker_of(target_url: &str) -> Option<&'static str> {
         "redis" | "rediss" => Some("Redis"),
         "nats" | "tls" => Some("NATS"),
         "mqtt" | "mqtts" => Some("MQTT"),
+        "amqp" | "amqps" => Some("RabbitMQ"),
         _ => None,
     }
 }

@@ -371,6 +371,22 @@ fn destination_mark(endpoint: &EndpointView) -> String {
         Settings::Redis { url, stream, .. } => ("Redis stream", url, stream),
         Settings::Nats { url, subject } => ("NATS JetStream", url, subject),
         Settings::Mqtt { url, topic, .. } => ("MQTT topic", url, topic),
+        Settings::Rabbitmq {
+            url,
+            exchange,
+            routing_key,
+        } => (
+            "RabbitMQ",
+            url,
+            &format!(
+                "{} → {routing_key}",
+                if exchange.is_empty() {
+                    "(default)"
+                } else {
+                    exchange
+                }
+            ),
+        ),
     };
     let creds = if endpoint.credentials_set {
         "with credentials (sealed, never shown)"

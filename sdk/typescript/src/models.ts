@@ -35,8 +35,8 @@ export interface Webhook {
 /** Where an endpoint that is no plain URL sends. */
 export interface Destination {
   /** `listen`: a `posthorn listen` session's (its deliveries go to the CLI's machine);
-   * `redis`, `nats` or `mqtt`: a broker it publishes to. */
-  type: "listen" | "redis" | "nats" | "mqtt";
+   * `redis`, `nats`, `mqtt` or `rabbitmq`: a broker it publishes to. */
+  type: "listen" | "redis" | "nats" | "mqtt" | "rabbitmq";
   /** A listen session's `--name`; null: it ends when its CLI exits (null for a broker). */
   name: string | null;
   /** A listen session's CLI is connected now. */
@@ -48,6 +48,9 @@ export interface Destination {
   maxlen?: number;
   /** `nats`: the JetStream subject published to. */
   subject?: string;
+  /** `rabbitmq`: the exchange (`""`: the default exchange) and routing key. */
+  exchange?: string;
+  routing_key?: string;
   /** `mqtt`: the topic published to, and the QoS (0 or 1). */
   topic?: string;
   qos?: number;

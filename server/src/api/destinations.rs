@@ -14,9 +14,9 @@ use super::ApiError;
 /// are never returned; `credentials_set` says whether it has some.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct Destination {
-    /// `listen`, `redis`, `nats` or `mqtt`.
+    /// `listen`, `redis`, `nats`, `mqtt` or `rabbitmq`.
     #[serde(rename = "type")]
-    #[schema(pattern = "^(listen|redis|nats|mqtt)$")]
+    #[schema(pattern = "^(listen|redis|nats|mqtt|rabbitmq)$")]
     pub kind: &'static str,
     /// `listen`: the session's `--name` (null: unnamed; it ends when its CLI exits).
     /// Null for a broker.
@@ -39,6 +39,13 @@ pub struct Destination {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = String, required = false)]
     pub subject: Option<String>,
+    /// `rabbitmq`: the exchange (`""`: the default exchange) and routing key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, required = false)]
+    pub exchange: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, required = false)]
+    pub routing_key: Option<String>,
     /// `mqtt`: the topic published to, and the QoS (0 or 1).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = String, required = false)]
@@ -60,6 +67,8 @@ impl Destination {
             stream: None,
             maxlen: None,
             subject: None,
+            exchange: None,
+            routing_key: None,
             topic: None,
             qos: None,
             credentials_set: e.credentials_set,
@@ -78,6 +87,14 @@ impl Destination {
                 maxlen,
             } => (out.url, out.stream, out.maxlen) = (Some(url), Some(stream), Some(maxlen)),
             Settings::Nats { url, subject } => (out.url, out.subject) = (Some(url), Some(subject)),
+            Settings::Rabbitmq {
+                url,
+                exchange,
+                routing_key,
+            } => {
+                (out.url, out.exchange, out.routing_key) =
+                    (Some(url), Some(exchange), Some(routing_key))
+            }
             Settings::Mqtt { url, topic, qos } => {
                 (out.url, out.topic, out.qos) = (Some(url), Some(topic), Some(qos))
             }
@@ -122,7 +139,8 @@ pub(super) fn destination_in_schema() -> utoipa::openapi::Object {
             "Instead of `url`: `{\"type\": \"redis\", \"url\": \"redis://[user:password@]host:port/db\", \
              \"stream\": …, \"maxlen\"?: …}` or `{\"type\": \"nats\", \"url\": \"nats://host:port\", \
              \"subject\": …, \"user\"?, \"password\"? or \"token\"?}` or `{\"type\": \"mqtt\", \
-             \"url\": \"mqtt://[user:password@]host:port\", \"topic\": …, \"qos\"?: 0|1}` \
+             \"url\": \"mqtt://[user:password@]host:port\", \"topic\": …, \"qos\"?: 0|1}` or `{\"type\": \"rabbitmq\", \
+             \"url\": \"amqp://[user:password@]host:port/vhost\", \"exchange\"?: …, \"routing_key\": …}` \
              (or `{\"type\": \"http\", \"url\": …}`). \
              Credentials are write-only and sealed at rest.",
         ))
@@ -130,7 +148,7 @@ pub(super) fn destination_in_schema() -> utoipa::openapi::Object {
             "type",
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .pattern(Some("^(http|redis|nats|mqtt)$")),
+                .pattern(Some("^(http|redis|nats|mqtt|rabbitmq)$")),
         )
         .required("type")
         .build()

@@ -6,7 +6,7 @@ namespace Posthorn\Model;
 
 /**
  * Where an endpoint that is no plain URL sends: `listen`, a `posthorn listen` session's, or
- * a broker it publishes to (`redis`, `nats`, `mqtt`) with its settings; credentials are never returned.
+ * a broker it publishes to (`redis`, `nats`, `mqtt`, `rabbitmq`) with its settings; credentials are never returned.
  */
 class Destination extends Model
 {
@@ -23,6 +23,10 @@ class Destination extends Model
     public ?int $maxlen = null;
     /** nats: the JetStream subject published to */
     public ?string $subject = null;
+    /** rabbitmq: the exchange ("": the default exchange) */
+    public ?string $exchange = null;
+    /** rabbitmq: the routing key */
+    public ?string $routing_key = null;
     /** mqtt: the topic published to */
     public ?string $topic = null;
     /** mqtt: 0 or 1 */

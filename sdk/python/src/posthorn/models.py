@@ -36,7 +36,7 @@ T = TypeVar("T")
 class Destination:
     """Where an endpoint that is no plain URL sends: `listen`, a `posthorn listen`
     session's (its deliveries go to the CLI's machine), or a broker it publishes to
-    (`redis`, `nats`, `mqtt`), with its settings; its credentials are never returned."""
+    (`redis`, `nats`, `mqtt`, `rabbitmq`), with its settings; its credentials are never returned."""
 
     type: str
     name: Optional[str] = None  # listen: the session's `--name`; None: it ends when its CLI exits
@@ -45,6 +45,8 @@ class Destination:
     stream: Optional[str] = None  # redis: the stream appended to
     maxlen: Optional[int] = None  # redis: the stream's approximate length bound
     subject: Optional[str] = None  # nats: the JetStream subject published to
+    exchange: Optional[str] = None  # rabbitmq: the exchange ("": the default exchange)
+    routing_key: Optional[str] = None  # rabbitmq: the routing key
     topic: Optional[str] = None  # mqtt: the topic published to
     qos: Optional[int] = None  # mqtt: 0 or 1
     credentials_set: bool = False  # a broker: it has credentials (sealed, never shown)

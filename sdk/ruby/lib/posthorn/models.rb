@@ -14,15 +14,17 @@ module Posthorn
 
     # Where an endpoint that is no plain URL sends: `listen`, a `posthorn listen`
     # session's (its deliveries go to the CLI's machine), or a broker it publishes to
-    # (`redis`, `nats`, `mqtt`) with its settings; its credentials are never returned.
+    # (`redis`, `nats`, `mqtt`, `rabbitmq`) with its settings; its credentials are never returned.
     class Destination < Model
-      field :type, :string # listen, redis, nats or mqtt
+      field :type, :string # listen, redis, nats, mqtt or rabbitmq
       field :name, :string, null: true # a listen session's `--name`; nil: it ends when its CLI exits
       field :connected, :boolean # a listen session's CLI is connected now
       field :url, :string, null: true # a broker's URL, without credentials
       field :stream, :string, null: true # redis: the stream appended to
       field :maxlen, :integer, null: true # redis: the stream's approximate length bound
       field :subject, :string, null: true # nats: the JetStream subject published to
+      field :exchange, :string, null: true # rabbitmq: the exchange ("": the default exchange)
+      field :routing_key, :string, null: true # rabbitmq: the routing key
       field :topic, :string, null: true # mqtt: the topic published to
       field :qos, :integer, null: true # mqtt: 0 or 1
       field :credentials_set, :boolean # a broker has credentials (sealed, never shown)

@@ -25,6 +25,7 @@ use app::{
     db::queue::Claimed,
 };
 
+mod amqp;
 mod mqtt;
 mod nats;
 mod redis;
@@ -46,6 +47,7 @@ enum Conn {
     Redis(redis::Conn),
     Nats(nats::Conn),
     Mqtt(mqtt::Conn),
+    Amqp(amqp::Conn),
 }
 
 /// An endpoint's connections, for one version of its settings and credentials: a change
@@ -165,6 +167,9 @@ impl Brokers {
             Settings::Redis { .. } => Conn::Redis(redis::Conn::open(io, creds, address.db).await?),
             Settings::Nats { .. } => Conn::Nats(nats::Conn::open(io, creds).await?),
             Settings::Mqtt { .. } => Conn::Mqtt(mqtt::Conn::open(io, creds).await?),
+            Settings::Rabbitmq { .. } => {
+                Conn::Amqp(amqp::Conn::open(io, creds, &address.vhost).await?)
+            }
         })
     }
 
@@ -189,6 +194,17 @@ impl Brokers {
                 }
                 (Conn::Mqtt(c), Settings::Mqtt { topic, qos, .. }) => {
                     c.publish(topic, *qos, headers, body).await
+                }
+                (
+                    Conn::Amqp(c),
+                    Settings::Rabbitmq {
+                        exchange,
+                        routing_key,
+                        ..
+                    },
+                ) => {
+                    c.publish(exchange, routing_key, &row.request_id, headers, body)
+                        .await
                 }
                 _ => Err(Failure::Transport(
                     TransportError::Other,

@@ -20,7 +20,7 @@ pub fn free_port() -> u16 {
 }
 
 fn wait_listening(port: u16, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(15);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "{what} did not listen on {port}");
         std::thread::sleep(Duration::from_millis(20));
@@ -106,13 +106,36 @@ impl Broker {
         })
     }
 
+    /// A RabbitMQ node of its own (its own name, ports and store, no plugins), with the
+    /// `guest` user the broker makes at first boot (loopback only). Takes seconds to boot.
+    pub fn rabbitmq() -> Broker {
+        let id = ulid::Ulid::new().to_string().to_lowercase();
+        let dir = std::env::temp_dir().join(format!("ph-rabbitmq-{id}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("enabled_plugins"), "[].\n").unwrap();
+        let dist = free_port().to_string();
+        Self::on(free_port(), "rabbitmq-server", move |port| {
+            let mut c = Command::new("/usr/lib/rabbitmq/bin/rabbitmq-server");
+            c.env("RABBITMQ_NODENAME", format!("ph-{id}@localhost"))
+                .env("RABBITMQ_NODE_PORT", port.to_string())
+                .env("RABBITMQ_DIST_PORT", &dist)
+                .env("RABBITMQ_MNESIA_BASE", dir.join("mnesia"))
+                .env("RABBITMQ_LOG_BASE", dir.join("log"))
+                .env("RABBITMQ_ENABLED_PLUGINS_FILE", dir.join("enabled_plugins"))
+                .env("RABBITMQ_CONFIG_FILE", dir.join("none"));
+            c
+        })
+    }
+
     fn on(
         port: u16,
         what: &'static str,
         command: impl Fn(u16) -> Command + Send + Sync + 'static,
     ) -> Broker {
         let start = move |port: u16| {
+            use std::os::unix::process::CommandExt;
             command(port)
+                .process_group(0)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -133,10 +156,21 @@ impl Broker {
         wait_listening(self.port, self.what);
     }
 
+    /// Stops the broker and every process it started (RabbitMQ's script starts Erlang).
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", c.id())])
+                .status();
             let _ = c.kill();
             let _ = c.wait();
+        }
+        // Until the port is free again, so that a start binds it anew.
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }

@@ -3,6 +3,8 @@
   consume.py nats-stream URL STREAM SUBJECT   make (or make anew) a JetStream stream
   consume.py redis URL STREAM SECRET N        read N entries of a Redis stream
   consume.py nats URL STREAM SECRET N         read N messages of a JetStream stream
+  consume.py amqp-queue URL QUEUE              declare a durable queue
+  consume.py amqp URL QUEUE SECRET N          read N messages of a RabbitMQ queue
   consume.py mqtt PORT TOPIC SECRET N [USER PASSWORD]
                                               subscribe (then print {"ready": true}) and
                                               read N messages published to TOPIC
@@ -87,9 +89,34 @@ def read_mqtt(port, topic, secret, n, user=None, password=None):
         emit(headers, msg.payload, secret)
 
 
+def amqp(argv):
+    import pika
+
+    conn = pika.BlockingConnection(pika.URLParameters(argv[1]))
+    channel = conn.channel()
+    if argv[0] == "amqp-queue":
+        channel.queue_declare(argv[2], durable=True)
+        print(json.dumps({"declared": argv[2]}), flush=True)
+    else:
+        queue, secret, n = argv[2], argv[3], int(argv[4])
+        deadline, got = time.time() + 20, 0
+        while got < n and time.time() < deadline:
+            method, props, body = channel.basic_get(queue, auto_ack=True)
+            if method is None:
+                time.sleep(0.05)
+                continue
+            got += 1
+            headers = {k: v.decode() if isinstance(v, bytes) else v for k, v in (props.headers or {}).items()}
+            headers["message-id"] = props.message_id
+            emit(headers, body, secret)
+    conn.close()
+
+
 if __name__ == "__main__":
     kind, rest = sys.argv[1], sys.argv[2:]
-    if kind == "mqtt":
+    if kind.startswith("amqp"):
+        amqp([kind] + rest)
+    elif kind == "mqtt":
         read_mqtt(int(rest[0]), rest[1], rest[2], int(rest[3]), *rest[4:6])
     elif kind == "redis":
         read_redis(rest[0], rest[1], rest[2], int(rest[3]))

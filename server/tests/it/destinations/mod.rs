@@ -392,3 +392,101 @@ async fn mqtt_gets_verifiable_messages_in_key_order_and_refusals_dead_letter() {
     assert_eq!(attempts.last().unwrap().1, "succeeded", "{attempts:?}");
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rabbitmq_confirms_publishes_and_refuses_what_no_queue_takes() {
+    let mut mq = Broker::rabbitmq();
+    let amqp = format!("amqp://guest:guest@127.0.0.1:{}/%2f", mq.port);
+    consume(&["amqp-queue", &amqp, "orders"]).await;
+    let app = TestApp::spawn_with(common::ordering::with_retry("3s,3s,3s,3s,3s,3s,3s,3s")).await;
+    let (api, ep, secret) = endpoint(
+        &app,
+        json!({"type": "rabbitmq", "url": amqp, "routing_key": "orders"}),
+    )
+    .await;
+    assert_eq!(
+        (
+            &ep["destination"]["exchange"],
+            &ep["destination"]["routing_key"]
+        ),
+        (&json!(""), &json!("orders"))
+    );
+    assert!(!ep.to_string().contains("guest:guest"), "{ep}");
+
+    // 100 keyed events, each key's in order, each verified by a pika consumer.
+    let events: Vec<Value> = (0..100)
+        .map(|n| json!({"event": "order.updated", "data": {"n": n}, "ordering_key": format!("key-{}", n % 5)}))
+        .collect();
+    let (status, _, body) = api
+        .send("POST", "/events/batch", Some(json!({ "events": events })))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let got = consume(&["amqp", &amqp, "orders", &secret, "100"]).await;
+    assert_eq!(got.len(), 100);
+    for key in 0..5 {
+        let seen: Vec<i64> = got
+            .iter()
+            .map(|m| m["body"]["data"]["n"].as_i64().unwrap())
+            .filter(|n| n % 5 == key)
+            .collect();
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "key-{key}: {seen:?}");
+    }
+    assert_eq!(
+        header(&got[0], "message-id"),
+        header(&got[0], "x-request-id")
+    );
+    let first = got[0]["body"]["event_id"].as_str().unwrap().to_string();
+    let d = delivery(&api, &first).await;
+    assert!(
+        d["response_body"].as_str().unwrap().contains("basic.ack"),
+        "{d}"
+    );
+    api.send("POST", &format!("/deliveries/{}/retry", d["id"]), None)
+        .await;
+    let again = consume(&["amqp", &amqp, "orders", &secret, "1"]).await;
+    assert_eq!(header(&again[0], "webhook-id"), first);
+    assert_ne!(
+        header(&again[0], "x-request-id"),
+        d["request_id"].as_str().unwrap()
+    );
+
+    // Lasting refusals: no queue takes it, no such exchange, wrong password.
+    let wrong = format!("amqp://guest:nope@127.0.0.1:{}/%2f", mq.port);
+    for (destination, words) in [
+        (
+            json!({"type": "rabbitmq", "url": amqp, "routing_key": "nobody"}),
+            "no queue took",
+        ),
+        (
+            json!({"type": "rabbitmq", "url": amqp, "exchange": "nope", "routing_key": "x"}),
+            "404 NOT_FOUND",
+        ),
+        (
+            json!({"type": "rabbitmq", "url": wrong, "routing_key": "orders"}),
+            "403 ACCESS_REFUSED",
+        ),
+    ] {
+        let (api, _, _) = endpoint(&app, destination).await;
+        let id = event(&api, json!({})).await;
+        let attempts = app.settled(&id, Duration::from_secs(20)).await;
+        assert_eq!(attempts.len(), 1, "{attempts:?}");
+        assert_eq!(attempts[0].3.as_deref(), Some("refused"), "{attempts:?}");
+        let d = delivery(&api, &id).await;
+        assert!(d["error"].as_str().unwrap().contains(words), "{d}");
+    }
+
+    // The broker goes away: retried, then delivered once it is back.
+    mq.stop();
+    let id = event(&api, json!({"n": "after"})).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !app.attempts(&id).await.iter().any(|a| a.1 == "failed") {
+        assert!(tokio::time::Instant::now() < deadline, "no failed attempt");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    mq.start();
+    let attempts = app.settled(&id, Duration::from_secs(40)).await;
+    assert_eq!(attempts.last().unwrap().1, "succeeded", "{attempts:?}");
+    let got = consume(&["amqp", &amqp, "orders", &secret, "1"]).await;
+    assert_eq!(header(&got[0], "webhook-id"), id);
+    app.stop().await;
+}
