@@ -477,10 +477,9 @@ fn handed_rows(
             traceparent: event.trace.traceparent.map(str::to_string),
             tracestate: event.trace.tracestate.map(str::to_string),
             trace_propagation: event.trace.propagate,
-            // Only plain HTTP endpoints are handed off (`Target::queued_only`).
-            destination: "http".into(),
-            destination_settings: None,
-            destination_credentials: None,
+            destination: t.destination.clone(),
+            destination_settings: t.destination_settings.clone(),
+            destination_credentials: t.destination_credentials.clone(),
         });
     }
     claimed

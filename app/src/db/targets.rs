@@ -21,7 +21,8 @@ pub struct Target {
     pub throttled: bool,
     /// Its attempts go through the queue and are never handed off: it presents a client
     /// certificate (the claim reads it; the cache keeps no certificates), or it is a
-    /// listen session's (its session claims them).
+    /// listen session's (its session claims them). A broker destination is handed off
+    /// like an HTTP one.
     pub queued_only: bool,
     pub secret: String,
     /// How it signs (see [`crate::core::ed25519::active`]): its scheme, its sealed
@@ -34,6 +35,11 @@ pub struct Target {
     pub custom_headers: sqlx::types::Json<Vec<(String, crate::core::sealed::StoredValue)>>,
     /// Its filter, compiled (None: every event of its types).
     pub filter: Option<Arc<crate::core::filter::Filter>>,
+    /// `http`, or the broker it publishes to, with its settings and sealed credentials
+    /// (see [`crate::db::queue::Claimed::destination`]).
+    pub destination: String,
+    pub destination_settings: Option<String>,
+    pub destination_credentials: Option<String>,
 }
 
 impl Target {
@@ -140,17 +146,22 @@ pub async fn find<'c>(
         previous_secret_expires_at: Option<DateTime<Utc>>,
         custom_headers: Option<sqlx::types::Json<Vec<(String, crate::core::sealed::StoredValue)>>>,
         filter: Option<String>,
+        destination: Option<String>,
+        destination_settings: Option<String>,
+        destination_credentials: Option<String>,
     }
     let rows = sqlx::query_as!(
         Row,
         r#"SELECT p.endpoints_version AS "version!", t.event_type AS "event_type?", e.id AS "id?",
                 e.url AS "url?", e.rate_limit IS NOT NULL AS "throttled?",
-                e.client_cert IS NOT NULL OR e.destination <> 'http' AS "queued_only?", e.secret AS "secret?",
+                e.client_cert IS NOT NULL OR e.destination = 'listen' AS "queued_only?", e.secret AS "secret?",
                 e.previous_secret AS "previous_secret?", e.signature_scheme AS "signature_scheme?",
                 e.signing_key AS "signing_key?", e.scheme_switched_at AS "scheme_switched_at?: DateTime<Utc>",
                 e.previous_secret_expires_at AS "previous_secret_expires_at?: DateTime<Utc>",
                 e.custom_headers AS "custom_headers?: Headers",
-                e.filter AS "filter?"
+                e.filter AS "filter?", e.destination AS "destination?",
+                e.destination_settings::text AS "destination_settings?",
+                e.destination_credentials AS "destination_credentials?"
          FROM set_config('posthorn.defer_notify', 'on', true), projects p
          LEFT JOIN (unnest($2::text[]) AS t(event_type)
                     JOIN endpoints e ON e.event_types @> ARRAY['*'] OR e.event_types @> ARRAY[t.event_type])
@@ -186,6 +197,9 @@ pub async fn find<'c>(
                     Some(Ok(f)) => Some(f),
                     Some(Err(_)) => Some(crate::core::filter::never()),
                 },
+                destination: r.destination?,
+                destination_settings: r.destination_settings,
+                destination_credentials: r.destination_credentials,
             })
         })
         .collect();
@@ -300,6 +314,9 @@ mod tests {
             previous_secret_expires_at: Some(Utc::now() + chrono::Duration::seconds(60)),
             custom_headers: sqlx::types::Json(Vec::new()),
             filter: None,
+            destination: "http".into(),
+            destination_settings: None,
+            destination_credentials: None,
         }
     }
 

@@ -187,3 +187,80 @@ async fn an_egress_proxy_that_is_down_or_refuses_fails_the_attempt_with_the_reas
     assert!(says(&error, &["egress proxy answered 403"]), "{error:?}");
     app.stop().await;
 }
+
+/// A broker destination goes through the egress proxy too: the proxy is asked for the
+/// broker's checked address, and a broker whose address is private is refused by the
+/// guard before the proxy hears of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_destination_goes_through_the_egress_proxy() {
+    let redis = crate::destinations::brokers::Broker::redis(None);
+    let routes = HashMap::from([(
+        "1.1.1.1:6379".to_string(),
+        format!("127.0.0.1:{}", redis.port),
+    )]);
+    let proxy = Proxy::default();
+    let proxy_port = connect_proxy(routes, proxy.clone()).await;
+    let app = through(proxy_port, None).await;
+    let private = format!("redis://127.0.0.1:{}", redis.port);
+    for (url, expected) in [
+        ("redis://1.1.1.1:6379", ("succeeded", None)),
+        (private.as_str(), ("dead_letter", Some("refused_target"))),
+    ] {
+        // A project of its own for each, so each event has the one endpoint.
+        let (_, key) = app.project("business").await;
+        let destination = serde_json::json!({"type": "redis", "url": url, "stream": "s"});
+        let (status, _) = app
+            .api(
+                &key,
+                reqwest::Method::POST,
+                "/webhooks",
+                serde_json::json!({"events": ["*"], "destination": destination}),
+            )
+            .await;
+        assert_eq!(status, 201);
+        let (_, sent) = app
+            .api(
+                &key,
+                reqwest::Method::POST,
+                "/events",
+                serde_json::json!({"event": "order.paid", "data": {}}),
+            )
+            .await;
+        let id = sent["id"].as_str().unwrap().to_string();
+        let attempts = app.settled(&id, std::time::Duration::from_secs(20)).await;
+        let last = attempts.last().unwrap();
+        assert_eq!(
+            (last.1.as_str(), last.3.as_deref()),
+            expected,
+            "{attempts:?}"
+        );
+    }
+    let asked: Vec<String> = proxy
+        .asked
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|a| a.0.clone())
+        .collect();
+    assert_eq!(
+        asked,
+        vec!["1.1.1.1:6379"],
+        "the proxy saw the checked address only"
+    );
+    assert_eq!(
+        redis_len(redis.port),
+        1,
+        "the event reached the stream through the tunnel"
+    );
+    app.stop().await;
+}
+
+/// The length of stream `s` on the Redis at `port`, asked in RESP by hand.
+fn redis_len(port: u16) -> i64 {
+    use std::io::{BufRead, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"*2\r\n$4\r\nXLEN\r\n$1\r\ns\r\n").unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(s).read_line(&mut line).unwrap();
+    line.trim().trim_start_matches(':').parse().unwrap()
+}

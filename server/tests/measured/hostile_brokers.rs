@@ -88,13 +88,16 @@ async fn hostile_brokers_neither_stop_nor_slow_another_project() {
     healthy_latencies(&app, healthy, &receiver, 20, 50).await;
     let quiet = healthy_latencies(&app, healthy, &receiver, 200, 40).await;
 
-    // One hostile project: four Redis, two NATS and two MQTT endpoints of every kind.
+    // One hostile project: four Redis and two each of NATS, MQTT and RabbitMQ endpoints of
+    // every kind.
     let (hostile, key) = app.project("business").await;
     for kind in ALL {
         let port = hostile_broker(kind).await;
-        for i in 0..8 {
+        for i in 0..10 {
             let destination = if i < 4 {
                 serde_json::json!({"type": "redis", "url": format!("redis://127.0.0.1:{port}"), "stream": "s"})
+            } else if i >= 8 {
+                serde_json::json!({"type": "rabbitmq", "url": format!("amqp://127.0.0.1:{port}"), "routing_key": "q"})
             } else if i >= 6 {
                 serde_json::json!({"type": "mqtt", "url": format!("mqtt://127.0.0.1:{port}"), "topic": "t"})
             } else {
@@ -118,7 +121,7 @@ async fn hostile_brokers_neither_stop_nor_slow_another_project() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let busy = healthy_latencies(&app, healthy, &receiver, 200, 40).await;
     println!(
-        "healthy project, 200 events at 40/s: p50 {:.1} ms / p99 {:.1} ms alone; p50 {:.1} ms / p99 {:.1} ms beside 40 hostile broker endpoints",
+        "healthy project, 200 events at 40/s: p50 {:.1} ms / p99 {:.1} ms alone; p50 {:.1} ms / p99 {:.1} ms beside 50 hostile broker endpoints",
         percentile(&quiet, 0.5),
         percentile(&quiet, 0.99),
         percentile(&busy, 0.5),

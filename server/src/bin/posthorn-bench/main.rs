@@ -10,7 +10,7 @@
 //! posthorn-bench api-latency --rate 200 --seconds 30 [--backlog held|deep|replays|keyed-batches|batches|costly-definitions --rows 300000]
 //! posthorn-bench api-fanout --endpoints 100 --rate 72 --seconds 60
 //! posthorn-bench api-metrics --rows 1000000 --scrapes 200
-//! posthorn-bench api-ingest --concurrency 32 --seconds 20 [--batch 100] [--to redis|nats]
+//! posthorn-bench api-ingest --concurrency 32 --seconds 20 [--batch 100] [--to redis|nats|mqtt]
 //!   [--endpoints 100 --filter 'data.amount > 1000 && data.currency == "EUR"']
 //!   [--schema bench/order-paid.schema.json]
 //!
@@ -107,8 +107,8 @@ enum Mode {
         /// A file with a JSON Schema to set for the events' type (`order.paid`).
         #[arg(long)]
         schema: Option<std::path::PathBuf>,
-        /// Where the endpoints deliver: the receiver over HTTP, or a private Redis stream
-        /// or NATS JetStream subject (their servers started here, on PATH).
+        /// Where the endpoints deliver: the receiver over HTTP, or a private Redis stream,
+        /// NATS JetStream subject or MQTT topic (their servers started here, on PATH).
         #[arg(long, value_enum, default_value = "http")]
         to: api::To,
         #[arg(long = "env", value_parser = parse_env)]

@@ -161,6 +161,7 @@ impl Brokers {
             &address,
             self.cfg.allow_private_targets,
             self.cfg.connect_timeout,
+            self.cfg.egress_proxy.as_ref(),
         )
         .await?;
         Ok(match settings {

@@ -4,9 +4,13 @@
 
 use std::{net::SocketAddr, time::Duration};
 
-use app::core::{classify::TransportError, destination::Address};
+use app::{
+    cfg::EgressProxy,
+    core::{classify::TransportError, destination::Address},
+};
+use base64::{engine::general_purpose::STANDARD, Engine};
 use tokio::{
-    io::{AsyncBufReadExt, AsyncReadExt, BufReader},
+    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader},
     net::TcpStream,
 };
 
@@ -19,11 +23,14 @@ pub const MAX_FRAME: usize = 64 * 1024;
 pub type Stream = BufReader<TcpStream>;
 
 /// Connects to the broker at `address`: its name resolved, every address checked by the
-/// target guard (unless private targets are allowed), the first allowed one dialled.
+/// target guard (unless private targets are allowed), the first allowed one dialled;
+/// through the egress proxy when there is one, asked to `CONNECT` that checked address
+/// (never the name, which it would resolve again).
 pub async fn connect(
     address: &Address,
     allow_private: bool,
     timeout: Duration,
+    egress: Option<&EgressProxy>,
 ) -> Result<Stream, Failure> {
     let resolved: Vec<SocketAddr> = tokio::time::timeout(
         timeout,
@@ -52,6 +59,16 @@ pub async fn connect(
             None => transport(TransportError::Dns, format!("{}: no address", address.host)),
         });
     };
+    if let Some(proxy) = egress {
+        let tunnel = tokio::time::timeout(timeout, through(proxy, *first)).await;
+        let stream = tunnel.map_err(|_| {
+            transport(
+                TransportError::Connect,
+                "egress proxy: no tunnel in time".into(),
+            )
+        })??;
+        return Ok(BufReader::with_capacity(8 * 1024, stream));
+    }
     let stream = tokio::time::timeout(timeout, TcpStream::connect(first))
         .await
         .map_err(|_| {
@@ -63,6 +80,42 @@ pub async fn connect(
         .map_err(|e| transport(TransportError::Connect, format!("{first}: {e}")))?;
     let _ = stream.set_nodelay(true);
     Ok(BufReader::with_capacity(8 * 1024, stream))
+}
+
+/// A tunnel to `addr` through the egress proxy (its answer's head read to at most 8 KiB).
+async fn through(proxy: &EgressProxy, addr: SocketAddr) -> Result<TcpStream, Failure> {
+    let failed = |why: String| transport(TransportError::Connect, format!("egress proxy: {why}"));
+    let mut conn = TcpStream::connect((proxy.host.as_str(), proxy.port))
+        .await
+        .map_err(|e| failed(format!("unreachable: {e}")))?;
+    let _ = conn.set_nodelay(true);
+    let mut request = format!("CONNECT {addr} HTTP/1.1\r\nHost: {addr}\r\n");
+    if let Some((user, password)) = &proxy.credentials {
+        let token = STANDARD.encode(format!("{user}:{password}"));
+        request.push_str(&format!("Proxy-Authorization: Basic {token}\r\n"));
+    }
+    request.push_str("\r\n");
+    conn.write_all(request.as_bytes())
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    // Byte by byte: nothing of the broker's first words may be read past the head.
+    let mut head = Vec::with_capacity(256);
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() >= 8 * 1024 {
+            return Err(failed("an answer head longer than 8 KiB".into()));
+        }
+        let byte = conn.read_u8().await.map_err(|e| failed(e.to_string()))?;
+        head.push(byte);
+    }
+    let status = String::from_utf8_lossy(&head)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse::<u16>().ok())
+        .unwrap_or(0);
+    if !(200..300).contains(&status) {
+        return Err(failed(format!("answered {status} to CONNECT {addr}")));
+    }
+    Ok(conn)
 }
 
 pub fn transport(kind: TransportError, message: String) -> Failure {

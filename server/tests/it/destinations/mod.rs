@@ -4,7 +4,7 @@
 //! connection is retried and then delivered, ordering keys hold, and a Retry publishes
 //! again with a new request id.
 
-mod brokers;
+pub(crate) mod brokers;
 
 use std::time::Duration;
 
@@ -366,6 +366,18 @@ async fn mqtt_gets_verifiable_messages_in_key_order_and_refusals_dead_letter() {
         header(&again[0], "x-request-id"),
         d["request_id"].as_str().unwrap()
     );
+
+    // A broker that takes anyone: no credentials sent, and QoS 0.
+    let open = Broker::mosquitto(None);
+    let anyone = format!("mqtt://127.0.0.1:{}", open.port);
+    let (free, _, free_secret) = endpoint(
+        &app,
+        json!({"type": "mqtt", "url": anyone, "topic": "t", "qos": 0}),
+    )
+    .await;
+    let listening = Subscription::start(&["mqtt", &open.port.to_string(), "t", &free_secret, "1"]);
+    let id = event(&free, json!({"qos": 0})).await;
+    assert_eq!(header(&listening.finish().await[0], "webhook-id"), id);
 
     // Wrong credentials: a dead letter at once.
     let wrong = format!("mqtt://shop:nope@127.0.0.1:{port}");

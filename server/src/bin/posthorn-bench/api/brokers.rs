@@ -1,7 +1,7 @@
-//! Broker destinations for `api-ingest --to redis|nats`: a private Redis or NATS server
-//! (with JetStream and a stream taking the bench's subject) in a process of its own, as a
-//! receiver is, so the machine's CPU figure counts the broker's work as it counts the
-//! receiver's.
+//! Broker destinations for `api-ingest --to redis|nats|mqtt`: a private Redis, NATS (with
+//! JetStream and a stream taking the bench's subject) or Mosquitto server in a process of
+//! its own, as a receiver is, so the machine's CPU figure counts the broker's work as it
+//! counts the receiver's.
 
 use std::{
     io::{BufRead, BufReader, Write},
@@ -16,6 +16,7 @@ pub enum To {
     Http,
     Redis,
     Nats,
+    Mqtt,
 }
 
 pub struct BrokerProcess {
@@ -57,6 +58,22 @@ impl BrokerProcess {
                     });
                 c.args(["-a", "127.0.0.1", "-p", &p, "-js", "-sd"])
                     .arg(&dir);
+                c
+            }
+            To::Mqtt => {
+                let conf =
+                    std::env::temp_dir().join(format!("ph-bench-mqtt-{}.conf", std::process::id()));
+                std::fs::write(
+                    &conf,
+                    format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest none\n"),
+                )
+                .unwrap();
+                let mut c = Command::new(if std::path::Path::new("/usr/sbin/mosquitto").exists() {
+                    "/usr/sbin/mosquitto"
+                } else {
+                    "mosquitto"
+                });
+                c.arg("-c").arg(conf);
                 c
             }
             To::Http => unreachable!("HTTP goes to the receiver"),
