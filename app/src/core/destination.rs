@@ -2,6 +2,7 @@
 //! when saved. The settings kept are never a credential; the credentials (from the URL's
 //! user info or the named fields) are split off to be sealed like secrets.
 
+use crate::core::destination_grammar::{self as grammar, Path};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -201,12 +202,11 @@ pub fn parse(value: &Value) -> Result<Option<Destination>, String> {
     let url = text("url")?.ok_or(format!("`destination.url` is required for `{kind}`"))?;
     match kind {
         "redis" => {
-            let (url, creds) = broker_url(url, &["redis", "rediss"], 6379)?;
+            let (url, creds) = broker_url(url, &["redis", "rediss"], 6379, Path::Db)?;
             let stream = name(text("stream")?, "stream", false)?;
             let maxlen = match obj.get("maxlen") {
                 None | Some(Value::Null) => DEFAULT_MAXLEN,
-                Some(v) => v
-                    .as_u64()
+                Some(v) => whole(v)
                     .filter(|n| (1..=MAX_MAXLEN).contains(n))
                     .ok_or(format!(
                         "`destination.maxlen` must be a whole number from 1 to {MAX_MAXLEN}"
@@ -224,21 +224,17 @@ pub fn parse(value: &Value) -> Result<Option<Destination>, String> {
             }))
         }
         "rabbitmq" => {
-            let (url, creds) = broker_url(url, &["amqp", "amqps"], 5672)?;
+            let (url, creds) = broker_url(url, &["amqp", "amqps"], 5672, Path::Vhost)?;
+            // Left out: the default exchange, and no routing key (a message no queue
+            // takes comes back, and dead-letters with the reason).
             let exchange = text("exchange")?.unwrap_or_default();
             let routing_key = text("routing_key")?.unwrap_or_default();
             for (what, v) in [("exchange", exchange), ("routing_key", routing_key)] {
-                if v.len() > 255 || v.chars().any(char::is_control) {
+                if !grammar::amqp_name_ok(v) {
                     return Err(format!(
-                        "`destination.{what}` must be at most 255 bytes without control characters"
+                        "`destination.{what}` must be at most 255 printable ASCII characters"
                     ));
                 }
-            }
-            if exchange.is_empty() && routing_key.is_empty() {
-                return Err(
-                    "`destination.routing_key` is required with the default exchange: it names the queue"
-                        .into(),
-                );
             }
             let settings = Settings::Rabbitmq {
                 url,
@@ -251,7 +247,7 @@ pub fn parse(value: &Value) -> Result<Option<Destination>, String> {
             }))
         }
         "mqtt" => {
-            let (url, mut creds) = broker_url(url, &["mqtt", "mqtts"], 1883)?;
+            let (url, mut creds) = broker_url(url, &["mqtt", "mqtts"], 1883, Path::None)?;
             let topic = name(text("topic")?, "topic", false)?;
             if topic.starts_with('$') || topic.contains(['+', '#']) {
                 return Err(format!(
@@ -260,8 +256,7 @@ pub fn parse(value: &Value) -> Result<Option<Destination>, String> {
             }
             let qos = match obj.get("qos") {
                 None | Some(Value::Null) => 1,
-                Some(v) => v
-                    .as_u64()
+                Some(v) => whole(v)
                     .filter(|q| *q <= 1)
                     .ok_or("`destination.qos` must be 0 or 1")? as u8,
             };
@@ -277,7 +272,7 @@ pub fn parse(value: &Value) -> Result<Option<Destination>, String> {
             }))
         }
         _ => {
-            let (url, mut creds) = broker_url(url, &["nats", "tls"], 4222)?;
+            let (url, mut creds) = broker_url(url, &["nats", "tls"], 4222, Path::None)?;
             let subject = name(text("subject")?, "subject", true)?;
             if let Some(user) = text("user")? {
                 creds.username = Some(credential(user, "user")?);
@@ -305,27 +300,21 @@ fn broker_url(
     text: &str,
     schemes: &[&str],
     default_port: u16,
+    path: Path,
 ) -> Result<(String, Credentials), String> {
-    if text.len() > MAX_URL {
-        return Err(format!("`destination.url` is longer than {MAX_URL} bytes"));
-    }
-    let url = url::Url::parse(text).map_err(|e| format!("`destination.url` is not a URL: {e}"))?;
-    if !schemes.contains(&url.scheme()) {
+    if text.chars().count() > MAX_URL {
         return Err(format!(
-            "`destination.url` must start with {}",
-            schemes
-                .iter()
-                .map(|s| format!("{s}://"))
-                .collect::<Vec<_>>()
-                .join(" or ")
+            "`destination.url` is longer than {MAX_URL} characters"
         ));
     }
-    if url.scheme() == schemes[1] {
+    if text.starts_with(&format!("{}://", schemes[1])) {
         return Err(format!(
             "`{}://` (TLS) is not available on this server yet: use `{}://`",
             schemes[1], schemes[0]
         ));
     }
+    grammar::check_url(text, schemes[0], path)?;
+    let url = url::Url::parse(text).map_err(|e| format!("`destination.url` is not a URL: {e}"))?;
     let host = url
         .host_str()
         .filter(|h| !h.is_empty())
@@ -335,16 +324,16 @@ fn broker_url(
     }
     let decode = |s: &str| {
         percent_encoding::percent_decode_str(s)
-            .decode_utf8()
-            .map(|s| s.into_owned())
-            .map_err(|_| "`destination.url`'s user info is not UTF-8".to_string())
+            .decode_utf8_lossy()
+            .into_owned()
     };
+    // Bounded by the URL's own length; the grammar checked what they may hold.
     let mut creds = Credentials::default();
     if !url.username().is_empty() {
-        creds.username = Some(credential(&decode(url.username())?, "url's user")?);
+        creds.username = Some(decode(url.username()));
     }
-    if let Some(p) = url.password() {
-        creds.password = Some(credential(&decode(p)?, "url's password")?);
+    if let Some(p) = url.password().filter(|p| !p.is_empty()) {
+        creds.password = Some(decode(p));
     }
     let path = url.path().trim_end_matches('/');
     let kept = format!(
@@ -358,12 +347,21 @@ fn broker_url(
 }
 
 fn credential(value: &str, what: &str) -> Result<String, String> {
-    if value.is_empty() || value.len() > MAX_CREDENTIAL || value.chars().any(char::is_control) {
+    if !grammar::credential_ok(value) {
         return Err(format!(
-            "`destination.{what}` must be 1 to {MAX_CREDENTIAL} bytes without control characters"
+            "`destination.{what}` must be 1 to {MAX_CREDENTIAL} characters without control characters"
         ));
     }
     Ok(value.to_string())
+}
+
+/// A whole number as JSON Schema's `integer` takes it (`5.0` too).
+fn whole(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && (0.0..9.0e15).contains(f))
+            .map(|f| f as u64)
+    })
 }
 
 /// A stream name (any printable text) or a NATS subject (dot-separated tokens, no
@@ -371,11 +369,11 @@ fn credential(value: &str, what: &str) -> Result<String, String> {
 fn name(value: Option<&str>, what: &str, subject: bool) -> Result<String, String> {
     let value = value.ok_or(format!("`destination.{what}` is required"))?;
     if value.is_empty()
-        || value.len() > MAX_NAME
-        || value.chars().any(|c| c.is_control() || c.is_whitespace())
+        || value.chars().count() > MAX_NAME
+        || !value.chars().all(grammar::name_char)
     {
         return Err(format!(
-            "`destination.{what}` must be 1 to {MAX_NAME} bytes without spaces or control characters"
+            "`destination.{what}` must be 1 to {MAX_NAME} characters without spaces or control characters"
         ));
     }
     if subject {

@@ -8,17 +8,46 @@ use url::Url;
 
 pub const MAX_LEN: usize = 2048;
 
+/// A host name or IPv4 address, as [`is_host`] reads it (shared with broker URLs).
+#[macro_export]
+macro_rules! host_pattern {
+    () => {
+        concat!(
+            "(((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])",
+            "|((?![Xx][Nn]--)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*(?![Xx][Nn]--)[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)"
+        )
+    };
+}
+
+/// An optional `:port` up to 65535, as [`is_port`] reads it.
+#[macro_export]
+macro_rules! port_pattern {
+    () => {
+        "(:([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?"
+    };
+}
+
 /// The grammar as an ECMA-262 pattern. The last label of a name starts with a letter
 /// (a numeric one would make the name an IPv4 address); no label starts with `xn--`
 /// (punycode, which would need checking as such); ports stop at 65535.
 pub const PATTERN: &str = concat!(
     "^https?://",
-    "(((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])",
-    "|((?![Xx][Nn]--)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*(?![Xx][Nn]--)[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)",
-    "(:([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?",
+    host_pattern!(),
+    port_pattern!(),
     "(/[A-Za-z0-9._~!$&'()*+,;=:@%-]*)*",
     "(\\?[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$"
 );
+
+/// A host name or IPv4 address of the grammar.
+pub fn is_host(host: &str) -> bool {
+    is_ipv4(host) || is_host_name(host)
+}
+
+/// A port of the grammar: up to four digits, or five without a leading zero up to 65535.
+pub fn is_port(p: &str) -> bool {
+    let digits = !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    digits && (p.len() <= 4 || (p.len() == 5 && !p.starts_with('0') && p <= "65535"))
+}
 
 pub fn parse_endpoint_url(text: &str) -> Result<Url, String> {
     if text.len() > MAX_LEN {
@@ -37,19 +66,14 @@ pub fn parse_endpoint_url(text: &str) -> Result<Url, String> {
         Some((h, p)) => (h, Some(p)),
         None => (authority, None),
     };
-    if !is_ipv4(host) && !is_host_name(host) {
+    if !is_host(host) {
         return Err(format!(
             "url: `{}` is not a host name or IPv4 address",
             host.chars().take(64).collect::<String>()
         ));
     }
-    if let Some(p) = port {
-        // Up to four digits, or five without a leading zero up to 65535 (as the pattern).
-        let digits = !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
-        let fits = p.len() <= 4 || (p.len() == 5 && !p.starts_with('0') && p <= "65535");
-        if !digits || !fits {
-            return Err("url: the port must be a number up to 65535".into());
-        }
+    if port.is_some_and(|p| !is_port(p)) {
+        return Err("url: the port must be a number up to 65535".into());
     }
     let (path, query) = match tail.split_once('?') {
         Some((p, q)) => (p, Some(q)),

@@ -12,6 +12,8 @@ pub mod cursor;
 pub mod custom_headers;
 #[cfg(feature = "ssr")]
 pub mod destination;
+#[cfg(feature = "ssr")]
+pub mod destination_grammar;
 pub mod duration;
 #[cfg(feature = "ssr")]
 pub mod ed25519;

@@ -152,12 +152,15 @@ pub async fn change(
     });
     let mut tx = pool.begin().await?;
     if change.url.is_some() || change.destination.is_some() {
+        // A broker endpoint stays one of its type, and no other becomes one (a listen
+        // session's `url` changes as before).
         let kind = endpoints::get(&mut *tx, access, id).await?.destination;
         let asked = change
             .destination
             .as_ref()
             .map_or("http", |d| d.settings.kind());
-        if kind != asked {
+        let broker = |k: &str| !matches!(k, "http" | "listen");
+        if (broker(&kind) || broker(asked)) && kind != asked {
             return Err(AppError::Invalid(format!(
                 "this endpoint's destination is `{kind}`, and an endpoint's type does not change \
                  after creation: make a new endpoint for `{asked}`"

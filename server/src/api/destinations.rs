@@ -128,28 +128,3 @@ pub fn requested(
         },
     }
 }
-
-/// The schema of the request's `destination`: an object with a `type` and that type's
-/// settings (checked by the server, which answers 422 in words).
-pub(super) fn destination_in_schema() -> utoipa::openapi::Object {
-    use utoipa::openapi::{schema::Type, ObjectBuilder};
-    ObjectBuilder::new()
-        .schema_type(Type::Object)
-        .description(Some(
-            "Instead of `url`: `{\"type\": \"redis\", \"url\": \"redis://[user:password@]host:port/db\", \
-             \"stream\": …, \"maxlen\"?: …}` or `{\"type\": \"nats\", \"url\": \"nats://host:port\", \
-             \"subject\": …, \"user\"?, \"password\"? or \"token\"?}` or `{\"type\": \"mqtt\", \
-             \"url\": \"mqtt://[user:password@]host:port\", \"topic\": …, \"qos\"?: 0|1}` or `{\"type\": \"rabbitmq\", \
-             \"url\": \"amqp://[user:password@]host:port/vhost\", \"exchange\"?: …, \"routing_key\": …}` \
-             (or `{\"type\": \"http\", \"url\": …}`). \
-             Credentials are write-only and sealed at rest.",
-        ))
-        .property(
-            "type",
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .pattern(Some("^(http|redis|nats|mqtt|rabbitmq)$")),
-        )
-        .required("type")
-        .build()
-}

@@ -2,6 +2,7 @@
 //! file per resource. Errors are `{"error":{"code","message"}}` everywhere.
 
 pub mod deliveries;
+pub mod destination_schema;
 pub mod destinations;
 pub mod erasures;
 pub mod error;

@@ -96,10 +96,13 @@ const ERRORS: CommonErrors = CommonErrors {
         super::listen::open,
     ),
     components(schemas(super::error::ApiErrorBody, super::error::ApiErrorDetail)),
-    modifiers(&KEY, &ERRORS),
+    modifiers(&KEY, &ERRORS, &URL_OR_DESTINATION),
     security(("api_key" = []))
 )]
 pub struct ApiDoc;
+
+const URL_OR_DESTINATION: super::destination_schema::UrlOrDestination =
+    super::destination_schema::UrlOrDestination;
 
 pub async fn document() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())

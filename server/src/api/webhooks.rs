@@ -26,7 +26,8 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 use super::{
-    destinations::{destination_in_schema, requested, Destination},
+    destination_schema::destination_in as destination_in_schema,
+    destinations::{requested, Destination},
     error::ApiErrorBody,
     parse_id, ApiError, ApiJson, Caller,
 };

@@ -176,7 +176,9 @@ async fn the_document_states_the_domains_patterns_and_enums() {
         json!(event_type::MAX_LEN)
     );
     // A blank filter is refused, so the document asks for something not blank.
-    let filter = &schemas["CreateWebhook"]["properties"]["filter"];
+    // A new endpoint's fields, and the rule that it has `url` or `destination`.
+    let create = &schemas["CreateWebhook"]["allOf"][0]["properties"];
+    let filter = &create["filter"];
     assert_eq!(filter["pattern"], json!(r"\S"));
     let blank = json!({"url": "https://example.com/h", "events": ["*"], "filter": " "});
     let (_, key) = app.project("business").await;
@@ -184,7 +186,39 @@ async fn the_document_states_the_domains_patterns_and_enums() {
         .send("POST", "/webhooks", Some(blank))
         .await;
     assert_eq!(s, 422, "{v}");
-    let items = &schemas["CreateWebhook"]["properties"]["events"]["items"];
+    let items = &create["events"]["items"];
+    let kinds = create["destination"]["oneOf"].as_array().unwrap();
+    let of = |kind: &str| {
+        kinds
+            .iter()
+            .find(|k| k["properties"]["type"]["enum"] == json!([kind]))
+            .unwrap_or_else(|| panic!("no {kind} in {kinds:?}"))
+    };
+    use app::core::destination_grammar as grammar;
+    assert_eq!(
+        of("redis")["properties"]["url"]["pattern"],
+        json!(grammar::REDIS_URL)
+    );
+    assert_eq!(
+        of("nats")["properties"]["subject"]["pattern"],
+        json!(grammar::SUBJECT)
+    );
+    assert_eq!(
+        of("mqtt")["properties"]["topic"]["pattern"],
+        json!(grammar::TOPIC)
+    );
+    assert_eq!(
+        of("rabbitmq")["properties"]["url"]["pattern"],
+        json!(grammar::AMQP_URL)
+    );
+    assert_eq!(of("redis")["additionalProperties"], json!(false));
+    assert_eq!(
+        schemas["CreateWebhook"]["allOf"][1]["oneOf"]
+            .as_array()
+            .map(Vec::len),
+        Some(2),
+        "url or destination"
+    );
     assert_eq!(items["pattern"], json!(event_type::SUBSCRIPTION_PATTERN));
     // The enums are the domain's: every value it stores, under the document's names.
     let named = |name: &str, values: Vec<&str>| {

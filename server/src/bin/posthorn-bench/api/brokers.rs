@@ -100,6 +100,9 @@ impl BrokerProcess {
             To::Redis => {
                 serde_json::json!({"type": "redis", "url": format!("redis://127.0.0.1:{}", self.port), "stream": "bench", "maxlen": 10_000_000})
             }
+            To::Mqtt => {
+                serde_json::json!({"type": "mqtt", "url": format!("mqtt://127.0.0.1:{}", self.port), "topic": "bench/events"})
+            }
             _ => {
                 serde_json::json!({"type": "nats", "url": format!("nats://127.0.0.1:{}", self.port), "subject": "bench.events"})
             }
