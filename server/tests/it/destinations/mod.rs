@@ -502,3 +502,48 @@ async fn rabbitmq_confirms_publishes_and_refuses_what_no_queue_takes() {
     assert_eq!(header(&got[0], "webhook-id"), id);
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn nats_keeps_each_keys_order_and_delivers_after_a_restart() {
+    let mut nats = Broker::nats();
+    let url = format!("nats://127.0.0.1:{}", nats.port);
+    consume(&["nats-stream", &url, "KEYED", "keyed.>"]).await;
+    let app = TestApp::spawn_with(common::ordering::with_retry("1s,1s,1s,1s,1s,1s,1s,1s")).await;
+    let (api, _, secret) = endpoint(
+        &app,
+        json!({"type": "nats", "url": url, "subject": "keyed.orders"}),
+    )
+    .await;
+    let events: Vec<Value> = (0..100)
+        .map(|n| json!({"event": "order.updated", "data": {"n": n}, "ordering_key": format!("key-{}", n % 5)}))
+        .collect();
+    let (status, _, body) = api
+        .send("POST", "/events/batch", Some(json!({ "events": events })))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let got = consume(&["nats", &url, "KEYED", &secret, "100"]).await;
+    assert_eq!(got.len(), 100);
+    for key in 0..5 {
+        let seen: Vec<i64> = got
+            .iter()
+            .map(|m| m["body"]["data"]["n"].as_i64().unwrap())
+            .filter(|n| n % 5 == key)
+            .collect();
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "key-{key}: {seen:?}");
+    }
+
+    // The server goes away: retried, then delivered once it is back (its stream kept).
+    nats.stop();
+    let id = event(&api, json!({"n": "after"})).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !app.attempts(&id).await.iter().any(|a| a.1 == "failed") {
+        assert!(tokio::time::Instant::now() < deadline, "no failed attempt");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    nats.start();
+    let attempts = app.settled(&id, Duration::from_secs(30)).await;
+    assert_eq!(attempts.last().unwrap().1, "succeeded", "{attempts:?}");
+    let got = consume(&["nats", &url, "KEYED", &secret, "101"]).await;
+    assert_eq!(header(&got[100], "webhook-id"), id);
+    app.stop().await;
+}
