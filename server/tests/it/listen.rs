@@ -62,7 +62,7 @@ async fn a_sessions_attempts_wait_for_its_cli_and_end_with_it() {
     let session = opened["endpoint"]["id"].as_i64().unwrap();
     assert_eq!(
         opened["endpoint"]["destination"],
-        json!({"type": "listen", "name": "away", "connected": false})
+        json!({"type": "listen", "name": "away", "connected": false, "credentials_set": false})
     );
     // Reattaching by name: the same endpoint and secret, 200.
     let (s, again) = open(&app, &key, json!({"forward": rx.url, "name": "away"})).await;
