@@ -192,106 +192,118 @@ pub fn parse(value: &Value) -> Result<Option<Destination>, String> {
             allowed[1..].join(", ")
         ));
     }
-    let text = |name: &str| -> Result<Option<&str>, String> {
-        match obj.get(name) {
+    let f = Fields(obj);
+    let url = f
+        .text("url")?
+        .ok_or(format!("`destination.url` is required for `{kind}`"))?;
+    let (settings, creds) = match kind {
+        "redis" => redis(&f, url)?,
+        "rabbitmq" => rabbitmq(&f, url)?,
+        "mqtt" => mqtt(&f, url)?,
+        _ => nats(&f, url)?,
+    };
+    Ok(Some(Destination {
+        settings,
+        credentials: (!creds.is_empty()).then_some(creds),
+    }))
+}
+
+/// A destination's fields, read by type.
+struct Fields<'a>(&'a serde_json::Map<String, Value>);
+
+impl Fields<'_> {
+    /// A string field; absent or null is None.
+    fn text(&self, name: &str) -> Result<Option<&str>, String> {
+        match self.0.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.as_str())),
             Some(_) => Err(format!("`destination.{name}` must be a string")),
         }
-    };
-    let url = text("url")?.ok_or(format!("`destination.url` is required for `{kind}`"))?;
-    match kind {
-        "redis" => {
-            let (url, creds) = broker_url(url, &["redis", "rediss"], 6379, Path::Db)?;
-            let stream = name(text("stream")?, "stream", false)?;
-            let maxlen = match obj.get("maxlen") {
-                None | Some(Value::Null) => DEFAULT_MAXLEN,
-                Some(v) => whole(v)
-                    .filter(|n| (1..=MAX_MAXLEN).contains(n))
-                    .ok_or(format!(
-                        "`destination.maxlen` must be a whole number from 1 to {MAX_MAXLEN}"
-                    ))?,
-            };
-            let settings = Settings::Redis {
-                url,
-                stream,
-                maxlen,
-            };
-            settings.address()?;
-            Ok(Some(Destination {
-                settings,
-                credentials: (!creds.is_empty()).then_some(creds),
-            }))
-        }
-        "rabbitmq" => {
-            let (url, creds) = broker_url(url, &["amqp", "amqps"], 5672, Path::Vhost)?;
-            // Left out: the default exchange, and no routing key (a message no queue
-            // takes comes back, and dead-letters with the reason).
-            let exchange = text("exchange")?.unwrap_or_default();
-            let routing_key = text("routing_key")?.unwrap_or_default();
-            for (what, v) in [("exchange", exchange), ("routing_key", routing_key)] {
-                if !grammar::amqp_name_ok(v) {
-                    return Err(format!(
-                        "`destination.{what}` must be at most 255 printable ASCII characters"
-                    ));
-                }
-            }
-            let settings = Settings::Rabbitmq {
-                url,
-                exchange: exchange.to_string(),
-                routing_key: routing_key.to_string(),
-            };
-            Ok(Some(Destination {
-                settings,
-                credentials: (!creds.is_empty()).then_some(creds),
-            }))
-        }
-        "mqtt" => {
-            let (url, mut creds) = broker_url(url, &["mqtt", "mqtts"], 1883, Path::None)?;
-            let topic = name(text("topic")?, "topic", false)?;
-            if topic.starts_with('$') || topic.contains(['+', '#']) {
-                return Err(format!(
-                    "`destination.topic` `{topic}` may not hold wildcards (+ or #) or start with `$`"
-                ));
-            }
-            let qos = match obj.get("qos") {
-                None | Some(Value::Null) => 1,
-                Some(v) => whole(v)
-                    .filter(|q| *q <= 1)
-                    .ok_or("`destination.qos` must be 0 or 1")? as u8,
-            };
-            if let Some(user) = text("username")? {
-                creds.username = Some(credential(user, "username")?);
-            }
-            if let Some(password) = text("password")? {
-                creds.password = Some(credential(password, "password")?);
-            }
-            Ok(Some(Destination {
-                settings: Settings::Mqtt { url, topic, qos },
-                credentials: (!creds.is_empty()).then_some(creds),
-            }))
-        }
-        _ => {
-            let (url, mut creds) = broker_url(url, &["nats", "tls"], 4222, Path::None)?;
-            let subject = name(text("subject")?, "subject", true)?;
-            if let Some(user) = text("user")? {
-                creds.username = Some(credential(user, "user")?);
-            }
-            if let Some(password) = text("password")? {
-                creds.password = Some(credential(password, "password")?);
-            }
-            if let Some(token) = text("token")? {
-                creds.token = Some(credential(token, "token")?);
-            }
-            if creds.token.is_some() && (creds.username.is_some() || creds.password.is_some()) {
-                return Err("NATS takes `user` and `password`, or a `token`, not both".into());
-            }
-            Ok(Some(Destination {
-                settings: Settings::Nats { url, subject },
-                credentials: (!creds.is_empty()).then_some(creds),
-            }))
+    }
+
+    /// A whole-number field from 0 to `max`; absent or null is `default`.
+    fn whole(&self, name: &str, min: u64, max: u64, default: u64) -> Result<u64, String> {
+        match self.0.get(name) {
+            None | Some(Value::Null) => Ok(default),
+            Some(v) => whole(v).filter(|n| (min..=max).contains(n)).ok_or(format!(
+                "`destination.{name}` must be a whole number from {min} to {max}"
+            )),
         }
     }
+}
+
+type Parsed = (Settings, Credentials);
+
+fn redis(f: &Fields, url: &str) -> Result<Parsed, String> {
+    let (url, creds) = broker_url(url, &["redis", "rediss"], 6379, Path::Db)?;
+    let stream = name(f.text("stream")?, "stream", false)?;
+    let maxlen = f.whole("maxlen", 1, MAX_MAXLEN, DEFAULT_MAXLEN)?;
+    let settings = Settings::Redis {
+        url,
+        stream,
+        maxlen,
+    };
+    settings.address()?;
+    Ok((settings, creds))
+}
+
+fn rabbitmq(f: &Fields, url: &str) -> Result<Parsed, String> {
+    let (url, creds) = broker_url(url, &["amqp", "amqps"], 5672, Path::Vhost)?;
+    // Left out: the default exchange, and no routing key (a message no queue takes comes
+    // back, and dead-letters with the reason).
+    let exchange = f.text("exchange")?.unwrap_or_default();
+    let routing_key = f.text("routing_key")?.unwrap_or_default();
+    for (what, v) in [("exchange", exchange), ("routing_key", routing_key)] {
+        if !grammar::amqp_name_ok(v) {
+            return Err(format!(
+                "`destination.{what}` must be at most 255 printable ASCII characters"
+            ));
+        }
+    }
+    let settings = Settings::Rabbitmq {
+        url,
+        exchange: exchange.to_string(),
+        routing_key: routing_key.to_string(),
+    };
+    Ok((settings, creds))
+}
+
+fn mqtt(f: &Fields, url: &str) -> Result<Parsed, String> {
+    let (url, mut creds) = broker_url(url, &["mqtt", "mqtts"], 1883, Path::None)?;
+    let topic = name(f.text("topic")?, "topic", false)?;
+    if topic.starts_with('$') || topic.contains(['+', '#']) {
+        return Err(format!(
+            "`destination.topic` `{topic}` may not hold wildcards (+ or #) or start with `$`"
+        ));
+    }
+    let qos = f
+        .whole("qos", 0, 1, 1)
+        .map_err(|_| "`destination.qos` must be 0 or 1".to_string())? as u8;
+    if let Some(user) = f.text("username")? {
+        creds.username = Some(credential(user, "username")?);
+    }
+    if let Some(password) = f.text("password")? {
+        creds.password = Some(credential(password, "password")?);
+    }
+    Ok((Settings::Mqtt { url, topic, qos }, creds))
+}
+
+fn nats(f: &Fields, url: &str) -> Result<Parsed, String> {
+    let (url, mut creds) = broker_url(url, &["nats", "tls"], 4222, Path::None)?;
+    let subject = name(f.text("subject")?, "subject", true)?;
+    if let Some(user) = f.text("user")? {
+        creds.username = Some(credential(user, "user")?);
+    }
+    if let Some(password) = f.text("password")? {
+        creds.password = Some(credential(password, "password")?);
+    }
+    if let Some(token) = f.text("token")? {
+        creds.token = Some(credential(token, "token")?);
+    }
+    if creds.token.is_some() && (creds.username.is_some() || creds.password.is_some()) {
+        return Err("NATS takes `user` and `password`, or a `token`, not both".into());
+    }
+    Ok((Settings::Nats { url, subject }, creds))
 }
 
 /// A broker URL of one of `schemes`, with its user info split off as credentials: the

@@ -229,18 +229,18 @@ impl Brokers {
     fn take(&self, key: Key) -> Option<Conn> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         let list = idle.by_key.get_mut(&key)?;
-        let mut found = None;
+        let (mut found, mut taken) = (None, 0);
         while let Some((conn, since)) = list.pop() {
+            taken += 1;
             if since.elapsed() < IDLE_FOR {
                 found = Some(conn);
                 break;
             }
         }
-        let left = list.len();
-        if left == 0 {
+        if list.is_empty() {
             idle.by_key.remove(&key);
         }
-        idle.count = idle.by_key.values().map(Vec::len).sum();
+        idle.count = idle.count.saturating_sub(taken);
         found
     }
 

@@ -41,6 +41,27 @@ async fn event(api: &Api, data: Value) -> String {
     body["id"].as_str().unwrap().to_string()
 }
 
+/// Waits until one of the event's attempts has failed.
+async fn failed_once(app: &TestApp, event_id: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !app.attempts(event_id).await.iter().any(|a| a.1 == "failed") {
+        assert!(tokio::time::Instant::now() < deadline, "no failed attempt");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Each of `keys` keys' events (`n % keys`) arrived in the order sent.
+fn in_key_order(got: &[Value], keys: i64) {
+    for key in 0..keys {
+        let seen: Vec<i64> = got
+            .iter()
+            .map(|m| m["body"]["data"]["n"].as_i64().unwrap())
+            .filter(|n| n % keys == key)
+            .collect();
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "key-{key}: {seen:?}");
+    }
+}
+
 /// The event's first attempt, read by id (the list leaves out the answer's body).
 async fn delivery(api: &Api, event_id: &str) -> Value {
     let (_, _, list) = api
@@ -198,11 +219,7 @@ async fn a_refusal_dead_letters_at_once_and_a_broken_connection_is_retried() {
     app.settled(&first, Duration::from_secs(20)).await;
     redis.stop();
     let second = event(&api, json!({"n": 2})).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !app.attempts(&second).await.iter().any(|a| a.1 == "failed") {
-        assert!(tokio::time::Instant::now() < deadline, "no failed attempt");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    failed_once(&app, &second).await;
     redis.start();
     let attempts = app.settled(&second, Duration::from_secs(20)).await;
     assert_eq!(attempts.last().unwrap().1, "succeeded", "{attempts:?}");
@@ -340,14 +357,7 @@ async fn mqtt_gets_verifiable_messages_in_key_order_and_refusals_dead_letter() {
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     let got = listening.finish().await;
     assert_eq!(got.len(), 100);
-    for key in 0..4 {
-        let seen: Vec<i64> = got
-            .iter()
-            .map(|m| m["body"]["data"]["n"].as_i64().unwrap())
-            .filter(|n| n % 4 == key)
-            .collect();
-        assert!(seen.windows(2).all(|w| w[0] < w[1]), "key-{key}: {seen:?}");
-    }
+    in_key_order(&got, 4);
     let first = got[0]["body"]["event_id"].as_str().unwrap().to_string();
     let d = delivery(&api, &first).await;
     assert!(
@@ -390,11 +400,7 @@ async fn mqtt_gets_verifiable_messages_in_key_order_and_refusals_dead_letter() {
     // The broker goes away: retried, then delivered once it is back.
     mqtt.stop();
     let id = event(&api, json!({"n": "after"})).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !app.attempts(&id).await.iter().any(|a| a.1 == "failed") {
-        assert!(tokio::time::Instant::now() < deadline, "no failed attempt");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    failed_once(&app, &id).await;
     mqtt.start();
     let listening =
         Subscription::start(&["mqtt", &port, "shop/orders", &secret, "1", "shop", "pw"]);
@@ -435,14 +441,7 @@ async fn rabbitmq_confirms_publishes_and_refuses_what_no_queue_takes() {
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     let got = consume(&["amqp", &amqp, "orders", &secret, "100"]).await;
     assert_eq!(got.len(), 100);
-    for key in 0..5 {
-        let seen: Vec<i64> = got
-            .iter()
-            .map(|m| m["body"]["data"]["n"].as_i64().unwrap())
-            .filter(|n| n % 5 == key)
-            .collect();
-        assert!(seen.windows(2).all(|w| w[0] < w[1]), "key-{key}: {seen:?}");
-    }
+    in_key_order(&got, 5);
     assert_eq!(
         header(&got[0], "message-id"),
         header(&got[0], "x-request-id")
@@ -490,11 +489,7 @@ async fn rabbitmq_confirms_publishes_and_refuses_what_no_queue_takes() {
     // The broker goes away: retried, then delivered once it is back.
     mq.stop();
     let id = event(&api, json!({"n": "after"})).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !app.attempts(&id).await.iter().any(|a| a.1 == "failed") {
-        assert!(tokio::time::Instant::now() < deadline, "no failed attempt");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    failed_once(&app, &id).await;
     mq.start();
     let attempts = app.settled(&id, Duration::from_secs(40)).await;
     assert_eq!(attempts.last().unwrap().1, "succeeded", "{attempts:?}");
@@ -523,23 +518,12 @@ async fn nats_keeps_each_keys_order_and_delivers_after_a_restart() {
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     let got = consume(&["nats", &url, "KEYED", &secret, "100"]).await;
     assert_eq!(got.len(), 100);
-    for key in 0..5 {
-        let seen: Vec<i64> = got
-            .iter()
-            .map(|m| m["body"]["data"]["n"].as_i64().unwrap())
-            .filter(|n| n % 5 == key)
-            .collect();
-        assert!(seen.windows(2).all(|w| w[0] < w[1]), "key-{key}: {seen:?}");
-    }
+    in_key_order(&got, 5);
 
     // The server goes away: retried, then delivered once it is back (its stream kept).
     nats.stop();
     let id = event(&api, json!({"n": "after"})).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !app.attempts(&id).await.iter().any(|a| a.1 == "failed") {
-        assert!(tokio::time::Instant::now() < deadline, "no failed attempt");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    failed_once(&app, &id).await;
     nats.start();
     let attempts = app.settled(&id, Duration::from_secs(30)).await;
     assert_eq!(attempts.last().unwrap().1, "succeeded", "{attempts:?}");

@@ -75,18 +75,11 @@ impl Rig {
 
     /// An endpoint for every event type, with `filter` if given.
     pub async fn endpoint_filtered(&self, key: &str, url: &str, filter: Option<&str>) -> i64 {
-        let r: serde_json::Value = self
-            .client
-            .post(format!("{}/public/v1/webhooks", self.server.base))
-            .bearer_auth(key)
-            .json(&serde_json::json!({ "url": url, "events": ["*"], "filter": filter }))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        r["id"].as_i64().unwrap_or_else(|| panic!("endpoint: {r}"))
+        self.create_endpoint(
+            key,
+            serde_json::json!({ "url": url, "events": ["*"], "filter": filter }),
+        )
+        .await
     }
 
     /// An endpoint for every event type publishing to a broker `destination`.
@@ -96,11 +89,18 @@ impl Rig {
         destination: serde_json::Value,
         filter: Option<&str>,
     ) -> i64 {
+        let body =
+            serde_json::json!({ "destination": destination, "events": ["*"], "filter": filter });
+        self.create_endpoint(key, body).await
+    }
+
+    /// `POST /public/v1/webhooks` with `body`; the new endpoint's id.
+    async fn create_endpoint(&self, key: &str, body: serde_json::Value) -> i64 {
         let r: serde_json::Value = self
             .client
             .post(format!("{}/public/v1/webhooks", self.server.base))
             .bearer_auth(key)
-            .json(&serde_json::json!({ "destination": destination, "events": ["*"], "filter": filter }))
+            .json(&body)
             .send()
             .await
             .unwrap()
